@@ -1,0 +1,1 @@
+"""Benchmarks of vcfzarr-sql against the tools people use today (see benchmarks/README.md)."""

@@ -1,0 +1,82 @@
+"""Shared fixtures: stores converted once per test run (shared by pytest-xdist workers).
+
+- ``convert_once(vcf, **kwargs)``: our converter's store of ``vcf`` (``vcfzarr_sql.convert``).
+- ``bio2zarr_once(vcf, zarr_format=2, **kwargs)``: bio2zarr's store of ``vcf``.
+
+Both return the store path; a given (file, arguments) pair is converted once per run, whichever
+worker asks first (the others wait on a lock), so tests may parametrize finely. Failures are not
+cached: each caller gets the converter's own exception. Never write into the returned store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _shared_root(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    base = tmp_path_factory.getbasetemp()
+    return (base if worker_id == "master" else base.parent) / "stores"
+
+
+def _once(root: Path, tag: str, source, kwargs: dict, write: Callable[[Path], None]) -> Path:
+    key = hashlib.sha1(repr((tag, str(source), sorted(kwargs.items()))).encode()).hexdigest()[:16]
+    folder = root / f"{tag}-{Path(str(source)).name[:40]}-{key}"
+    store = folder / "store.vcz"
+    done = folder / "done"
+    with _locked(root / f"{key}.lock"):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            write(store)
+            done.touch()
+    return store
+
+
+@pytest.fixture(scope="session")
+def convert_once(tmp_path_factory, worker_id) -> Callable[..., Path]:
+    """``convert_once(vcf, **convert_kwargs) -> Path``: our converter's store, once per run."""
+    from vcfzarr_sql.converter import convert
+
+    root = _shared_root(tmp_path_factory, worker_id)
+
+    def make(vcf, **kwargs) -> Path:
+        return _once(root, "ours", vcf, kwargs,
+                     lambda store: convert(str(vcf), str(store), show_progress=False, **kwargs))
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def bio2zarr_once(tmp_path_factory, worker_id) -> Callable[..., Path]:
+    """``bio2zarr_once(vcf, zarr_format=2, **bio2zarr_convert_kwargs) -> Path``, once per run."""
+    import bio2zarr.vcf
+
+    root = _shared_root(tmp_path_factory, worker_id)
+
+    def make(vcf, zarr_format: int = 2, **kwargs) -> Path:
+        def write(store: Path) -> None:
+            bio2zarr.vcf.convert([str(vcf)], str(store), zarr_format=zarr_format,
+                                 icf_path=str(store.parent / "icf"), **kwargs)
+            shutil.rmtree(store.parent / "icf", ignore_errors=True)
+
+        return _once(root, f"bio2zarr-v{zarr_format}", vcf, kwargs, write)
+
+    return make

@@ -1,0 +1,269 @@
+"""SQL over every corpus file bcftools reads equals bcftools' view of it (tests/oracle.py).
+
+Each file is converted once per session with tiny chunks (7 variants x 2 samples) so queries
+cross chunk boundaries and pruning is visible. For each file:
+
+- ``vcf_zarr``: the fixed columns and every INFO column equal ``oracle.records()``;
+- ``vcf_zarr_calls``: GT, phasing and every FORMAT column equal ``oracle.calls()`` (for large
+  files: all samples' GT against ``oracle.genotype_arrays()``, every field for two samples);
+- ``WHERE contig = c AND pos BETWEEN a AND b`` equals ``bcftools -t c:a-b`` and
+  ``region := 'c:a-b'`` equals ``bcftools -r c:a-b``, and ``last_stats`` shows that exactly the
+  chunks whose region-index rows can match were read (computed here from bcftools' records).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import oracle
+import vcfzarr_sql
+from corpus import readable_corpus
+from vcfzarr_sql import region_index, spec
+
+VARIANTS_CHUNK = 7
+SAMPLES_CHUNK = 2
+#: above this many calls, FORMAT fields are compared for SUBSET_SAMPLES samples only
+MAX_FULL_CALLS = 50_000
+SUBSET_SAMPLES = 2
+
+FILES = readable_corpus()
+
+
+@pytest.fixture(scope="session")
+def stores(tmp_path_factory):
+    """corpus id -> store path, converted on first use."""
+    root = tmp_path_factory.mktemp("sql-corpus")
+    made: dict[str, str] = {}
+
+    def get(corpus_file) -> str:
+        if corpus_file.id not in made:
+            out = root / f"{len(made)}.zarr"
+            vcfzarr_sql.convert(
+                str(corpus_file.path), out, variants_chunk_size=VARIANTS_CHUNK,
+                samples_chunk_size=SAMPLES_CHUNK, show_progress=False,
+            )
+            made[corpus_file.id] = str(out)
+        return made[corpus_file.id]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def con():
+    with vcfzarr_sql.connect() as connection:
+        yield connection
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _same(expected: object, actual: object, vcf_type: str) -> bool:
+    """Equal values; floats at bcftools' printed precision; lists element-wise."""
+    if isinstance(expected, list) and isinstance(actual, list):
+        return len(expected) == len(actual) and all(
+            _same(e, a, vcf_type) for e, a in zip(expected, actual)
+        )
+    if vcf_type == "Float" and not isinstance(expected, (list, str)):
+        return oracle.float_equal(expected, actual)
+    return expected == actual
+
+
+def _columns(table: pa.Table) -> dict[str, list]:
+    return {name: table.column(name).to_pylist() for name in table.column_names}
+
+
+def _variant_rows(con, store: str, header, where: str = "", region: str | None = None) -> dict[str, list]:
+    info = "".join(f", {_quote('info_' + name)}" for name in header.info)
+    args = _literal(store) + (f", region := {_literal(region)}" if region is not None else "")
+    sql = f"SELECT contig, pos, id, ref, alt, qual, filters{info} FROM vcf_zarr({args}) {where}"
+    return _columns(con.sql(sql).to_arrow_table())
+
+
+def _assert_records_equal(rows: dict[str, list], records, header) -> None:
+    assert len(rows["pos"]) == len(records)
+    assert rows["contig"] == [r.chrom for r in records]
+    assert rows["pos"] == [r.pos for r in records]
+    assert rows["id"] == [r.id for r in records]
+    assert rows["ref"] == [r.ref for r in records]
+    assert rows["alt"] == [r.alt for r in records]
+    assert all(oracle.float_equal(r.qual, q) for r, q in zip(records, rows["qual"])), "qual"
+    assert rows["filters"] == [r.filters for r in records]
+    for name, field in header.info.items():
+        column = rows["info_" + name]
+        bad = [
+            (r.chrom, r.pos, r.info[name], value)
+            for r, value in zip(records, column)
+            if not _same(r.info[name], value, field.vcf_type)
+        ]
+        assert not bad, f"INFO/{name}: first differences (chrom, pos, bcftools, ours): {bad[:3]}"
+
+
+@pytest.mark.parametrize("corpus_file", FILES, ids=[f.id for f in FILES])
+def test_variants(con, stores, corpus_file) -> None:
+    path = str(corpus_file.path)
+    header = oracle.header(path)
+    rows = _variant_rows(con, stores(corpus_file), header)
+    _assert_records_equal(rows, oracle.records(path), header)
+
+
+def _expected_genotype(gt) -> tuple[list | None, bool | None]:
+    return (None, None) if gt is None else (list(gt.alleles), gt.phased)
+
+
+def _call_rows(con, store: str, header, samples: list[str] | None) -> dict[str, list]:
+    fields = "".join(f", {_quote('fmt_' + name)}" for name in header.format if name != "GT")
+    gt = ", fmt_GT, fmt_GT_phased" if "GT" in header.format else ""
+    args = _literal(store)
+    if samples is not None:
+        args += ", samples := [" + ", ".join(_literal(s) for s in samples) + "]"
+    sql = f"SELECT contig, pos, sample_id{gt}{fields} FROM vcf_zarr_calls({args})"
+    return _columns(con.sql(sql).to_arrow_table())
+
+
+def _sample_major(rows: dict[str, list], names: list[str]) -> dict[str, list]:
+    """Rows stably sorted by sample: each sample's calls in record order.
+
+    The calls table streams (variant chunk, sample chunk) blocks, so rows are variant-major
+    only within a sample chunk.
+    """
+    rank = {name: k for k, name in enumerate(names)}
+    order = sorted(range(len(rows["sample_id"])), key=lambda k: rank[rows["sample_id"][k]])
+    return {column: [values[k] for k in order] for column, values in rows.items()}
+
+
+def _assert_calls_equal(rows, path: str, header, samples: list[str] | None) -> None:
+    names = samples if samples is not None else header.samples
+    records = oracle.records(path)
+    expected = oracle.calls(path, tuple(header.format), samples=samples)
+    assert len(rows["pos"]) == len(records) * len(names)
+    rows = _sample_major(rows, names)
+    assert rows["sample_id"] == [name for name in names for _ in records]
+    assert rows["pos"] == [r.pos for _ in names for r in records]
+    flat = [record[s] for s in range(len(names)) for record in expected]
+    for name, field in header.format.items():
+        if name == "GT":
+            ours = list(zip(rows["fmt_GT"], rows["fmt_GT_phased"]))
+            bad = [
+                (k, call["GT"], got)
+                for k, (call, got) in enumerate(zip(flat, ours))
+                if _expected_genotype(call["GT"])[0] != got[0]
+                or (call["GT"] is not None and call["GT"].phased != got[1])
+            ]
+        else:
+            column = rows["fmt_" + name]
+            bad = [
+                (k, call[name], got)
+                for k, (call, got) in enumerate(zip(flat, column))
+                if not _same(call[name], got, field.vcf_type)
+            ]
+        assert not bad, f"FORMAT/{name}: first differences (call, bcftools, ours): {bad[:3]}"
+
+
+def _assert_all_genotypes_equal(con, store: str, path: str) -> None:
+    """Every call's GT, via the variants table's fmt_GT lists, against bcftools' arrays."""
+    alleles, phased = oracle.genotype_arrays(path)
+    table = con.sql(f"SELECT fmt_GT, fmt_GT_phased FROM vcf_zarr({_literal(store)})").to_arrow_table()
+    calls = table.column("fmt_GT").combine_chunks().flatten()  # one list per call
+    lone_missing = (alleles[..., 0] == spec.INT_MISSING) & (
+        (alleles.shape[-1] == 1) | (alleles[..., 1:] == spec.INT_FILL).all(axis=-1)
+    )
+    # a lone '.' is NULL; every other call lists its alleles up to the padding
+    assert np.array_equal(np.asarray(calls.is_null()), lone_missing.reshape(-1))
+    lengths = (alleles != spec.INT_FILL).sum(axis=-1).reshape(-1)
+    present = ~lone_missing.reshape(-1)
+    got_lengths = np.asarray(calls.value_lengths().fill_null(0))
+    assert np.array_equal(got_lengths[present], lengths[present])
+    values = calls.filter(pa.array(present)).flatten()
+    expected_values = alleles.reshape(-1, alleles.shape[-1])[present]
+    expected_values = expected_values[expected_values != spec.INT_FILL]
+    got = np.asarray(values.fill_null(spec.INT_MISSING)).astype(np.int64)
+    assert np.array_equal(got, expected_values)
+    got_phased = np.asarray(table.column("fmt_GT_phased").combine_chunks().flatten())
+    assert np.array_equal(got_phased[present], phased.reshape(-1)[present])
+
+
+@pytest.mark.parametrize("corpus_file", FILES, ids=[f.id for f in FILES])
+def test_calls(con, stores, corpus_file) -> None:
+    path = str(corpus_file.path)
+    header = oracle.header(path)
+    store = stores(corpus_file)
+    n_calls = len(oracle.records(path)) * len(header.samples)
+    if n_calls <= MAX_FULL_CALLS:
+        _assert_calls_equal(_call_rows(con, store, header, None), path, header, None)
+        return
+    if "GT" in header.format:
+        _assert_all_genotypes_equal(con, store, path)
+    subset = header.samples[-1:] + header.samples[:SUBSET_SAMPLES - 1]  # out of store order
+    _assert_calls_equal(_call_rows(con, store, header, subset), path, header, subset)
+
+
+# ---------------------------------------------------------------------------------------------
+# Regions (bcftools -r, overlap) and positions (bcftools -t), with the chunks read
+
+
+def _region_string(contig: str, start: int, end: int) -> str:
+    name = "{" + contig + "}" if any(c in contig for c in ":,{}") else contig
+    return f"{name}:{start}-{end}"
+
+
+def _queries(records) -> list[tuple[str, int, int]]:
+    """(contig, start, end) intervals: the middle third of the first and of the last contig."""
+    contigs = list(dict.fromkeys(r.chrom for r in records))
+    out = []
+    for contig in dict.fromkeys([contigs[0], contigs[-1]]):
+        positions = [r.pos for r in records if r.chrom == contig]
+        lo, hi = positions[len(positions) // 3], positions[(2 * len(positions)) // 3]
+        out.append((contig, lo, hi))
+    return out
+
+
+def _expected_chunks(records, contig: str, start: int, end: int, overlap: bool) -> set[int]:
+    """Chunks with a region-index row that may hold a match, computed from bcftools' records."""
+    names = {name: k for k, name in enumerate(dict.fromkeys(r.chrom for r in records))}
+    index = region_index.region_index(
+        np.array([names[r.chrom] for r in records]),
+        np.array([r.pos for r in records]),
+        np.array([r.end - r.pos + 1 for r in records]),
+        VARIANTS_CHUNK,
+    )
+    last = spec.RI_MAX_END if overlap else spec.RI_END
+    hits = (
+        (index[:, spec.RI_CONTIG] == names[contig])
+        & (index[:, spec.RI_START] <= end)
+        & (index[:, last] >= start)
+    )
+    return set(index[hits, spec.RI_CHUNK].tolist())
+
+
+REGION_FILES = [f for f in FILES if f.records]
+
+
+@pytest.mark.parametrize("corpus_file", REGION_FILES, ids=[f.id for f in REGION_FILES])
+def test_positions_and_regions(con, stores, corpus_file) -> None:
+    path = str(corpus_file.path)
+    header = oracle.header(path)
+    store = stores(corpus_file)
+    records = oracle.records(path)
+    total = math.ceil(len(records) / VARIANTS_CHUNK)
+    for contig, start, end in _queries(records):
+        region = _region_string(contig, start, end)
+        where = f"WHERE contig = {_literal(contig)} AND pos BETWEEN {start} AND {end}"
+        rows = _variant_rows(con, store, header, where=where)
+        _assert_records_equal(rows, oracle.records(path, targets=region), header)
+        stats = con.last_stats
+        assert stats["variant_chunks_total"] == total
+        assert stats["variant_chunks_read"] == len(_expected_chunks(records, contig, start, end, False))
+
+        rows = _variant_rows(con, store, header, region=region)
+        _assert_records_equal(rows, oracle.records(path, region=region), header)
+        stats = con.last_stats
+        assert stats["variant_chunks_read"] == len(_expected_chunks(records, contig, start, end, True))

@@ -1,0 +1,18 @@
+"""``vcfzarr-sql index STORE``: add a region index to an existing local VCF Zarr store."""
+
+from __future__ import annotations
+
+import click
+
+from vcfzarr_sql.cli import options
+
+
+@click.command("index")
+@options.store_path
+def command(store: str) -> None:
+    """Write region_index (and variant_length if absent) into STORE, a local directory store
+    (Zarr v2 or v3), so region queries read only the chunks they need."""
+    from vcfzarr_sql.store import write_region_index
+
+    index = write_region_index(store)
+    click.echo(f"{store}: wrote region_index ({len(index)} rows)")

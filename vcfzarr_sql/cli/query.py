@@ -1,0 +1,119 @@
+"""``vcfzarr-sql query SQL``: run one SQL text and print (or write) its result.
+
+The SQL may call ``vcf_zarr(...)``, ``vcf_zarr_calls(...)`` and the metadata table functions;
+several statements separated by ``;`` run in order and the last one's result is printed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from typing import IO
+
+import click
+import duckdb
+
+import vcfzarr_sql
+from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.errors import QueryError
+
+FORMATS = ("table", "csv", "json", "parquet")
+#: rows shown by the ``table`` format unless --max-rows says otherwise
+DEFAULT_MAX_ROWS = 1000
+
+
+def run_sql(con: Connection, sql: str) -> duckdb.DuckDBPyRelation | None:
+    """``con.sql(sql)``, with DuckDB's own errors turned into a one-message QueryError."""
+    try:
+        return con.sql(sql)
+    except duckdb.Error as err:
+        raise QueryError(str(err).strip()) from None
+
+
+@contextlib.contextmanager
+def _stdout_to(output: str | None) -> Iterator[None]:
+    if output is None:
+        yield
+        return
+    with open(output, "w") as f, contextlib.redirect_stdout(f):
+        yield
+
+
+def _copy_to_stdout(path: str, stream: IO[str]) -> None:
+    with open(path) as f:
+        shutil.copyfileobj(f, stream)
+
+
+def write_relation(
+    con: Connection,
+    relation: duckdb.DuckDBPyRelation,
+    fmt: str,
+    output: str | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+) -> None:
+    """Write ``relation`` in ``fmt`` to ``output`` (a path) or to standard output.
+
+    ``table`` is DuckDB's box rendering, ``csv`` has a header line, ``json`` is one object
+    per line (NDJSON), ``parquet`` needs ``output``.
+    """
+    if fmt == "table":
+        with _stdout_to(output):
+            try:
+                relation.show(max_rows=max_rows, max_width=10_000)
+            except duckdb.Error as err:
+                raise QueryError(str(err).strip()) from None
+        return
+    if fmt == "parquet" and output is None:
+        raise QueryError("--format parquet needs -o FILE")
+    with tempfile.TemporaryDirectory(prefix="vcfzarr-sql-") as tmp:
+        target = output if output is not None else os.path.join(tmp, f"result.{fmt}")
+        view = "__vcfzarr_sql_result"
+        try:
+            relation.create_view(view, replace=True)
+            options = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json", "parquet": "FORMAT parquet"}
+            con.duckdb_connection.execute(f"COPY {view} TO '{_quote(target)}' ({options[fmt]})")
+        except duckdb.Error as err:
+            raise QueryError(str(err).strip()) from None
+        finally:
+            con.duckdb_connection.execute(f"DROP VIEW IF EXISTS {view}")
+        if output is None:
+            _copy_to_stdout(target, sys.stdout)
+
+
+def _quote(path: str) -> str:
+    return path.replace("'", "''")
+
+
+def print_stats(con: Connection) -> None:
+    """The last query's scan statistics as one JSON object on standard error."""
+    click.echo(json.dumps(con.last_stats), err=True)
+
+
+@click.command("query")
+@click.argument("sql")
+@click.option(
+    "--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+    help="Output format (json: one object per line).",
+)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the result to FILE.")
+@click.option("--stats", is_flag=True, help="Print the scan statistics as JSON on stderr.")
+@click.option(
+    "--max-rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS, show_default=True,
+    help="Rows shown by the table format.",
+)
+def command(sql: str, fmt: str, output: str | None, stats: bool, max_rows: int) -> None:
+    """Run SQL over VCF Zarr stores, e.g.
+
+    vcfzarr-sql query "SELECT contig, count(*) FROM vcf_zarr('x.zarr') GROUP BY contig"
+    """
+    con = vcfzarr_sql.connect()
+    relation = run_sql(con, sql)
+    if relation is not None:
+        write_relation(con, relation, fmt, output, max_rows)
+    if stats:
+        print_stats(con)

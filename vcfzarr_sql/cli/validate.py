@@ -1,0 +1,25 @@
+"""``vcfzarr-sql validate STORE``: list every way a store breaks the VCF Zarr spec."""
+
+from __future__ import annotations
+
+import click
+
+from vcfzarr_sql.cli import options
+from vcfzarr_sql.errors import StoreError
+
+
+@click.command("validate")
+@options.store_path
+def command(store: str) -> None:
+    """Check STORE against the VCF Zarr spec of the version it declares.
+
+    Prints one line per problem; exits 0 only if there is none.
+    """
+    from vcfzarr_sql.validation import validate
+
+    problems = validate(store)
+    for problem in problems:
+        click.echo(str(problem))
+    if problems:
+        raise StoreError(f"{store}: {len(problems)} problem(s) with the VCF Zarr spec")
+    click.echo(f"{store}: valid VCF Zarr")

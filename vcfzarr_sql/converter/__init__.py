@@ -1,0 +1,231 @@
+"""VCF/BCF -> VCF Zarr 0.3 on Zarr v2: :func:`convert`.
+
+Two passes over the data, both in worker processes: parsing (cyvcf2) spills blocks of records
+with block-local widths while learning the widest value of every dimension; encoding then
+pads each variant chunk to the final widths and writes it. The store is built in a temporary
+directory beside the output and renamed into place only when complete.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from bisect import bisect_right
+from itertools import accumulate
+from pathlib import Path
+
+import numpy as np
+
+from vcfzarr_sql import __version__, spec
+from vcfzarr_sql.converter.arrays import Layout, build_arrays, whole_array
+from vcfzarr_sql.converter.encode import Piece, encode_variant_chunk
+from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, merged_header_text
+from vcfzarr_sql.converter.partitions import plan_partitions
+from vcfzarr_sql.converter.reader import PartitionResult, block_path, read_file_header, read_partition
+from vcfzarr_sql.converter.stats import merge_stats
+from vcfzarr_sql.converter.workers import WorkerPool
+from vcfzarr_sql.converter.zarr_v2 import write_group, write_whole
+from vcfzarr_sql.errors import VcfParseError, VcfZarrError
+
+__all__ = ["convert"]
+
+_BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
+
+
+def _check_bgzf_eof(path: Path) -> None:
+    """Refuse a BGZF file without its end-of-file block (truncated), as bcftools does."""
+    with open(path, "rb") as f:
+        head = f.read(16)
+        if len(head) < 16 or head[:2] != b"\x1f\x8b" or head[12:14] != b"BC":
+            return
+        f.seek(-len(_BGZF_EOF), os.SEEK_END)
+        if f.read() != _BGZF_EOF:
+            raise VcfParseError(str(path), "no BGZF EOF marker; file may be truncated")
+
+
+class _Progress:
+    """A tqdm bar fed from the workers' shared counter (nothing when disabled)."""
+
+    def __init__(self, show: bool, pool: WorkerPool):
+        self.show = show
+        self.pool = pool
+        self.bar = None
+
+    def start(self, description: str, total: int | None, unit: str) -> None:
+        self.close()
+        if self.show:
+            from tqdm import tqdm
+
+            with self.pool.progress.get_lock():
+                self.pool.progress.value = 0
+            self.bar = tqdm(total=total, desc=description, unit=unit, file=sys.stderr, leave=False)
+
+    def update(self) -> None:
+        if self.bar is not None:
+            self.bar.n = self.pool.progress.value
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _merge_fields(header: HeaderInfo, results: list[PartitionResult]) -> list[FieldDef]:
+    fields = {f.key: f for f in header.fields}
+    for result in results:
+        for f in result.header.fields:
+            fields.setdefault(f.key, f)
+    return list(fields.values())
+
+
+def _merge_named(declared, seen_lists, later_headers, attribute: str) -> list:
+    """Declared (name, value) pairs, then names first seen in the body, valued as htslib added them."""
+    out = dict(declared)
+    added = {}
+    for header in later_headers:
+        added.update({name: value for name, value in getattr(header, attribute) if name not in out})
+    for names in seen_lists:
+        for name in names:
+            if name not in out:
+                out[name] = added.get(name)
+    return list(out.items())
+
+
+def _chunk_pieces(results: list[PartitionResult], spill: Path, chunk: int, total: int) -> list[list[Piece]]:
+    """For each variant chunk, the (block, rows) pieces holding its records, in order."""
+    blocks = [(str(block_path(spill, r.index, b)), n) for r in results for b, n in enumerate(r.block_sizes)]
+    starts = [0, *accumulate(n for _, n in blocks)]
+    chunks = []
+    for lo in range(0, total, chunk):
+        hi = min(lo + chunk, total)
+        pieces = []
+        b = bisect_right(starts, lo) - 1
+        while b < len(blocks) and starts[b] < hi:
+            path, _ = blocks[b]
+            pieces.append(Piece(path, max(lo, starts[b]) - starts[b], min(hi, starts[b + 1]) - starts[b]))
+            b += 1
+        chunks.append(pieces)
+    return chunks
+
+
+def _string_array(values) -> np.ndarray:
+    values = list(values)
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress: _Progress, *,
+           variants_chunk_size: int, samples_chunk_size: int, workers: int, compressor: dict | None) -> None:
+    [header] = pool.run(read_file_header, [(input_path,)])
+    partitions, expected = plan_partitions(input_path, workers, [c for c, _ in header.contigs])
+    spill = work / "spill"
+    spill.mkdir()
+    progress.start("Parse", expected, "rec")
+    results = pool.run(
+        read_partition,
+        [(input_path, p, str(spill), variants_chunk_size) for p in partitions],
+        progress.update,
+    )
+    fields = _merge_fields(header, results)
+    contigs = _merge_named(header.contigs, [r.contigs for r in results], [r.header for r in results], "contigs")
+    filters = _merge_named(header.filters, [r.filters for r in results], [r.header for r in results], "filters")
+    stats = {}
+    for r in results:
+        merge_stats(stats, r.stats)
+    num_variants = sum(r.num_records for r in results)
+    layout = Layout.of(num_variants, len(header.samples), variants_chunk_size, samples_chunk_size)
+    arrays = build_arrays(fields, stats, layout, len(filters), compressor)
+    position_dtype = next(a.dtype for a in arrays if a.name == spec.VARIANT_POSITION)
+
+    chunks = _chunk_pieces(results, spill, layout.variants_chunk, num_variants)
+    contig_ids = {name: i for i, (name, _) in enumerate(contigs)}
+    filter_ids = {name: i for i, (name, _) in enumerate(filters)}
+    write_group(store, {}, arrays)
+    progress.start("Encode", len(chunks), "chunk")
+    rows = pool.run(
+        encode_variant_chunk,
+        [(str(store), k, pieces, arrays, contig_ids, filter_ids) for k, pieces in enumerate(chunks)],
+        progress.update,
+        parsing=False,
+    )
+    progress.close()
+    index = np.concatenate(rows) if rows else np.empty((0, spec.REGION_INDEX_FIELDS))
+
+    lengths = [length for _, length in contigs]
+    tables = [
+        (spec.CONTIG_ID, _string_array(contig_ids), spec.DIM_CONTIGS),
+        (spec.FILTER_ID, _string_array(filter_ids), spec.DIM_FILTERS),
+        (spec.FILTER_DESCRIPTION, _string_array(d or "" for _, d in filters), spec.DIM_FILTERS),
+        (spec.SAMPLE_ID, _string_array(header.samples), spec.DIM_SAMPLES),
+        (spec.REGION_INDEX, index.astype(position_dtype), spec.DIM_REGION_INDEX_VALUES),
+    ]
+    if any(length is not None for length in lengths):
+        contig_length = np.array([spec.INT_MISSING if n is None else n for n in lengths], dtype=np.int64)
+        tables.append((spec.CONTIG_LENGTH, contig_length, spec.DIM_CONTIGS))
+    small = [(whole_array(name, values, dim, compressor), values) for name, values, dim in tables]
+    attrs = {
+        spec.ATTR_VERSION: spec.WRITE_VERSION,
+        spec.ATTR_HEADER: merged_header_text(header, [r.header for r in results]) + "\n",
+        spec.ATTR_SOURCE: f"vcfzarr-sql {__version__}",
+    }
+    write_group(store, attrs, arrays + [a for a, _ in small])
+    for array, values in small:
+        write_whole(store, array, values)
+
+
+def convert(
+    input: str | os.PathLike,
+    output: str | os.PathLike,
+    *,
+    variants_chunk_size: int = spec.DEFAULT_VARIANTS_CHUNK_SIZE,
+    samples_chunk_size: int = spec.DEFAULT_SAMPLES_CHUNK_SIZE,
+    workers: int = 1,
+    force: bool = False,
+    show_progress: bool | None = None,
+    compressor=None,
+) -> None:
+    """Convert a VCF, bgzipped VCF or BCF file to a VCF Zarr 0.3 store (Zarr v2) at ``output``.
+
+    ``compressor``: a numcodecs codec for every array (default: Blosc zstd 7, bit-shuffled for
+    genotypes and bool arrays, byte-shuffled otherwise). ``show_progress``: a progress bar on
+    stderr (default: when stderr is a terminal). Raises :class:`VcfParseError` for input that
+    cannot be read (and leaves nothing behind), :class:`VcfZarrError` if ``output`` exists and
+    ``force`` is not set.
+
+    >>> convert("sample.vcf.gz", "sample.vcz", workers=2)  # doctest: +SKIP
+    """
+    input_path = Path(input)
+    output_path = Path(output)
+    if variants_chunk_size < 1 or samples_chunk_size < 1 or workers < 1:
+        raise VcfZarrError("variants_chunk_size, samples_chunk_size and workers must be >= 1")
+    if not input_path.is_file():
+        raise VcfParseError(str(input_path), "no such file")
+    if os.path.lexists(output_path) and not force:
+        raise VcfZarrError(f"{output_path}: already exists (use --force to replace it)")
+    _check_bgzf_eof(input_path)
+    if show_progress is None:
+        show_progress = sys.stderr.isatty()
+    output_path.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{output_path.name}.", suffix=".tmp", dir=output_path.parent))
+    try:
+        store = work / "store"
+        with WorkerPool(str(input_path), workers, work) as pool:
+            progress = _Progress(show_progress, pool)
+            try:
+                _build(str(input_path), store, work, pool, progress,
+                       variants_chunk_size=variants_chunk_size, samples_chunk_size=samples_chunk_size,
+                       workers=workers, compressor=None if compressor is None else compressor.get_config())
+            finally:
+                progress.close()
+        if os.path.lexists(output_path):
+            if output_path.is_dir() and not output_path.is_symlink():
+                shutil.rmtree(output_path)
+            else:
+                output_path.unlink()
+        os.replace(store, output_path)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

@@ -1,0 +1,206 @@
+"""The store's arrays: path, dtype, dimensions, shape and chunks, from the header and the data.
+
+Built once parsing has seen every record (:mod:`vcfzarr_sql.converter.stats`), so every
+dimension is as wide as the widest value (nothing is truncated) and every integer dtype is
+wide enough for the values it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numcodecs import Blosc
+
+from vcfzarr_sql import spec
+from vcfzarr_sql.converter import columns as col
+from vcfzarr_sql.converter.header import FieldDef
+from vcfzarr_sql.converter.stats import ColumnStats
+from vcfzarr_sql.errors import NotSupportedError
+
+_INT_DTYPES = (np.int8, np.int16, np.int32, np.int64)
+
+
+@dataclass(frozen=True)
+class ArraySpec:
+    """One array of the store and how its chunks are made from block columns."""
+
+    name: str
+    column: str | None  # block column holding its values (None: written whole, not per chunk)
+    kind: str  # "int", "float", "str", "char", "bool", or "contig"/"filter" (names mapped to ids)
+    dtype: str  # numpy/Zarr v2 dtype string
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    chunks: tuple[int, ...]
+    squeeze: bool  # the block column's value dimension is dropped (always width 1)
+    compressor: dict  # numcodecs codec configuration
+    description: str = ""
+
+    @property
+    def per_call(self) -> bool:
+        return len(self.dims) > 1 and self.dims[1] == spec.DIM_SAMPLES
+
+    @property
+    def has_value_dim(self) -> bool:
+        """The last dimension holds the values of one record (or call)."""
+        return len(self.dims) > (2 if self.per_call else 1)
+
+
+def int_dtype(low: int, high: int, smallest=np.int8) -> str:
+    """The narrowest signed integer dtype holding ``[low, high]`` and the sentinels.
+
+    >>> int_dtype(0, 3), int_dtype(-1, 300), int_dtype(0, 2**31, smallest=np.int32)
+    ('|i1', '<i2', '<i8')
+    """
+    for dtype in _INT_DTYPES:
+        info = np.iinfo(dtype)
+        if np.dtype(dtype).itemsize >= np.dtype(smallest).itemsize and info.min <= min(
+            low, spec.INT_FILL
+        ) and high <= info.max:
+            return np.dtype(dtype).str
+    raise NotSupportedError(f"integer values {low}..{high} do not fit in 64 bits")
+
+
+def default_compressor(bitshuffle: bool) -> dict:
+    """Blosc zstd level 7 with byte shuffle, or bit shuffle (genotypes and bool arrays)."""
+    shuffle = Blosc.BITSHUFFLE if bitshuffle else Blosc.SHUFFLE
+    return Blosc(cname="zstd", clevel=7, shuffle=shuffle).get_config()
+
+
+@dataclass(frozen=True)
+class Layout:
+    num_variants: int
+    num_samples: int
+    variants_chunk: int
+    samples_chunk: int
+
+    @classmethod
+    def of(cls, num_variants: int, num_samples: int, variants_chunk_size: int, samples_chunk_size: int) -> Layout:
+        return cls(
+            num_variants,
+            num_samples,
+            max(1, min(variants_chunk_size, num_variants)),
+            max(1, min(samples_chunk_size, num_samples)),
+        )
+
+
+class _Builder:
+    def __init__(self, layout: Layout, stats: dict[str, ColumnStats], compressor: dict | None):
+        self.layout = layout
+        self.stats = stats
+        self.compressor = compressor
+        self.specs: list[ArraySpec] = []
+        alleles = self.width(col.ALLELES)
+        self.reserved = {spec.DIM_ALLELES: alleles, spec.DIM_ALT_ALLELES: alleles - 1}
+
+    def width(self, column: str) -> int:
+        return self.stats[column].width if column in self.stats else 1
+
+    def add(self, name, column, kind, dtype, value_dims=(), value_shape=(), *, per_call=False,
+            squeeze=False, description=""):
+        lay = self.layout
+        dims = (spec.DIM_VARIANTS,) + ((spec.DIM_SAMPLES,) if per_call else ()) + tuple(value_dims)
+        shape = (lay.num_variants,) + ((lay.num_samples,) if per_call else ()) + tuple(value_shape)
+        chunks = (lay.variants_chunk,) + ((lay.samples_chunk,) if per_call else ()) + tuple(
+            max(1, n) for n in value_shape
+        )
+        bitshuffle = kind in ("bool", "filter") or name == spec.CALL_GENOTYPE
+        self.specs.append(
+            ArraySpec(
+                name=name,
+                column=column,
+                kind=kind,
+                dtype=np.dtype(dtype).str,
+                dims=dims,
+                shape=shape,
+                chunks=chunks,
+                squeeze=squeeze,
+                compressor=self.compressor or default_compressor(bitshuffle),
+                description=description,
+            )
+        )
+
+    def fixed(self, num_filters: int) -> None:
+        position = self.stats.get(col.POSITION, ColumnStats())
+        length = self.stats.get(col.LENGTH, ColumnStats())
+        last_end = position.high + max(length.high, 1)  # region index max end
+        position_dtype = int_dtype(min(position.low, length.low), last_end, np.int32)
+        self.add(spec.VARIANT_CONTIG, col.CONTIG, "contig", np.int32)
+        self.add(spec.VARIANT_POSITION, col.POSITION, "int", position_dtype)
+        self.add(spec.VARIANT_LENGTH, col.LENGTH, "int", position_dtype)
+        self.add(spec.VARIANT_ID, col.ID, "str", object)
+        self.add(spec.VARIANT_ALLELE, col.ALLELES, "str", object, [spec.DIM_ALLELES],
+                 [self.width(col.ALLELES)])
+        self.add(spec.VARIANT_QUALITY, col.QUALITY, "float", np.float32)
+        self.add(spec.VARIANT_FILTER, col.FILTERS, "filter", bool, [spec.DIM_FILTERS], [num_filters])
+
+    def genotypes(self) -> None:
+        gt = self.stats.get(col.GENOTYPE, ColumnStats())
+        self.add(spec.CALL_GENOTYPE, col.GENOTYPE, "int", int_dtype(gt.low, gt.high),
+                 [spec.DIM_PLOIDY], [gt.width], per_call=True)
+        self.add(spec.CALL_GENOTYPE_PHASED, col.PHASED, "bool", bool, per_call=True)
+
+    def value_dim(self, field: FieldDef, width: int) -> tuple[str, int]:
+        unique = f"{field.category}_{field.name}_dim"
+        reserved = spec.NUMBER_DIMENSION.get(field.number)
+        if reserved is None:
+            declared = int(field.number) if field.number.isdigit() else 1
+            return unique, max(width, declared)
+        size = self.reserved[reserved]
+        return (reserved, size) if width <= size else (unique, width)
+
+    def field(self, field: FieldDef) -> None:
+        kind = col.value_kind(field.vcf_type)
+        stats = self.stats.get(field.array, ColumnStats())
+        if kind == "str" and field.vcf_type == "Character" and stats.max_bytes <= 1:
+            kind, dtype = "char", "S1"
+        else:
+            dtype = {"int": int_dtype(stats.low, stats.high), "float": np.float32,
+                     "str": object, "bool": bool}[kind]
+        dim, width = self.value_dim(field, stats.width)
+        squeeze = field.number in ("0", "1") and width == 1 or kind == "bool"
+        self.add(field.array, field.array, kind, dtype, [] if squeeze else [dim],
+                 [] if squeeze else [width], per_call=field.category == "FORMAT",
+                 squeeze=squeeze, description=field.description)
+
+
+def build_arrays(
+    fields: Sequence[FieldDef],
+    stats: dict[str, ColumnStats],
+    layout: Layout,
+    num_filters: int,
+    compressor: dict | None = None,
+) -> list[ArraySpec]:
+    """The per-variant arrays of the store (the small contig/filter/sample arrays excepted)."""
+    builder = _Builder(layout, stats, compressor)
+    builder.fixed(num_filters)
+    g_width = max((stats[f.array].width for f in fields if f.number == "G" and f.array in stats), default=1)
+    builder.reserved[spec.DIM_GENOTYPES] = g_width
+    fixed_names = {s.name for s in builder.specs}
+    for field in fields:
+        if field.category == "FORMAT" and layout.num_samples == 0:
+            continue
+        if field.array in fixed_names:
+            raise NotSupportedError(f"INFO field {field.name} would overwrite array {field.array}")
+        if field.name == "GT" and field.category == "FORMAT":
+            builder.genotypes()
+        else:
+            builder.field(field)
+    return builder.specs
+
+
+def whole_array(name: str, values: np.ndarray, dim: str, compressor: dict | None = None) -> ArraySpec:
+    """A small array written in one chunk (contig, filter and sample tables, region index)."""
+    kind = "str" if values.dtype == object else "int"
+    return ArraySpec(
+        name=name,
+        column=None,
+        kind=kind,
+        dtype=values.dtype.str,
+        dims=(dim,) if values.ndim == 1 else (dim, spec.DIM_REGION_INDEX_FIELDS),
+        shape=values.shape,
+        chunks=tuple(max(1, n) for n in values.shape),
+        squeeze=False,
+        compressor=compressor or default_compressor(False),
+    )

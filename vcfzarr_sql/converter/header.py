@@ -1,0 +1,108 @@
+"""What a VCF header declares: samples, contigs, filters and INFO/FORMAT fields.
+
+Read from htslib's view of the header (through cyvcf2), so fields, contigs and filters that
+htslib adds while it reads records (undeclared in the file's header) can be found by reading
+the header again after the records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vcfzarr_sql import spec
+
+
+@dataclass(frozen=True)
+class FieldDef:
+    """One INFO or FORMAT field, as the header declares it."""
+
+    category: str  # "INFO" or "FORMAT"
+    name: str
+    number: str  # "0", "1", "2", ..., "A", "R", "G", "."
+    vcf_type: str  # "Integer", "Float", "Flag", "Character", "String"
+    description: str
+
+    @property
+    def array(self) -> str:
+        """The VCF Zarr array holding this field."""
+        if self.category == "FORMAT":
+            return spec.CALL_GENOTYPE if self.name == "GT" else spec.FORMAT_PREFIX + self.name
+        return spec.INFO_PREFIX + self.name
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.category, self.name)
+
+
+@dataclass(frozen=True)
+class HeaderInfo:
+    """The parts of a VCF header the converter needs (picklable: crosses process boundaries)."""
+
+    text: str  # from ##fileformat to #CHROM inclusive
+    samples: tuple[str, ...]
+    contigs: tuple[tuple[str, int | None], ...]  # (ID, length)
+    filters: tuple[tuple[str, str], ...]  # (ID, description), PASS first
+    fields: tuple[FieldDef, ...]  # header order, INFO and FORMAT interleaved as declared
+    meta_lines: tuple[str, ...]  # every ## line of `text`, for appending htslib's additions
+
+
+def _unquote(text: str) -> str:
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1]
+    return text
+
+
+def _length(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def read_header(reader) -> HeaderInfo:
+    """The header of an open ``cyvcf2.VCF`` reader, as it stands now (htslib's view)."""
+    text = reader.raw_header.rstrip("\n")
+    contigs: list[tuple[str, int | None]] = []
+    filters: list[tuple[str, str]] = []
+    fields: list[FieldDef] = []
+    for record in reader.header_iter():
+        info = record.info()
+        kind = record.type
+        if kind == "CONTIG":
+            contigs.append((info["ID"], _length(info.get("length"))))
+        elif kind == "FILTER":
+            filters.append((info["ID"], _unquote(info.get("Description", ""))))
+        elif kind in ("INFO", "FORMAT"):
+            fields.append(
+                FieldDef(
+                    category=kind,
+                    name=info["ID"],
+                    number=info.get("Number", "."),
+                    vcf_type=info.get("Type", "String"),
+                    description=_unquote(info.get("Description", "")),
+                )
+            )
+    filters.sort(key=lambda f: f[0] != "PASS")  # stable: PASS first, then header order
+    lines = text.split("\n")
+    return HeaderInfo(
+        text=text,
+        samples=tuple(reader.samples),
+        contigs=tuple(contigs),
+        filters=tuple(filters),
+        fields=tuple(fields),
+        meta_lines=tuple(line for line in lines if line.startswith("##")),
+    )
+
+
+def merged_header_text(original: HeaderInfo, later: list[HeaderInfo]) -> str:
+    """``original``'s text with the ## lines htslib added while reading (``later`` views) inserted
+    before ``#CHROM``, in order of first appearance."""
+    known = set(original.meta_lines)
+    added: list[str] = []
+    for header in later:
+        for line in header.meta_lines:
+            if line not in known:
+                known.add(line)
+                added.append(line)
+    lines = original.text.split("\n")
+    return "\n".join(lines[:-1] + added + lines[-1:])

@@ -1,0 +1,134 @@
+"""Parse one partition of a VCF/BCF (in a worker process) into spilled blocks.
+
+A partition is the whole file, or the records of an indexed file whose POS lies in a range of
+one contig. Records are read with cyvcf2 in blocks; each block's columns are spilled with
+block-local widths, and the partition reports what it saw (records, widths, contigs, filters,
+and the header as htslib left it, which includes the fields htslib added for undeclared keys).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vcfzarr_sql.converter import columns as col
+from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
+from vcfzarr_sql.converter.spill import write_block
+from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
+from vcfzarr_sql.converter.workers import add_progress
+from vcfzarr_sql.errors import VcfParseError
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Records of ``path`` to read: all of them (``region`` None), or those of an index region
+    whose POS is in ``[start, stop)`` (``None`` bounds are open)."""
+
+    index: int
+    region: str | None = None
+    start: int | None = None
+    stop: int | None = None
+
+
+@dataclass
+class PartitionResult:
+    index: int
+    num_records: int = 0
+    block_sizes: list[int] = field(default_factory=list)
+    stats: dict[str, ColumnStats] = field(default_factory=dict)
+    contigs: list[str] = field(default_factory=list)  # in order of first appearance
+    filters: list[str] = field(default_factory=list)  # in order of first appearance
+    header: HeaderInfo | None = None  # htslib's header after reading the partition
+
+
+def block_path(spill_dir: str | Path, partition: int, block: int) -> Path:
+    return Path(spill_dir) / f"p{partition:06d}_b{block:06d}.blk"
+
+
+def _stats(block: dict[str, np.ndarray], fields: dict[str, FieldDef]) -> dict[str, ColumnStats]:
+    out = {}
+    for name, values in block.items():
+        vector = values.ndim >= 2 and name != col.PHASED
+        character = name in fields and fields[name].vcf_type == "Character"
+        out[name] = column_stats(values, vector=vector, measure_strings=character)
+    return out
+
+
+class _PartitionReader:
+    def __init__(self, path: str, partition: Partition, spill_dir: str, block_size: int):
+        import cyvcf2
+
+        self.path = path
+        self.partition = partition
+        self.spill_dir = spill_dir
+        self.block_size = block_size
+        self.reader = cyvcf2.VCF(path)
+        self.header = read_header(self.reader)
+        self.header_size = len(self.reader.raw_header)
+        self.n_samples = len(self.header.samples)
+        self.result = PartitionResult(index=partition.index)
+        self.seen_contigs: dict[str, None] = {}
+        self.seen_filters: dict[str, None] = {}
+
+    def records(self):
+        p = self.partition
+        records = self.reader(p.region) if p.region is not None else self.reader
+        for v in records:
+            if p.start is not None and v.POS < p.start:
+                continue
+            if p.stop is not None and v.POS >= p.stop:
+                continue
+            if self.n_samples and not v.FORMAT and str(v).count("\t") < 8:
+                raise VcfParseError(
+                    self.path,
+                    "the number of columns does not match the number of samples "
+                    f"(0 vs {self.n_samples})",
+                    record=f"{v.CHROM}:{v.POS}",
+                )
+            yield v
+
+    def run(self) -> PartitionResult:
+        block: list = []
+        for v in self.records():
+            block.append(v)
+            if len(block) == self.block_size:
+                self.flush(block)
+                block = []
+        if block:
+            self.flush(block)
+        self.result.header = read_header(self.reader)
+        self.result.contigs = list(self.seen_contigs)
+        self.result.filters = list(self.seen_filters)
+        return self.result
+
+    def flush(self, variants: list) -> None:
+        size = len(self.reader.raw_header)
+        if size != self.header_size:  # htslib added fields for undeclared keys
+            self.header = read_header(self.reader)
+            self.header_size = size
+        fields = {f.array: f for f in self.header.fields}
+        block = col.block_columns(variants, self.header.fields, self.n_samples)
+        r = self.result
+        write_block(block_path(self.spill_dir, r.index, len(r.block_sizes)), block)
+        r.block_sizes.append(len(variants))
+        r.num_records += len(variants)
+        merge_stats(r.stats, _stats(block, fields))
+        self.seen_contigs.update(dict.fromkeys(block[col.CONTIG]))
+        for text in dict.fromkeys(block[col.FILTERS]):
+            self.seen_filters.update(dict.fromkeys(f for f in text.split(";") if f))
+        add_progress(len(variants))
+
+
+def read_partition(path: str, partition: Partition, spill_dir: str, block_size: int) -> PartitionResult:
+    """Parse ``partition`` of ``path`` into blocks of ``block_size`` records under ``spill_dir``
+    (run in a worker process: adds the records read to the pool's progress counter)."""
+    return _PartitionReader(path, partition, spill_dir, block_size).run()
+
+
+def read_file_header(path: str) -> HeaderInfo:
+    """The header of ``path`` as htslib reads it (run in a worker process)."""
+    import cyvcf2
+
+    return read_header(cyvcf2.VCF(path))

@@ -1,0 +1,147 @@
+"""Worker processes for parsing and encoding, with the parser's crashes and messages contained.
+
+cyvcf2/htslib can crash the process on some malformed files and print warnings and errors
+on file descriptor 2. Every task therefore runs in a spawned worker process with its stderr
+sent to a file of its own: a failed or crashed task becomes a one-line
+:class:`~vcfzarr_sql.errors.VcfParseError` carrying htslib's ``[E::...]`` message, and
+warnings never reach the user's terminal.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+
+from vcfzarr_sql.errors import VcfParseError, VcfZarrError
+
+_progress = None  # a worker's shared record counter (set by _init_worker)
+
+
+def _init_worker(progress, single_process: bool) -> None:
+    global _progress
+    _progress = progress
+    if not single_process:
+        from numcodecs import blosc
+
+        blosc.use_threads = False  # the processes are the parallelism
+
+
+def add_progress(amount: int) -> None:
+    """Add to the pool's shared progress counter (records parsed, chunks encoded)."""
+    if _progress is not None:
+        with _progress.get_lock():
+            _progress.value += amount
+
+
+@dataclass(frozen=True)
+class _Failure:
+    what: str
+    record: str | None = None
+    field: str | None = None
+    unexpected: bool = False
+
+
+def _run(stderr_path: str, parsing: bool, fn: Callable, args: tuple):
+    """Run ``fn(*args)`` with fd 2 sent to ``stderr_path``; a parsing failure is returned, not
+    raised (anything else is a bug, and raised)."""
+    saved = os.dup(2)
+    with open(stderr_path, "ab") as err:
+        os.dup2(err.fileno(), 2)
+    try:
+        return fn(*args)
+    except VcfParseError as exc:
+        return _Failure(exc.what, exc.record, exc.field)
+    except VcfZarrError as exc:
+        return _Failure(str(exc), unexpected=True)
+    except Exception as exc:  # cyvcf2 raises bare Exceptions for htslib read errors
+        if not parsing:
+            raise
+        return _Failure(f"{type(exc).__name__}: {exc}")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def htslib_error(stderr_path: str | Path) -> str | None:
+    """The first htslib error (``[E::...]``) a task printed, if any."""
+    try:
+        text = Path(stderr_path).read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("[E::"):
+            return line.strip()
+    return None
+
+
+class WorkerPool:
+    """Spawned worker processes running tasks for one input file."""
+
+    def __init__(self, input_path: str, workers: int, log_dir: str | Path):
+        ctx = multiprocessing.get_context("spawn")
+        self.input_path = input_path
+        self.log_dir = Path(log_dir)
+        self.progress = ctx.Value("q", 0)
+        self.executor = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(self.progress, workers == 1),
+        )
+        self._tasks = 0
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def run(self, fn: Callable, tasks: Iterable[tuple], on_progress: Callable[[], None] | None = None,
+            *, parsing: bool = True) -> list:
+        """``[fn(*args) for args in tasks]``, run in the workers. With ``parsing``, a task's
+        exception or crash is raised as a :class:`VcfParseError` for the input file.
+        ``on_progress`` is called a few times a second while waiting."""
+        futures: dict[Future, str] = {}
+        for args in tasks:
+            log = str(self.log_dir / f"task{self._tasks:06d}.stderr")
+            self._tasks += 1
+            futures[self.executor.submit(_run, log, parsing, fn, args)] = log
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            if on_progress is not None:
+                on_progress()
+            for future in done:
+                self._check(future, futures[future], pending)
+        return [f.result() for f in futures]
+
+    def _check(self, future: Future, log: str, pending: set) -> None:
+        try:
+            result = future.result()
+        except BrokenProcessPool:
+            for f in pending:
+                f.cancel()
+            what = htslib_error(log) or self._any_htslib_error() or "the VCF parser crashed"
+            raise VcfParseError(self.input_path, what) from None
+        if isinstance(result, _Failure):
+            for f in pending:
+                f.cancel()
+            if result.unexpected:
+                raise VcfZarrError(result.what)
+            what = result.what if result.record else (htslib_error(log) or result.what)
+            raise VcfParseError(self.input_path, what, record=result.record, field=result.field)
+
+    def _any_htslib_error(self) -> str | None:
+        for log in sorted(self.log_dir.glob("*.stderr")):
+            found = htslib_error(log)
+            if found:
+                return found
+        return None

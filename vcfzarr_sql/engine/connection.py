@@ -1,0 +1,151 @@
+"""A DuckDB connection whose SQL understands the vcfzarr-sql table functions.
+
+>>> import vcfzarr_sql
+>>> con = vcfzarr_sql.connect()
+>>> con.sql("SELECT 1 + 1 AS two").fetchall()
+[(2,)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import duckdb
+
+from vcfzarr_sql.engine.functions import canonical_path
+from vcfzarr_sql.engine.relations import open_relation
+from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
+from vcfzarr_sql.engine.rules.inline_parameters import Parameters
+from vcfzarr_sql.engine.stats import sum_stats
+
+
+class Connection:
+    """A proxy over a :class:`duckdb.DuckDBPyConnection`.
+
+    :meth:`sql`, :meth:`query` and :meth:`execute` accept ``vcf_zarr(...)``,
+    ``vcf_zarr_calls(...)``, ``vcf_zarr_samples(...)``, ``vcf_zarr_contigs(...)`` and
+    ``vcf_zarr_fields(...)`` wherever a table may stand; every other attribute is the DuckDB
+    connection's own. Each distinct call is registered once, under a stable name, for the
+    connection's lifetime, so views over the table functions keep working.
+    """
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection):
+        self._con = connection
+        self._stores: dict[str, Any] = {}
+        self._relations: dict[str, Any] = {}
+        self._stats_before: dict[str, dict] = {}
+
+    @property
+    def duckdb_connection(self) -> duckdb.DuckDBPyConnection:
+        """The underlying DuckDB connection."""
+        return self._con
+
+    def store(self, path: str) -> Any:
+        """The opened store at ``path`` (opened once per connection)."""
+        key = canonical_path(path)
+        if key not in self._stores:
+            from vcfzarr_sql.store import open_store
+
+            self._stores[key] = open_store(path)
+        return self._stores[key]
+
+    def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
+        rewritten = rewrite(query, parameters)
+        for name, spec in rewritten.relations.items():
+            if name not in self._relations:
+                relation = open_relation(spec, self.store(spec.path))
+                self._con.register(name, relation)
+                self._relations[name] = relation
+        self._stats_before = {
+            name: dict(stats) for name, stats in self._scan_stats().items()
+        }
+        return rewritten
+
+    def _scan_stats(self) -> dict[str, Mapping]:
+        return {
+            name: stats
+            for name, relation in self._relations.items()
+            if (stats := getattr(relation, "last_stats", None))
+        }
+
+    @property
+    def last_stats(self) -> dict[str, float]:
+        """Scan statistics of the last query, summed over the stores it scanned.
+
+        Keys include ``variant_chunks_total``, ``variant_chunks_read``,
+        ``sample_chunks_total``, ``sample_chunks_read`` and ``bytes_read``. A relation from
+        :meth:`sql` is lazy: read this after fetching its rows.
+        """
+        return sum_stats(
+            stats
+            for name, stats in self._scan_stats().items()
+            if dict(stats) != self._stats_before.get(name)
+        )
+
+    def sql(self, query: str, *, alias: str = "", params: Parameters = None) -> duckdb.DuckDBPyRelation:
+        """Like :meth:`duckdb.DuckDBPyConnection.sql`, with the table functions."""
+        rewritten = self._prepare(query, params)
+        if rewritten.parameters is None:
+            return self._con.sql(rewritten.sql, alias=alias)
+        return self._con.sql(rewritten.sql, alias=alias, params=rewritten.parameters)
+
+    query = sql
+
+    def execute(self, query: str, parameters: Parameters = None) -> Connection:
+        """Like :meth:`duckdb.DuckDBPyConnection.execute` (returns this connection)."""
+        rewritten = self._prepare(query, parameters)
+        if rewritten.parameters is None:
+            self._con.execute(rewritten.sql)
+        else:
+            self._con.execute(rewritten.sql, rewritten.parameters)
+        return self
+
+    def close(self) -> None:
+        """Close the DuckDB connection."""
+        self._con.close()
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+    def __repr__(self) -> str:
+        return f"<vcfzarr_sql.Connection over {self._con!r}>"
+
+
+def connect(database: str = ":memory:", *, read_only: bool = False, **config: Any) -> Connection:
+    """Open a DuckDB database (in memory by default) with the vcfzarr-sql table functions.
+
+    ``config`` is DuckDB's configuration (``threads=2``, ``memory_limit="4GB"``, ...).
+    """
+    return Connection(duckdb.connect(database, read_only=read_only, config=config))
+
+
+def register(connection: duckdb.DuckDBPyConnection) -> Connection:
+    """Wrap an existing DuckDB connection: its tables, views and settings stay usable."""
+    return Connection(connection)
+
+
+_default: Connection | None = None
+
+
+def default_connection() -> Connection:
+    """The module-level connection :func:`sql` uses (an in-memory database)."""
+    global _default
+    if _default is None:
+        _default = connect()
+    return _default
+
+
+def sql(query: str, *, alias: str = "", params: Parameters = None) -> duckdb.DuckDBPyRelation:
+    """Run ``query`` on the default connection, like :func:`duckdb.sql`.
+
+    >>> sql("SELECT 42 AS answer").fetchall()
+    [(42,)]
+    """
+    return default_connection().sql(query, alias=alias, params=params)

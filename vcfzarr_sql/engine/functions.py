@@ -1,0 +1,77 @@
+"""The SQL table functions vcfzarr-sql adds to DuckDB, and a bound call of one of them.
+
+A :class:`ScanSpec` is what a call such as ``vcf_zarr('x.zarr', region := '1:100-200')``
+means once its arguments are known: which function, which store, which region and samples.
+Equal specs name the same registered relation (:attr:`ScanSpec.relation_name`), so a view
+created over a call keeps working for the connection's lifetime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TableFunction:
+    """One table function: its SQL name, the table it returns and its named parameters."""
+
+    name: str
+    table: str  # "variants", "calls", "samples", "contigs" or "fields"
+    parameters: tuple[str, ...]
+    summary: str
+
+
+_SCAN_PARAMETERS = ("region", "samples")
+
+#: Every table function, by lower-case SQL name.
+TABLE_FUNCTIONS: dict[str, TableFunction] = {
+    f.name: f
+    for f in (
+        TableFunction("vcf_zarr", "variants", _SCAN_PARAMETERS, "one row per variant record"),
+        TableFunction(
+            "vcf_zarr_calls", "calls", _SCAN_PARAMETERS, "one row per (variant record, sample)"
+        ),
+        TableFunction("vcf_zarr_samples", "samples", (), "the samples of a store"),
+        TableFunction("vcf_zarr_contigs", "contigs", (), "the contigs of a store"),
+        TableFunction("vcf_zarr_fields", "fields", (), "the INFO and FORMAT fields of a store"),
+    )
+}
+
+
+def canonical_path(path: str) -> str:
+    """A store location that names the same store from any working directory.
+
+    >>> canonical_path("/data/../data/x.zarr")
+    '/data/x.zarr'
+    >>> canonical_path("s3://bucket/x.zarr")
+    's3://bucket/x.zarr'
+    """
+    if "://" in path:
+        return path
+    return os.path.abspath(os.path.expanduser(path))
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """A table-function call with its arguments bound to values."""
+
+    function: str
+    path: str
+    region: str | None = None
+    samples: tuple[str, ...] | None = None
+
+    @property
+    def table(self) -> str:
+        return TABLE_FUNCTIONS[self.function].table
+
+    @property
+    def relation_name(self) -> str:
+        """The stable name under which this call's relation is registered in DuckDB.
+
+        >>> ScanSpec("vcf_zarr", "/data/x.zarr").relation_name
+        'vcf_zarr_5335f9a62062'
+        """
+        key = repr((self.function, canonical_path(self.path), self.region, self.samples))
+        return f"{self.function}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"

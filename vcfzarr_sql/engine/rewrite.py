@@ -1,0 +1,105 @@
+"""SQL text with table-function calls -> SQL text DuckDB runs, plus the relations it needs.
+
+Only the spans of the calls (and, when a call consumed one, the ``$n`` parameter references
+that must be renumbered) are replaced; every other character of the query reaches DuckDB as
+the user wrote it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vcfzarr_sql.engine.call_sites import (
+    CallSite,
+    find_call_sites,
+    find_parameter_refs,
+    positional_placeholders_outside,
+    tokenize,
+)
+from vcfzarr_sql.engine.functions import ScanSpec
+from vcfzarr_sql.engine.rules import (
+    bind_arguments,
+    inline_parameters,
+    placeholder_keys,
+    reference_relation,
+)
+from vcfzarr_sql.engine.rules.inline_parameters import Parameters
+
+
+@dataclass(frozen=True)
+class RewrittenQuery:
+    """What to run in DuckDB: the SQL, the relations to register first, the parameters."""
+
+    sql: str
+    relations: dict[str, ScanSpec]
+    parameters: Parameters
+
+
+def _splice(sql: str, replacements: list[tuple[int, int, str]]) -> str:
+    out, last = [], 0
+    for start, stop, text in sorted(replacements):
+        out += [sql[last:start], text]
+        last = stop
+    out.append(sql[last:])
+    return "".join(out)
+
+
+def _remaining_parameters(
+    tokens: list, sites: list[CallSite], parameters: Parameters, consumed: set
+) -> tuple[list[tuple[int, int, str]], Parameters]:
+    """Parameters DuckDB still needs once the calls' own are gone, and ``$n`` renumberings."""
+    refs = find_parameter_refs(tokens, sites)
+    used_outside = {ref.key for ref in refs}
+    if isinstance(parameters, Mapping):
+        return [], {k: v for k, v in parameters.items() if k not in consumed - used_outside}
+    assert parameters is not None  # consumed is empty without parameters
+    values: Sequence[Any] = parameters
+    outside = positional_placeholders_outside(tokens, sites)
+    if any(isinstance(key, int) for key in consumed):
+        extra = range(len(outside) + len(consumed), len(values))  # left for DuckDB to reject
+        return [], [values[k] for k in [*outside, *extra]]
+    dropped = {int(key) for key in consumed if key.isdigit()} - {
+        int(key) for key in used_outside if key.isdigit()
+    }
+    kept = [n for n in range(1, len(values) + 1) if n not in dropped]
+    new_number = {old: new for new, old in enumerate(kept, start=1)}
+    renumbered = [
+        (ref.start, ref.stop, f"${new_number[int(ref.key)]}")
+        for ref in refs
+        if ref.key.isdigit() and int(ref.key) in new_number
+    ]
+    return renumbered, [values[n - 1] for n in kept]
+
+
+def rewrite(sql: str, parameters: Parameters = None) -> RewrittenQuery:
+    """Replace every table-function call of ``sql`` by its registered relation's name.
+
+    >>> q = rewrite("SELECT count(*) FROM vcf_zarr('/d/x.zarr') WHERE contig = '1'")
+    >>> q.sql
+    "SELECT count(*) FROM vcf_zarr_eef57a364634 AS vcf_zarr WHERE contig = '1'"
+    >>> q.relations
+    {'vcf_zarr_eef57a364634': ScanSpec(function='vcf_zarr', path='/d/x.zarr', region=None, samples=None)}
+    >>> q = rewrite("SELECT * FROM vcf_zarr(?) v WHERE pos > ?", ["/d/x.zarr", 5])
+    >>> q.sql, q.parameters
+    ('SELECT * FROM vcf_zarr_eef57a364634 v WHERE pos > ?', [5])
+    """
+    if "vcf_zarr" not in sql.lower():
+        return RewrittenQuery(sql, {}, parameters)
+    tokens = tokenize(sql)
+    sites = find_call_sites(sql, tokens)
+    replacements = []
+    relations: dict[str, ScanSpec] = {}
+    consumed: set[int | str] = set()
+    for site in sites:
+        consumed.update(placeholder_keys(site.call, site.first_placeholder))
+        call = inline_parameters(site.call, parameters, site.first_placeholder)
+        spec = bind_arguments(call)
+        relations[spec.relation_name] = spec
+        reference = reference_relation(site.call, spec.relation_name, site.needs_alias)
+        replacements.append((site.start, site.stop, reference.sql("duckdb")))
+    if consumed:
+        renumbered, parameters = _remaining_parameters(tokens, sites, parameters, consumed)
+        replacements += renumbered
+    return RewrittenQuery(_splice(sql, replacements), relations, parameters)

@@ -1,0 +1,81 @@
+"""The part of a VCF Zarr array that one batch needs: a variant chunk, over a range of samples.
+
+A batch covers one chunk along ``variants``; along ``samples`` it covers a range (one sample
+chunk for ``calls``, the selected samples for ``variants``); every other axis is read whole.
+Each array is read once per batch, from whichever of its chunks overlap, with
+``source.read_chunk`` (the store's raw-bytes-plus-numcodecs path, or a wrapper that counts).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from vcfzarr_sql import spec
+
+
+class BatchBlocks:
+    """Reads the blocks of one batch: variant chunk ``chunk_index``, samples ``samples``.
+
+    ``samples`` are sorted global sample indexes (None: all samples); arrays with a
+    ``samples`` axis come back with exactly those samples, in that order, read from only the
+    sample chunks that hold them.
+    """
+
+    def __init__(self, source: Any, chunk_index: int, samples: np.ndarray | None):
+        self.source = source
+        self.chunk_index = chunk_index
+        self.samples = None if samples is None else np.asarray(samples, dtype=np.int64)
+        self.num_samples = source.num_samples if samples is None else len(self.samples)
+        self._cache: dict[str, np.ndarray] = {}
+
+    def read(self, name: str) -> np.ndarray:
+        """The block of array ``name`` (cached: each array is read once per batch)."""
+        block = self._cache.get(name)
+        if block is None:
+            block = self._cache[name] = self._read(name)
+        return block
+
+    def _read(self, name: str) -> np.ndarray:
+        info = self.source.array_info(name)
+        sample_axis = _sample_axis(name, info.dims)
+        grid: list[Sequence[int]] = [[self.chunk_index]]
+        grid += [range(max(math.ceil(n / c), 1)) for n, c in zip(info.shape[1:], info.chunks[1:])]
+        if sample_axis is None or self.samples is None:
+            return _assemble(self.source, name, grid)
+        size = info.chunks[sample_axis]
+        chunk_of = self.samples // size
+        needed = np.unique(chunk_of)
+        grid[sample_axis] = needed.tolist()
+        block = _assemble(self.source, name, grid)
+        # Position of each sample in the joined chunks (only the last one can be short).
+        within = np.searchsorted(needed, chunk_of) * size + self.samples % size
+        if len(within) == block.shape[sample_axis] and (within == np.arange(len(within))).all():
+            return block
+        return np.take(block, within, axis=sample_axis)
+
+
+def _sample_axis(name: str, dims: Sequence[str]) -> int | None:
+    """The ``samples`` axis of array ``name`` (by its dimension names, else the spec's layout)."""
+    if dims:
+        return list(dims).index(spec.DIM_SAMPLES) if spec.DIM_SAMPLES in dims else None
+    return 1 if name.startswith(spec.FORMAT_PREFIX) else None
+
+
+def _assemble(source: Any, name: str, grid: list[Sequence[int]]) -> np.ndarray:
+    """The chunks ``itertools.product(*grid)`` of ``name`` joined into one array."""
+    if all(len(g) == 1 for g in grid):
+        return source.read_chunk(name, tuple(g[0] for g in grid))
+    chunks = {c: source.read_chunk(name, c) for c in itertools.product(*grid)}
+
+    def nest(prefix: tuple[int, ...]) -> Any:
+        axis = len(prefix)
+        if axis == len(grid):
+            return chunks[prefix]
+        return [nest((*prefix, i)) for i in grid[axis]]
+
+    return np.block(nest(()))

@@ -1,0 +1,259 @@
+"""A VCF Zarr table as a ``pyarrow.dataset.Dataset`` that DuckDB and Polars scan with pushdown.
+
+DuckDB and Polars call ``scanner(columns=..., filter=...)`` on an instance of a
+``pyarrow.dataset.Dataset`` subclass and read the batches of what it returns (see
+DESIGN.md). Neither re-applies the filter, so a scan yields exactly the rows satisfying the
+whole filter: the planner keeps the chunks that might match, and each task evaluates its
+residual filter on its batch. Columns the filter needs but the caller did not ask for are
+decoded, used and dropped; batches have exactly the schema of the requested columns.
+
+``filter()`` and ``select()`` return new datasets (nothing is mutated); ``last_stats`` holds
+what the last finished scan read.
+
+>>> import vcfzarr_sql, duckdb
+>>> ds = vcfzarr_sql.dataset("sample.zarr", region="20:1-20000")        # doctest: +SKIP
+>>> duckdb.sql("SELECT count(*) FROM ds WHERE qual > 10").fetchone()    # doctest: +SKIP
+(3,)
+>>> ds.last_stats["variant_chunks_read"]                                 # doctest: +SKIP
+1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pds
+
+from vcfzarr_sql.errors import NotSupportedError, QueryError
+from vcfzarr_sql.scan import decode, schema
+from vcfzarr_sql.scan.expressions import conjunction
+from vcfzarr_sql.scan.plan import TABLES, ChunkTask, ScanPlan, ScanRequest, plan_scan
+from vcfzarr_sql.scan.prefetch import prefetched
+from vcfzarr_sql.scan.region import parse_regions, regions_expression
+from vcfzarr_sql.scan.stats import CountingSource
+
+
+def _sample_indexes(store: Any, samples: Sequence[str] | None) -> np.ndarray | None:
+    """Sorted store indexes of ``samples`` (None: all); QueryError names an unknown sample."""
+    if samples is None:
+        return None
+    if isinstance(samples, str):
+        samples = [samples]
+    position = {name: i for i, name in enumerate(store.samples)}
+    unknown = [s for s in samples if s not in position]
+    if unknown:
+        raise QueryError(f"samples: no sample named {unknown[0]!r} in {store.path}")
+    if not samples:
+        raise QueryError("samples: the list is empty")
+    return np.unique(np.array([position[s] for s in samples], dtype=np.int64))
+
+
+def _empty_batch(rows: int) -> pa.RecordBatch:
+    """A batch of ``rows`` rows and no columns (what count(*) reads)."""
+    return pa.RecordBatch.from_arrays([pa.nulls(rows)], names=["_"]).select([])
+
+
+class VczScanner:
+    """One scan of a :class:`VczDataset`: its plan, and the batches of matching rows.
+
+    ``stats`` is filled in when the scan finishes (or is closed early).
+    """
+
+    def __init__(self, dataset: VczDataset, plan: ScanPlan, request: ScanRequest):
+        self._dataset = dataset
+        self._plan = plan
+        self._request = request
+        self.stats: dict | None = None
+
+    @property
+    def plan(self) -> ScanPlan:
+        return self._plan
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        return self._plan.schema
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        return self._request.schema
+
+    def _run(self, source: CountingSource, task: ChunkTask) -> pa.RecordBatch:
+        """Decode one task, keep its matching rows, project to the output columns."""
+        if not task.columns:
+            batch = _empty_batch(task.num_rows)
+        elif task.sample_chunk is None:
+            batch = decode.decode_variants(source, task.variant_chunk, task.columns, task.samples)
+        else:
+            batch = decode.decode_calls(
+                source, task.variant_chunk, task.sample_chunk, task.columns, task.samples
+            )
+        if task.filter is not None:
+            batch = batch.filter(task.filter)
+        return batch.select(self._plan.schema.names)
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The batches of matching rows, one per task that has any, decoded a few ahead."""
+        source = CountingSource(self._dataset.store)
+        started = time.perf_counter()
+        try:
+            for batch in prefetched(lambda t: self._run(source, t), self._plan.tasks):
+                if batch.num_rows:
+                    yield batch
+        finally:
+            self.stats = source.stats(
+                variant_chunks_total=self._plan.variant_chunks_total,
+                sample_chunks_total=self._plan.sample_chunks_total,
+                wall_time_s=time.perf_counter() - started,
+            )
+            self._dataset.last_stats = self.stats
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self._plan.schema, self.to_batches())
+
+    def to_table(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.to_batches()), schema=self._plan.schema)
+
+    def head(self, num_rows: int) -> pa.Table:
+        """The first ``num_rows`` matching rows; stops reading once it has them."""
+        batches, rows = [], 0
+        scan = self.to_batches()
+        try:
+            while rows < num_rows:
+                batch = next(scan, None)
+                if batch is None:
+                    break
+                batches.append(batch.slice(0, num_rows - rows))
+                rows += batches[-1].num_rows
+        finally:
+            scan.close()
+        return pa.Table.from_batches(batches, schema=self._plan.schema)
+
+    def count_rows(self) -> int:
+        """The number of matching rows (reads only what the filter needs)."""
+        request = dataclasses.replace(self._request, columns=())
+        counting = VczScanner(self._dataset, plan_scan(self._dataset.store, request), request)
+        return sum(batch.num_rows for batch in counting.to_batches())
+
+
+class VczDataset(pds.Dataset):
+    """The ``variants`` or ``calls`` table of a VCF Zarr store (see :func:`vcfzarr_sql.dataset`)."""
+
+    # pyarrow's Dataset is an extension type; its constructor is not called: every method a
+    # caller may use is defined here.
+    def __init__(
+        self,
+        store: Any,
+        table: str = "variants",
+        samples: Sequence[str] | None = None,
+        region: str | None = None,
+        *,
+        filter: pc.Expression | None = None,
+        columns: Sequence[str] | None = None,
+    ):
+        if table not in TABLES:
+            raise QueryError(f"table: expected one of {', '.join(TABLES)}, got {table!r}")
+        self.store = store
+        self.table = table
+        self.samples = samples
+        self.region = region
+        self._sample_indexes = _sample_indexes(store, samples)
+        self._region_filter = (
+            None if region is None else regions_expression(parse_regions(region, "region"))
+        )
+        self._full_schema = (
+            schema.variants_schema(store) if table == "variants" else schema.calls_schema(store)
+        )
+        self._filter = filter
+        self._columns = None if columns is None else tuple(columns)
+        self.last_stats: dict | None = None
+
+    def _derived(self, *, filter: pc.Expression | None, columns: Sequence[str] | None) -> VczDataset:
+        return VczDataset(
+            self.store, self.table, self.samples, self.region, filter=filter, columns=columns
+        )
+
+    @property
+    def schema(self) -> pa.Schema:
+        if self._columns is None:
+            return self._full_schema
+        return pa.schema([self._full_schema.field(c) for c in self._columns])
+
+    @property
+    def partition_expression(self) -> pc.Expression:
+        return pc.scalar(True)
+
+    def scanner(
+        self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None, **kwargs: Any
+    ) -> VczScanner:
+        """A scan of ``columns`` (None: all) of the rows satisfying ``filter``.
+
+        Other keyword arguments of ``pyarrow.dataset.Dataset.scanner`` (``batch_size``,
+        ``use_threads``, ...) are accepted and ignored: batches are one per chunk.
+        """
+        if isinstance(columns, dict):
+            raise NotSupportedError("columns: projecting expressions is not supported, give names")
+        if columns is None:
+            columns = self._columns
+        elif self._columns is not None:
+            outside = [c for c in columns if c not in self._columns]
+            if outside:
+                raise QueryError(f"columns: {outside[0]!r} is not among the selected columns")
+        request = ScanRequest(
+            table=self.table,
+            schema=self._full_schema,
+            columns=None if columns is None else tuple(columns),
+            filter=conjunction(self._filter, filter, self._region_filter),
+            samples=self._sample_indexes,
+        )
+        return VczScanner(self, plan_scan(self.store, request), request)
+
+    def filter(self, expression: pc.Expression) -> VczDataset:
+        """A new dataset of the rows that also satisfy ``expression``."""
+        return self._derived(filter=conjunction(self._filter, expression), columns=self._columns)
+
+    def select(self, columns: Sequence[str]) -> VczDataset:
+        """A new dataset of only ``columns``."""
+        self.scanner(columns=columns)  # checks the names
+        return self._derived(filter=self._filter, columns=columns)
+
+    def to_batches(self, columns=None, filter=None, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+        return self.scanner(columns, filter, **kwargs).to_batches()
+
+    def to_table(self, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+        return self.scanner(columns, filter, **kwargs).to_table()
+
+    def head(self, num_rows: int, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+        return self.scanner(columns, filter, **kwargs).head(num_rows)
+
+    def count_rows(self, filter=None, **kwargs: Any) -> int:
+        return self.scanner([], filter, **kwargs).count_rows()
+
+    def take(self, indices, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+        return self.to_table(columns, filter, **kwargs).take(indices)
+
+    def _unsupported(self, what: str) -> NotSupportedError:
+        return NotSupportedError(f"{what} is not supported on a VCF Zarr dataset; use SQL or to_table()")
+
+    def get_fragments(self, filter=None):
+        raise self._unsupported("get_fragments()")
+
+    def replace_schema(self, schema):
+        raise self._unsupported("replace_schema()")
+
+    def join(self, *args, **kwargs):
+        raise self._unsupported("join()")
+
+    def join_asof(self, *args, **kwargs):
+        raise self._unsupported("join_asof()")
+
+    def sort_by(self, *args, **kwargs):
+        raise self._unsupported("sort_by()")
+
+    def __repr__(self) -> str:
+        return f"<VczDataset {self.table} of {self.store.path}>"

@@ -1,0 +1,225 @@
+"""Decode one chunk of a VCF Zarr store into an Arrow record batch of the requested columns.
+
+``decode_variants`` gives the ``variants`` rows of a variant chunk; ``decode_calls`` the
+``calls`` rows of a (variant chunk, sample chunk) pair, variant-major (all samples of the
+first record, then the next record). Only the arrays the requested columns need are read,
+each once. The batch has exactly the types of :mod:`vcfzarr_sql.scan.schema` (the VCF
+definitions in its field metadata stay on the dataset's schema, not on every batch).
+
+What the values mean (bcftools' view of the record):
+
+* ``contig`` is the contig name; ``pos`` the 1-based POS; ``end`` = POS + rlen - 1.
+* ``id`` is NULL for ``.``; ``qual`` is NULL for ``.``; ``alt`` is empty for ``.`` (no ALT);
+  ``filters`` lists the FILTER names set, NULL for ``.`` (no filter applied).
+* INFO/FORMAT Number=1 values are scalars, NULL when missing (``.``) or absent. Other
+  Numbers are lists: padding is trimmed, missing elements are NULL elements (``1,.`` is
+  ``[1, NULL]``), and a list with no present element is NULL (``.``, ``.,.`` or absent: the
+  store cannot tell these apart). Flags are ``true``/``false``, never NULL.
+* ``fmt_GT`` is the list of allele indexes; a missing allele is a NULL element (``./.`` is
+  ``[NULL, NULL]``, ``./1`` is ``[NULL, 1]``); mixed-ploidy padding is trimmed (haploid ``0``
+  is ``[0]``); ``.`` (one missing allele) is NULL. ``fmt_GT_phased`` is the stored phasing
+  (false when the store has none).
+
+``source`` is a store (:class:`vcfzarr_sql.store.VczStore`) or anything with its metadata
+attributes, ``read_chunk``, ``array_info``, ``has_array`` and ``variant_length``.
+
+>>> import vcfzarr_sql
+>>> store = vcfzarr_sql.open_store("sample.zarr")                          # doctest: +SKIP
+>>> decode_variants(store, 0, ["contig", "pos", "fmt_GT"]).num_rows       # doctest: +SKIP
+5
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from vcfzarr_sql import spec
+from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.scan import arrays, schema
+from vcfzarr_sql.scan.blocks import BatchBlocks
+
+
+def decode_variants(
+    source: Any,
+    chunk_index: int,
+    columns: Sequence[str],
+    samples: np.ndarray | None = None,
+) -> pa.RecordBatch:
+    """The ``variants`` rows of variant chunk ``chunk_index``, with ``columns`` in that order.
+
+    ``samples`` are the sorted indexes of the samples the ``fmt_`` lists cover (None: all).
+    """
+    blocks = BatchBlocks(source, chunk_index, samples)
+    rows = _chunk_rows(source, chunk_index)
+    out = []
+    for name in columns:
+        if name.startswith(schema.FORMAT_PREFIX):
+            out.append(arrays.fixed_lists(_call_array(blocks, name), rows, blocks.num_samples))
+        else:
+            out.append(_variant_array(blocks, name))
+    return _batch(columns, out, rows)
+
+
+def decode_calls(
+    source: Any,
+    chunk_index: int,
+    sample_chunk_index: int,
+    columns: Sequence[str],
+    samples: np.ndarray | None = None,
+) -> pa.RecordBatch:
+    """The ``calls`` rows of variant chunk ``chunk_index`` and sample chunk
+    ``sample_chunk_index``, with ``columns`` in that order.
+
+    ``samples`` are the sorted indexes of the samples to keep (None: all); those outside the
+    sample chunk are ignored.
+    """
+    lo = sample_chunk_index * source.samples_chunk_size
+    hi = min(lo + source.samples_chunk_size, source.num_samples)
+    in_chunk = np.arange(lo, hi) if samples is None else _within(np.asarray(samples), lo, hi)
+    blocks = BatchBlocks(source, chunk_index, in_chunk)
+    rows = _chunk_rows(source, chunk_index)
+    out = []
+    for name in columns:
+        if name == schema.SAMPLE_ID:
+            out.append(_sample_ids(source, in_chunk, rows))
+        elif name.startswith(schema.FORMAT_PREFIX):
+            out.append(_call_array(blocks, name))
+        else:
+            out.append(arrays.repeat_rows(_variant_array(blocks, name), len(in_chunk)))
+    return _batch(columns, out, rows * len(in_chunk))
+
+
+def _within(samples: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    return samples[(samples >= lo) & (samples < hi)]
+
+
+def _chunk_rows(source: Any, chunk_index: int) -> int:
+    start = chunk_index * source.variants_chunk_size
+    return max(0, min(source.variants_chunk_size, source.num_variants - start))
+
+
+def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordBatch:
+    """The batch of ``out``; its types are the schema's (field metadata is the dataset's)."""
+    if not columns:  # count(*): rows, no columns
+        return pa.RecordBatch.from_arrays([pa.nulls(rows)], names=["_"]).select([])
+    return pa.RecordBatch.from_arrays(out, names=list(columns))
+
+
+# Variant columns: one value per record.
+
+
+def _contig(blocks: BatchBlocks) -> pa.Array:
+    used, indices = np.unique(blocks.read(spec.VARIANT_CONTIG), return_inverse=True)
+    names = np.asarray(blocks.source.contigs, dtype=object)[used]
+    return arrays.dictionary_array(indices, pa.array(names, type=pa.string()))
+
+
+def _positions(blocks: BatchBlocks) -> np.ndarray:
+    return blocks.read(spec.VARIANT_POSITION).astype(np.int64)
+
+
+def _pos(blocks: BatchBlocks) -> pa.Array:
+    return pa.array(_positions(blocks))
+
+
+def _end(blocks: BatchBlocks) -> pa.Array:
+    length = np.asarray(blocks.source.variant_length(blocks.chunk_index), dtype=np.int64)
+    return pa.array(_positions(blocks) + length - 1)
+
+
+def _id(blocks: BatchBlocks) -> pa.Array:
+    return arrays.scalar_array(blocks.read(spec.VARIANT_ID), pa.string())
+
+
+def _ref(blocks: BatchBlocks) -> pa.Array:
+    return arrays.scalar_array(blocks.read(spec.VARIANT_ALLELE)[:, 0], pa.string())
+
+
+def _alt(blocks: BatchBlocks) -> pa.Array:
+    alts = blocks.read(spec.VARIANT_ALLELE)[:, 1:]
+    return arrays.list_array(alts, pa.string(), arrays.NEVER_NULL)
+
+
+def _qual(blocks: BatchBlocks) -> pa.Array:
+    return arrays.scalar_array(blocks.read(spec.VARIANT_QUALITY), pa.float32())
+
+
+def _filters(blocks: BatchBlocks) -> pa.Array:
+    applied = blocks.read(spec.VARIANT_FILTER)
+    which = np.nonzero(applied)[1]
+    names = np.asarray(blocks.source.filters, dtype=object)[which]
+    lengths = applied.sum(axis=1)
+    return arrays.lists_array(pa.array(names, type=pa.string()), lengths, lengths > 0)
+
+
+_FIXED: dict[str, Callable[[BatchBlocks], pa.Array]] = {
+    "contig": _contig,
+    "pos": _pos,
+    "end": _end,
+    "id": _id,
+    "ref": _ref,
+    "alt": _alt,
+    "qual": _qual,
+    "filters": _filters,
+}
+assert _FIXED.keys() == schema.FIXED_COLUMNS.keys()
+
+
+def _variant_array(blocks: BatchBlocks, name: str) -> pa.Array:
+    build = _FIXED.get(name)
+    if build is not None:
+        return build(blocks)
+    field = _field(blocks.source.info_fields, name, schema.INFO_PREFIX)
+    return _field_values(blocks.read(field.array), field, cell_axes=1)
+
+
+# FORMAT columns: one value per call, variant-major.
+
+
+def _call_array(blocks: BatchBlocks, name: str) -> pa.Array:
+    if name == schema.GT_PHASED_COLUMN and schema.GT in blocks.source.format_fields:
+        return _phased(blocks)
+    field = _field(blocks.source.format_fields, name, schema.FORMAT_PREFIX)
+    values = blocks.read(field.array)
+    if field.name == schema.GT:
+        genotypes = values.reshape(-1, values.shape[-1])
+        return arrays.list_array(genotypes, schema.value_type(field), arrays.NULL_IF_LONE_MISSING)
+    return _field_values(values, field, cell_axes=2)
+
+
+def _phased(blocks: BatchBlocks) -> pa.Array:
+    if blocks.source.has_array(spec.CALL_GENOTYPE_PHASED):
+        phased = blocks.read(spec.CALL_GENOTYPE_PHASED).reshape(-1)
+    else:
+        rows = _chunk_rows(blocks.source, blocks.chunk_index)
+        phased = np.zeros(rows * blocks.num_samples, dtype=bool)
+    return arrays.scalar_array(phased, pa.bool_())
+
+
+def _sample_ids(source: Any, samples: np.ndarray, rows: int) -> pa.Array:
+    names = pa.array(np.asarray(source.samples, dtype=object)[samples], type=pa.string())
+    return arrays.tiled_dictionary(names, rows)
+
+
+# INFO and FORMAT fields.
+
+
+def _field(fields: dict[str, Any], column: str, prefix: str) -> Any:
+    field = fields.get(column[len(prefix) :]) if column.startswith(prefix) else None
+    if field is None:
+        raise QueryError(f"unknown column {column!r}")
+    return field
+
+
+def _field_values(values: np.ndarray, field: Any, *, cell_axes: int) -> pa.Array:
+    """One value per cell (record for INFO, call for FORMAT) of ``values``, as Arrow."""
+    cells = int(np.prod(values.shape[:cell_axes]))
+    values = values.reshape(cells, int(np.prod(values.shape[cell_axes:])))
+    type_ = schema.value_type(field)
+    if schema.is_scalar(field):
+        return arrays.scalar_array(values[:, 0], type_)
+    return arrays.list_array(values, type_)

@@ -1,0 +1,337 @@
+"""Filters pushed down by DuckDB and Polars: ``pyarrow.compute.Expression`` -> a bound predicate tree.
+
+A pushed filter is a ``pc.Expression``. pyarrow offers no public way to walk one, so
+:func:`parse` reads Arrow's own serialization of it (the buffer behind ``pickle``): an Arrow
+IPC file whose schema metadata lists the tree in prefix order (``call`` name, arguments,
+``options``, ``end``; ``field_ref`` name; ``literal`` column index) and whose columns hold
+the literals and function options as exact Arrow scalars. Unlike ``str(expr)``, that needs no
+guessing about string quoting; unlike Substrait, it works for dictionary columns.
+
+:func:`bind` then turns the generic call tree into typed predicates over the table's columns
+(pyiceberg-style); any call it does not know becomes :class:`Opaque`, which pruning treats as
+"might be anything". The filter itself is never rewritten: each scan task evaluates the
+original ``pc.Expression`` on its batches, so an unknown predicate is never dropped.
+
+>>> import pyarrow as pa, pyarrow.compute as pc
+>>> schema = pa.schema([("contig", pa.string()), ("pos", pa.int64())])
+>>> bind(parse((pc.field("contig") == "1") & (pc.field("pos") < 9)), schema)
+And(operands=(Compare(column='contig', op='==', value='1'), Compare(column='pos', op='<', value=9)))
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.ipc as ipc
+
+from vcfzarr_sql.errors import QueryError
+
+# -- the call tree, as Arrow serializes it -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """A reference to a column by name."""
+
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class Literal:
+    """A literal value (an Arrow scalar)."""
+
+    value: pa.Scalar
+
+
+@dataclass(frozen=True, eq=False)
+class Call:
+    """A call of an Arrow compute function; ``options`` is its FunctionOptions as a struct scalar."""
+
+    function: str
+    arguments: tuple[Column | Literal | Call, ...]
+    options: pa.StructScalar | None
+
+
+Node = Column | Literal | Call
+
+
+class _ArrowSchema(ctypes.Structure):
+    """The Arrow C data interface's ``struct ArrowSchema`` (a stable ABI)."""
+
+    _fields_ = [
+        ("format", ctypes.c_char_p),
+        ("name", ctypes.c_char_p),
+        ("metadata", ctypes.c_void_p),
+        ("flags", ctypes.c_int64),
+        ("n_children", ctypes.c_int64),
+        ("children", ctypes.c_void_p),
+        ("dictionary", ctypes.c_void_p),
+        ("release", ctypes.c_void_p),
+        ("private_data", ctypes.c_void_p),
+    ]
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _metadata_items(schema: pa.Schema) -> list[tuple[str, str]]:
+    """Schema metadata in order, duplicate keys kept (``Schema.metadata`` is a dict: it loses both).
+
+    Read through the C data interface, whose metadata encoding is: int32 count, then per pair an
+    int32 length and bytes for the key and the value.
+    """
+    capsule = schema.__arrow_c_schema__()
+    c_schema = _ArrowSchema.from_address(_capsule_pointer(capsule, b"arrow_schema"))
+    if not c_schema.metadata:
+        return []
+    address = c_schema.metadata
+
+    def int32() -> int:
+        nonlocal address
+        value = ctypes.c_int32.from_address(address).value
+        address += 4
+        return value
+
+    def text() -> str:
+        nonlocal address
+        size = int32()
+        value = ctypes.string_at(address, size).decode()
+        address += size
+        return value
+
+    return [(text(), text()) for _ in range(int32())]
+
+
+def parse(expression: pc.Expression) -> Node:
+    """The call tree of ``expression``.
+
+    >>> parse(pc.field("pos") >= 5)  # doctest: +ELLIPSIS
+    Call(function='greater_equal', arguments=(Column(name='pos'), Literal(value=<pyarrow.Int64Scalar: 5>)), options=None)
+    """
+    _, (buffer,) = expression.__reduce__()
+    reader = ipc.open_file(buffer)
+    batch = reader.get_batch(0) if reader.num_record_batches else None
+    tokens = _metadata_items(reader.schema)
+    position = 0
+
+    def scalar(index: str) -> pa.Scalar:
+        return batch.column(int(index))[0]
+
+    def node() -> Node:
+        nonlocal position
+        key, value = tokens[position]
+        position += 1
+        if key == "literal":
+            return Literal(scalar(value))
+        if key == "field_ref":
+            return Column(value)
+        if key == "nested_field_ref":
+            names = [node() for _ in range(int(value))]
+            return Column(".".join(n.name for n in names if isinstance(n, Column)))
+        if key != "call":
+            raise ValueError(f"unexpected token {key!r}")
+        arguments, options = [], None
+        while tokens[position][0] not in ("end", "options"):
+            arguments.append(node())
+        if tokens[position][0] == "options":
+            options = scalar(tokens[position][1])
+            position += 1
+        position += 1  # "end"
+        return Call(value, tuple(arguments), options)
+
+    tree = node()
+    if position != len(tokens):
+        raise ValueError("trailing tokens in a serialized expression")
+    return tree
+
+
+#: What :func:`parse` raises on a serialization it does not know.
+_UNPARSABLE = (ValueError, IndexError, KeyError, pa.ArrowException)
+
+
+def columns_of(expression: pc.Expression | None, schema: pa.Schema) -> frozenset[str]:
+    """Names of the columns of ``schema`` that ``expression`` reads (all of them if unparsable).
+
+    >>> schema = pa.schema([("a", pa.int8()), ("b", pa.int8()), ("c", pa.int8())])
+    >>> sorted(columns_of((pc.field("a") == 1) | pc.field("b").is_null(), schema))
+    ['a', 'b']
+    """
+    if expression is None:
+        return frozenset()
+    try:
+        tree = parse(expression)
+    except _UNPARSABLE:
+        return frozenset(schema.names)
+
+    def walk(node: Node) -> frozenset[str]:
+        if isinstance(node, Column):
+            return frozenset([node.name])
+        if isinstance(node, Call):
+            return frozenset().union(*(walk(a) for a in node.arguments))
+        return frozenset()
+
+    return walk(tree) & frozenset(schema.names)
+
+
+# -- bound predicates ------------------------------------------------------------------------
+
+COMPARISONS = {
+    "equal": "==",
+    "not_equal": "!=",
+    "less": "<",
+    "less_equal": "<=",
+    "greater": ">",
+    "greater_equal": ">=",
+}
+#: ``literal op column`` is ``column FLIPPED[op] literal``.
+FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+@dataclass(frozen=True)
+class And:
+    operands: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    operands: tuple[Predicate, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: Predicate
+
+
+@dataclass(frozen=True)
+class IfElse:
+    """Arrow's ``if_else(condition, then, otherwise)`` (null condition -> null)."""
+
+    condition: Predicate
+    then: Predicate
+    otherwise: Predicate
+
+
+@dataclass(frozen=True)
+class Compare:
+    """``column op value``; ``value`` is a Python value (None for a null literal)."""
+
+    column: str
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class In:
+    """``column IN values``; ``null_inconclusive``: a null in the set makes a miss null."""
+
+    column: str
+    values: frozenset
+    null_inconclusive: bool
+
+
+@dataclass(frozen=True)
+class IsNull:
+    column: str
+
+
+@dataclass(frozen=True)
+class IsValid:
+    column: str
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A boolean literal (None: null)."""
+
+    value: bool | None
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A predicate the planner does not reason about (it is still evaluated on every row)."""
+
+    function: str
+
+
+Predicate = And | Or | Not | IfElse | Compare | In | IsNull | IsValid | Constant | Opaque
+
+#: FunctionOptions null_matching_behavior values of is_in (arrow::compute::SetLookupOptions).
+_NULL_MATCHING_INCONCLUSIVE = 3
+
+
+def bind(tree: Node, schema: pa.Schema, argument: str = "filter") -> Predicate:
+    """Typed predicates over ``schema``'s columns; QueryError names an unknown column."""
+    names = set(schema.names)
+
+    def column(node: Node) -> str | None:
+        if not isinstance(node, Column):
+            return None
+        if node.name not in names:
+            raise QueryError(f"{argument}: no column named {node.name!r}")
+        return node.name
+
+    def visit(node: Node) -> Predicate:
+        if isinstance(node, Literal):
+            value = node.value.as_py()
+            return Constant(value) if value is None or isinstance(value, bool) else Opaque("literal")
+        if isinstance(node, Column):
+            column(node)
+            return Opaque("column")
+        name, args = node.function, node.arguments
+        if name in ("and", "and_kleene"):
+            return And(tuple(visit(a) for a in args))
+        if name in ("or", "or_kleene"):
+            return Or(tuple(visit(a) for a in args))
+        if name == "invert":
+            return Not(visit(args[0]))
+        if name == "if_else":
+            return IfElse(*(visit(a) for a in args))
+        if name in COMPARISONS and len(args) == 2:
+            left, right = args
+            if isinstance(right, Literal) and column(left):
+                return Compare(left.name, COMPARISONS[name], right.value.as_py())
+            if isinstance(left, Literal) and column(right):
+                return Compare(right.name, FLIPPED[COMPARISONS[name]], left.value.as_py())
+        if name == "is_in" and len(args) == 1 and column(args[0]) and node.options is not None:
+            options = node.options
+            value_set = options["value_set"].as_py()
+            inconclusive = options["null_matching_behavior"].as_py() == _NULL_MATCHING_INCONCLUSIVE
+            return In(args[0].name, frozenset(value_set), inconclusive and None in value_set)
+        if name in ("is_null", "is_valid") and len(args) == 1 and column(args[0]):
+            return (IsNull if name == "is_null" else IsValid)(args[0].name)
+        for a in args:  # still check that every column exists
+            if isinstance(a, Column):
+                column(a)
+            elif isinstance(a, Call):
+                visit(a)
+        return Opaque(name)
+
+    return visit(tree)
+
+
+def bind_filter(expression: pc.Expression | None, schema: pa.Schema) -> Predicate:
+    """The bound predicate of a pushed filter (None: always true)."""
+    if expression is None:
+        return Constant(True)
+    try:
+        tree = parse(expression)
+    except _UNPARSABLE:
+        return Opaque("unparsed")
+    return bind(tree, schema)
+
+
+def conjunction(*expressions: pc.Expression | None) -> pc.Expression | None:
+    """The AND of the given filters, skipping None (None when all are None)."""
+    present = [e for e in expressions if e is not None]
+    if not present:
+        return None
+    result = present[0]
+    for e in present[1:]:
+        result = result & e
+    return result

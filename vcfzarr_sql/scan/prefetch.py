@@ -1,0 +1,63 @@
+"""Run scan tasks a few ahead of the consumer in a small thread pool, yielding results in order.
+
+numcodecs releases the GIL while it decompresses, so decoding the next chunks overlaps
+DuckDB's work on the current batch. The pool is shared by all scans and started once (a
+thread start costs up to ~0.1 s while DuckDB holds the GIL); its size is fixed, so scans never
+add threads. Each scan keeps at most ``depth`` tasks queued or running; when the consumer
+stops early (a LIMIT: the reader is closed or dropped), its pending tasks are cancelled and its
+running ones waited for before the generator returns. A scan of one task runs inline.
+
+>>> list(prefetched(lambda x: x * x, range(5)))
+[0, 1, 4, 9, 16]
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Decode threads: 2 to 4, by the machine's cores.
+THREADS = min(4, max(2, os.cpu_count() or 2))
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="vcfzarr-scan")
+        return _pool
+
+
+def prefetched(
+    work: Callable[[T], R], items: Sequence[T], *, depth: int = 2 * THREADS
+) -> Iterator[R]:
+    """``work(item)`` for each item, in order, computed up to ``depth`` items ahead."""
+    if len(items) <= 1:
+        yield from map(work, items)
+        return
+    remaining = iter(items)
+    executor = _shared_pool()
+    pending: deque[Future[R]] = deque()
+    try:
+        for item in itertools.islice(remaining, depth):
+            pending.append(executor.submit(work, item))
+        while pending:
+            result = pending.popleft().result()
+            for item in itertools.islice(remaining, 1):
+                pending.append(executor.submit(work, item))
+            yield result
+    finally:
+        for future in pending:
+            future.cancel()
+        wait(pending)

@@ -1,0 +1,115 @@
+"""bcftools ``-r`` region strings: parsing, and the row filter they stand for.
+
+The grammar is htslib's (``bcf_sr_set_regions`` for a region string): a comma-separated
+list of ``chr``, ``chr:pos``, ``chr:beg-end`` or ``chr:beg-``; a contig name runs up to the
+first ``:`` or ``,`` unless it is written in braces (``{HLA-A*01:01}:100-200``), which is how
+names holding ``:`` are given. Coordinates are 1-based and inclusive, and may carry htslib's
+``k``/``M``/``G`` suffixes. Empty items are ignored, as bcftools does.
+
+A record matches a region when its reference span overlaps it (bcftools ``-r``, i.e.
+``--regions-overlap 1``): ``contig == chr and pos <= end_of_region and end >= beg``, where
+``end = POS + rlen - 1``.
+
+>>> parse_regions("chr1:100-200,{HLA-A*01:01}:5,chrX")  # doctest: +NORMALIZE_WHITESPACE
+(Region(contig='chr1', start=100, end=200), Region(contig='HLA-A*01:01', start=5, end=5),
+ Region(contig='chrX', start=1, end=None))
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pyarrow.compute as pc
+
+from vcfzarr_sql.errors import QueryError
+
+
+@dataclass(frozen=True)
+class Region:
+    """A 1-based inclusive interval of a contig; ``end`` None: to the end of the contig."""
+
+    contig: str
+    start: int
+    end: int | None
+
+    def expression(self) -> pc.Expression:
+        """The row filter of this region (bcftools ``-r`` overlap semantics)."""
+        matches = pc.field("contig") == self.contig
+        if self.end is not None:
+            matches = matches & (pc.field("pos") <= self.end)
+        if self.start > 1:
+            matches = matches & (pc.field("end") >= self.start)
+        return matches
+
+
+# One item: a contig (in braces, or up to ':' / ','), then optionally ':beg', '-' and 'end'.
+_NUMBER = r"[+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+|[kKmMgG])?"
+_ITEM = re.compile(
+    rf"(?:\{{(?P<braced>[^}}]*)\}}|(?P<plain>[^,:{{]*))"
+    rf"(?::(?P<start>{_NUMBER})(?P<dash>-(?P<end>{_NUMBER})?)?)?(?=,|$)"
+)
+_SUFFIX = {"k": 3, "m": 6, "g": 9}
+
+
+def _coordinate(text: str, region: str, argument: str) -> int:
+    """An htslib decimal (``1,000`` is not one: ',' separates regions), fractions truncated."""
+    mantissa, exponent = text.lower(), 0
+    if mantissa[-1] in _SUFFIX:
+        mantissa, exponent = mantissa[:-1], _SUFFIX[mantissa[-1]]
+    elif "e" in mantissa:
+        mantissa, power = mantissa.split("e")
+        exponent = int(power)
+    whole, _, fraction = mantissa.partition(".")
+    digits = int(whole + fraction) if (whole + fraction).lstrip("+-") else 0
+    exponent -= len(fraction)
+    value = digits * 10**exponent if exponent >= 0 else int(digits / 10**-exponent)
+    if value < 1:
+        raise QueryError(f"{argument}: {region!r}: positions are 1-based, got {text!r}")
+    return value
+
+
+def parse_regions(text: str, argument: str = "region") -> tuple[Region, ...]:
+    """The regions of a bcftools ``-r`` string; QueryError (naming ``argument``) when malformed."""
+    if not isinstance(text, str):
+        raise QueryError(f"{argument}: expected a region string like 'chr1:100-200', got {text!r}")
+    regions, position = [], 0
+    while position <= len(text):
+        match = _ITEM.match(text, position)
+        if match is None:
+            raise QueryError(
+                f"{argument}: cannot parse {text!r} at character {position + 1}: expected "
+                "chr, chr:pos, chr:beg-end or chr:beg- (braces around names holding ':')"
+            )
+        position = match.end() + 1
+        contig = match["braced"] if match["braced"] is not None else match["plain"]
+        if match["start"] is None:
+            if contig:
+                regions.append(Region(contig, 1, None))
+            continue
+        item = match.group(0)
+        start = _coordinate(match["start"], item, argument)
+        if not match["dash"]:
+            end = start
+        elif match["end"] is None:
+            end = None
+        else:
+            end = _coordinate(match["end"], item, argument)
+        if end is not None and end < start:
+            raise QueryError(f"{argument}: {item!r} ends before it starts")
+        regions.append(Region(contig, start, end))
+    if not regions:
+        raise QueryError(f"{argument}: {text!r} names no region")
+    return tuple(regions)
+
+
+def regions_expression(regions: tuple[Region, ...]) -> pc.Expression:
+    """The row filter of a list of regions: a record matching any of them.
+
+    >>> print(regions_expression(parse_regions("1:5-9")))
+    (((contig == "1") and (pos <= 9)) and (end >= 5))
+    """
+    result = regions[0].expression()
+    for region in regions[1:]:
+        result = result | region.expression()
+    return result

@@ -1,0 +1,14 @@
+"""Reading VCF Zarr stores: open one, read its metadata, fetch and decode chunks.
+
+:func:`open_store` takes a local directory, a ``.zip`` file or an fsspec URL holding a Zarr v2
+or v3 store of VCF Zarr 0.2 to 0.5. The chunk path (:meth:`VczStore.read_chunk`) reads the
+stored bytes of a chunk and decodes them with numcodecs, without zarr-python.
+:func:`write_region_index` adds a ``region_index`` (and ``variant_length``) to a local store.
+"""
+
+from vcfzarr_sql.store.fields import FieldInfo
+from vcfzarr_sql.store.indexing import write_region_index
+from vcfzarr_sql.store.metadata import ArrayInfo
+from vcfzarr_sql.store.vcz import VczStore, open_store
+
+__all__ = ["ArrayInfo", "FieldInfo", "VczStore", "open_store", "write_region_index"]

@@ -1,0 +1,94 @@
+"""Writing a ``region_index`` (and ``variant_length``, which the spec requires with it) into an
+existing local VCF Zarr store, in the store's own Zarr format.
+
+This is the only part of the store package that writes, and it uses zarr-python to do it.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numcodecs
+import numpy as np
+import zarr
+import zarr.codecs
+
+from vcfzarr_sql import spec
+from vcfzarr_sql.errors import StoreError
+from vcfzarr_sql.store.derived import build_region_index
+from vcfzarr_sql.store.kvstore import is_url
+from vcfzarr_sql.store.vcz import open_store
+
+_INT_DTYPES = (np.int8, np.int16, np.int32, np.int64)
+_LENGTH_DESCRIPTION = "The length of the variant measured in bases"
+
+
+def smallest_int_dtype(values: np.ndarray, at_least: np.dtype | type = np.int8) -> np.dtype:
+    """The smallest signed integer dtype, no smaller than ``at_least``, that holds ``values``.
+
+    >>> smallest_int_dtype(np.array([0, 300])), smallest_int_dtype(np.array([1]), np.int32)
+    (dtype('int16'), dtype('int32'))
+    """
+    low, high = (int(values.min()), int(values.max())) if values.size else (0, 0)
+    for dtype in _INT_DTYPES:
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max and np.dtype(dtype) >= np.dtype(at_least):
+            return np.dtype(dtype)
+    raise StoreError(f"values {low}..{high} do not fit in int64")
+
+
+def _write_array(
+    group: zarr.Group, name: str, data: np.ndarray, chunks: tuple[int, ...],
+    dims: tuple[str, ...], attrs: dict,
+) -> None:
+    if group.metadata.zarr_format == 2:
+        compressor = numcodecs.Blosc(cname="zstd", clevel=7, shuffle=numcodecs.Blosc.SHUFFLE)
+        layout = {"attributes": {**attrs, spec.ARRAY_DIMENSIONS: list(dims)}}
+    else:
+        compressor = zarr.codecs.BloscCodec(cname="zstd", clevel=7, shuffle="shuffle")
+        layout = {"attributes": attrs, "dimension_names": dims}
+    array = group.create_array(
+        name, shape=data.shape, chunks=chunks, dtype=data.dtype, compressors=compressor,
+        fill_value=None if group.metadata.zarr_format == 2 else 0, overwrite=True, **layout,
+    )
+    array[...] = data
+
+
+def _local_directory(path: str) -> str:
+    if is_url(path):
+        raise StoreError(f"{path}: cannot write a region index into a remote store (URL); "
+                         "index a local copy")
+    if os.path.isfile(path):
+        raise StoreError(f"{path}: cannot write a region index into a zip or other file; "
+                         "index the store directory, then zip it")
+    return path
+
+
+def write_region_index(path: str | os.PathLike) -> np.ndarray:
+    """Write ``region_index`` (replacing any) and, if absent, ``variant_length`` into the local
+    directory store at ``path``. Returns the index written (int64)."""
+    location = _local_directory(os.fspath(path))
+    with open_store(location) as store:
+        zarr_format, consolidated = store.zarr_format, store.consolidated is not None
+        needs_lengths = not store.has_array(spec.VARIANT_LENGTH)
+        chunk_size = store.variants_chunk_size
+        position_dtype = store.array_info(spec.VARIANT_POSITION).dtype.newbyteorder("=")
+        if needs_lengths:
+            lengths = [store.variant_length(k) for k in range(store.num_variant_chunks)]
+            lengths = np.concatenate(lengths) if lengths else np.empty(0, np.int64)
+    group = zarr.open_group(location, mode="r+", zarr_format=zarr_format)
+    if needs_lengths:
+        _write_array(
+            group, spec.VARIANT_LENGTH, lengths.astype(smallest_int_dtype(lengths)),
+            (chunk_size,), (spec.DIM_VARIANTS,), {"description": _LENGTH_DESCRIPTION},
+        )
+    with open_store(location) as store:
+        index = build_region_index(store)
+    _write_array(
+        group, spec.REGION_INDEX, index.astype(smallest_int_dtype(index, position_dtype)),
+        (max(len(index), 1), spec.REGION_INDEX_FIELDS),
+        (spec.DIM_REGION_INDEX_VALUES, spec.DIM_REGION_INDEX_FIELDS), {},
+    )
+    if consolidated:
+        zarr.consolidate_metadata(location, zarr_format=zarr_format)
+    return index

@@ -1,0 +1,194 @@
+"""Key/value access to the bytes of a Zarr store: a local directory, a zip file, or an fsspec URL.
+
+A Zarr store is a mapping from keys (``"variant_position/0"``) to bytes; this module is the only
+place that knows where those bytes live. Every reader here is safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import zipfile
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from vcfzarr_sql.errors import StoreError
+
+#: Keys whose presence at a prefix marks a Zarr node (v2 group, v2 array, v3 node).
+_NODE_KEYS = (".zgroup", ".zarray", "zarr.json")
+
+
+class KeyValueStore(Protocol):
+    """Read-only key/value view of a store."""
+
+    #: The location as the user gave it (used in error messages).
+    location: str
+    #: The directory the store lives in, when it is a plain local directory (writable), else None.
+    local_directory: str | None
+
+    def get(self, key: str) -> bytes | None:
+        """The bytes stored under ``key``, or None when the key is absent."""
+        ...
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of each present key among ``keys``."""
+        ...
+
+    def children(self) -> list[str]:
+        """Names of the entries directly under the store's root."""
+        ...
+
+    def close(self) -> None:
+        """Release open file handles."""
+        ...
+
+
+class DirectoryStore:
+    """A store in a local directory: keys are relative file paths."""
+
+    def __init__(self, location: str, directory: str):
+        self.location = location
+        self.local_directory = directory
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            with open(os.path.join(self.local_directory, key), "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
+        return _present(self, keys)
+
+    def children(self) -> list[str]:
+        return sorted(os.listdir(self.local_directory))
+
+    def close(self) -> None:
+        pass
+
+
+class ZipStore:
+    """A store in a zip file, as zarr's ``ZipStore`` writes it (keys at the root of the archive).
+
+    An archive holding one top-level folder that is the store (``zip -r x.zip x.zarr``) works too.
+    """
+
+    def __init__(self, location: str, file: Any):
+        self.location = location
+        self.local_directory = None
+        self._lock = threading.Lock()
+        try:
+            self._zip = zipfile.ZipFile(file)
+        except (zipfile.BadZipFile, OSError) as err:
+            raise StoreError(f"{location}: not a readable zip file ({err})") from None
+        self._names = set(self._zip.namelist())
+        self._prefix = self._root_prefix()
+
+    def _root_prefix(self) -> str:
+        if any(key in self._names for key in _NODE_KEYS):
+            return ""
+        tops = {name.split("/", 1)[0] for name in self._names if "/" in name}
+        for top in sorted(tops):
+            if any(f"{top}/{key}" in self._names for key in _NODE_KEYS):
+                return f"{top}/"
+        return ""
+
+    def get(self, key: str) -> bytes | None:
+        name = self._prefix + key
+        if name not in self._names:
+            return None
+        with self._lock:
+            return self._zip.read(name)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
+        return _present(self, keys)
+
+    def children(self) -> list[str]:
+        n = len(self._prefix)
+        return sorted(
+            {name[n:].split("/", 1)[0] for name in self._names if name.startswith(self._prefix)}
+            - {""}
+        )
+
+    def close(self) -> None:
+        self._zip.close()
+
+
+class FsspecStore:
+    """A store at an fsspec URL (``s3://``, ``gs://``, ``memory://``, ``file://``...)."""
+
+    def __init__(self, location: str, fs: Any, root: str):
+        self.location = location
+        self.local_directory = None
+        self._fs = fs
+        self._root = root.rstrip("/")
+
+    def _path(self, key: str) -> str:
+        return f"{self._root}/{key}"
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            return self._fs.cat_file(self._path(key))
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
+        by_path = {self._path(key): key for key in keys}
+        if not by_path:
+            return {}
+        found = self._fs.cat(list(by_path), on_error="omit")
+        return {by_path[_strip_protocol(self._fs, p)]: v for p, v in found.items()}
+
+    def children(self) -> list[str]:
+        entries = self._fs.ls(self._root, detail=False)
+        return sorted(_strip_protocol(self._fs, e).rstrip("/").rsplit("/", 1)[-1] for e in entries)
+
+    def close(self) -> None:
+        pass
+
+
+def _strip_protocol(fs: Any, path: str) -> str:
+    return fs._strip_protocol(path)
+
+
+def _present(store: KeyValueStore, keys: Iterable[str]) -> dict[str, bytes]:
+    out = {}
+    for key in keys:
+        value = store.get(key)
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def is_url(path: str) -> bool:
+    """True when ``path`` names an fsspec URL (``proto://...`` or a chained ``a::b://...``)."""
+    return "://" in path or "::" in path
+
+
+def open_kv(path: str, storage_options: dict | None = None) -> KeyValueStore:
+    """The key/value store at ``path``; StoreError when nothing usable is there."""
+    if is_url(path):
+        return _open_url(path, storage_options or {})
+    if os.path.isdir(path):
+        return DirectoryStore(path, path)
+    if os.path.isfile(path):
+        if zipfile.is_zipfile(path):
+            return ZipStore(path, path)
+        raise StoreError(f"{path}: not a Zarr store (a file that is not a zip archive)")
+    raise StoreError(f"{path}: no such file or directory")
+
+
+def _open_url(url: str, storage_options: dict) -> KeyValueStore:
+    try:
+        import fsspec
+    except ImportError:  # pragma: no cover - fsspec is a test dependency
+        raise StoreError(f"{url}: reading URLs needs fsspec (pip install fsspec)") from None
+    try:
+        fs, root = fsspec.core.url_to_fs(url, **storage_options)
+    except (ValueError, ImportError) as err:
+        raise StoreError(f"{url}: cannot open URL ({err})") from None
+    if root.endswith(".zip") and fs.isfile(root):
+        return ZipStore(url, fs.open(root, "rb"))
+    if not fs.exists(root):
+        raise StoreError(f"{url}: no such file or directory")
+    return FsspecStore(url, fs, root)

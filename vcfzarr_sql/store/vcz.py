@@ -1,0 +1,299 @@
+"""A VCF Zarr store opened for reading: metadata, fields, and raw chunk access.
+
+>>> store = open_store("sample.vcz")                                        # doctest: +SKIP
+>>> store.samples, store.contigs, list(store.info_fields)                   # doctest: +SKIP
+>>> store.read_chunk("variant_position", (0,))                              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from vcfzarr_sql import spec
+from vcfzarr_sql.errors import StoreError, VcfZarrError
+from vcfzarr_sql.store import derived
+from vcfzarr_sql.store.codecs import finished
+from vcfzarr_sql.store.fields import FORMAT, INFO, FieldInfo, describe_fields
+from vcfzarr_sql.store.header import parse_header
+from vcfzarr_sql.store.kvstore import KeyValueStore, open_kv
+from vcfzarr_sql.store.metadata import ArrayInfo, parse_v2, parse_v3
+
+_REQUIRED_ARRAYS = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.CONTIG_ID)
+
+
+def open_store(path: str | os.PathLike, *, storage_options: dict | None = None) -> VczStore:
+    """Open the VCF Zarr store at ``path``: a local directory, a ``.zip`` file or an fsspec URL.
+
+    Zarr v2 or v3; VCF Zarr 0.2 to 0.5. Raises StoreError (one line naming ``path``) when the
+    path is missing or is not a VCF Zarr store.
+    """
+    location = os.fspath(path)
+    kv = open_kv(location, storage_options)
+    try:
+        return VczStore(location, kv)
+    except BaseException:
+        kv.close()
+        raise
+
+
+def _json(location: str, key: str, raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise StoreError(f"{location}: {key} is not valid JSON") from None
+
+
+class VczStore:
+    """A VCF Zarr store: its metadata, and thread-safe raw chunk reads decoded with numcodecs.
+
+    Use :func:`open_store` to make one; ``with open_store(p) as store:`` closes it after use.
+    """
+
+    def __init__(self, path: str, kv: KeyValueStore):
+        self.path = path
+        self._kv = kv
+        self._lock = threading.Lock()
+        self._region_index: np.ndarray | None = None
+        self.zarr_format, self.attrs, self.consolidated = self._read_root()
+        self._arrays = self._read_arrays()
+        self.version = self._version()
+        for name in _REQUIRED_ARRAYS:
+            if name not in self._arrays:
+                raise StoreError(f"{path}: not a VCF Zarr store (no {name} array)")
+        self.vcf_header: str | None = self.attrs.get(spec.ATTR_HEADER)
+        header = parse_header(self.vcf_header) if self.vcf_header else None
+        self.samples = self._strings(spec.SAMPLE_ID)
+        self.contigs: list[str] = list(self._strings(spec.CONTIG_ID))
+        self.contig_lengths = (
+            self.read_array(spec.CONTIG_LENGTH).astype(np.int64)
+            if self.has_array(spec.CONTIG_LENGTH)
+            else None
+        )
+        self.filters: list[str] = list(self._strings(spec.FILTER_ID))
+        if self.has_array(spec.FILTER_DESCRIPTION):
+            self.filter_descriptions: list[str] = list(self._strings(spec.FILTER_DESCRIPTION))
+        else:
+            known = header.filters if header else {}
+            self.filter_descriptions = [known.get(f, "") for f in self.filters]
+        try:
+            self.info_fields: dict[str, FieldInfo] = describe_fields(INFO, self._arrays, header)
+            self.format_fields: dict[str, FieldInfo] = describe_fields(FORMAT, self._arrays, header)
+        except StoreError as err:
+            raise StoreError(f"{path}: {err}") from None
+        self._check_chunk_sizes()
+        position = self._arrays[spec.VARIANT_POSITION]
+        self.num_variants: int = position.shape[0]
+        self.variants_chunk_size: int = position.chunks[0]
+        self.num_variant_chunks: int = position.grid[0]
+        self.num_samples: int = len(self.samples)
+        self.samples_chunk_size: int = self._samples_chunk_size()
+        self.num_sample_chunks: int = math.ceil(self.num_samples / self.samples_chunk_size)
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def _read_root(self) -> tuple[int, dict, dict[str, Any] | None]:
+        """(zarr_format, group attributes, consolidated metadata or None) of the root group."""
+        kv, where = self._kv, self.path
+        docs = kv.get_many([".zgroup", ".zattrs", ".zmetadata", ".zarray", "zarr.json"])
+        if ".zgroup" in docs:
+            consolidated = None
+            if ".zmetadata" in docs:
+                consolidated = _json(where, ".zmetadata", docs[".zmetadata"]).get("metadata")
+            attrs = _json(where, ".zattrs", docs[".zattrs"]) if ".zattrs" in docs else {}
+            return 2, attrs, consolidated
+        if "zarr.json" in docs:
+            root = _json(where, "zarr.json", docs["zarr.json"])
+            if root.get("node_type") != "group":
+                raise StoreError(f"{where}: a Zarr array, not a VCF Zarr store (a Zarr group)")
+            consolidated = (root.get("consolidated_metadata") or {}).get("metadata")
+            return 3, root.get("attributes") or {}, consolidated
+        if ".zarray" in docs:
+            raise StoreError(f"{where}: a Zarr array, not a VCF Zarr store (a Zarr group)")
+        raise StoreError(f"{where}: not a Zarr store (no .zgroup or zarr.json)")
+
+    def _version(self) -> str:
+        if spec.ATTR_VERSION not in self.attrs:
+            raise StoreError(
+                f"{self.path}: a Zarr group without {spec.ATTR_VERSION}: not a VCF Zarr store"
+            )
+        version = str(self.attrs[spec.ATTR_VERSION])
+        if version not in spec.READ_VERSIONS:
+            raise StoreError(
+                f"{self.path}: VCF Zarr version {version} is not supported "
+                f"(supported: {', '.join(spec.READ_VERSIONS)})"
+            )
+        return version
+
+    def _read_arrays(self) -> dict[str, ArrayInfo]:
+        """Metadata of every array at the root of the store, parsed once."""
+        if self.zarr_format == 2:
+            docs = self._v2_documents()
+            names = sorted(k[: -len("/.zarray")] for k in docs if k.endswith("/.zarray"))
+            parse = lambda n: parse_v2(n, docs[f"{n}/.zarray"], docs.get(f"{n}/.zattrs", {}))  # noqa: E731
+        else:
+            docs = self._v3_documents()
+            names = sorted(n for n, d in docs.items() if d.get("node_type") == "array")
+            parse = lambda n: parse_v3(n, docs[n])  # noqa: E731
+        try:
+            return {name: parse(name) for name in names}
+        except VcfZarrError as err:
+            raise type(err)(f"{self.path}: {err}") from None
+        except (KeyError, TypeError, ValueError) as err:
+            raise StoreError(f"{self.path}: bad array metadata ({err!r})") from None
+
+    def _v2_documents(self) -> dict[str, dict]:
+        """``<array>/.zarray`` and ``<array>/.zattrs`` documents of the root's children."""
+        if self.consolidated is not None:
+            return {key: doc for key, doc in self.consolidated.items() if key.count("/") == 1}
+        keys = (f"{c}/{doc}" for c in self._kv.children() for doc in (".zarray", ".zattrs"))
+        return {key: _json(self.path, key, raw) for key, raw in self._kv.get_many(keys).items()}
+
+    def _v3_documents(self) -> dict[str, dict]:
+        """``zarr.json`` documents of the root's children, by child name."""
+        if self.consolidated is not None:
+            return {name: doc for name, doc in self.consolidated.items() if "/" not in name}
+        found = self._kv.get_many(f"{c}/zarr.json" for c in self._kv.children())
+        return {
+            key[: -len("/zarr.json")]: _json(self.path, key, raw) for key, raw in found.items()
+        }
+
+    def _strings(self, name: str) -> np.ndarray:
+        if not self.has_array(name):
+            return np.empty(0, dtype=object)
+        return self.read_array(name)
+
+    def _check_chunk_sizes(self) -> None:
+        """All arrays with a ``variants`` (``samples``) dimension share its chunk size."""
+        for axis, dim in enumerate((spec.DIM_VARIANTS, spec.DIM_SAMPLES)):
+            sizes = {
+                info.chunks[axis]
+                for info in self._arrays.values()
+                if info.dims[axis : axis + 1] == (dim,)
+            }
+            if len(sizes) > 1:
+                raise StoreError(
+                    f"{self.path}: arrays with a {dim} dimension are chunked differently "
+                    f"along it ({sorted(sizes)})"
+                )
+
+    def _samples_chunk_size(self) -> int:
+        for info in self._arrays.values():
+            if info.dims[:2] == (spec.DIM_VARIANTS, spec.DIM_SAMPLES):
+                return info.chunks[1]
+        if self.has_array(spec.SAMPLE_ID):
+            return self._arrays[spec.SAMPLE_ID].chunks[0]
+        return spec.DEFAULT_SAMPLES_CHUNK_SIZE
+
+    # -- arrays and chunks -----------------------------------------------------------------
+
+    @property
+    def array_names(self) -> list[str]:
+        """Names of every array in the store."""
+        return list(self._arrays)
+
+    def has_array(self, name: str) -> bool:
+        return name in self._arrays
+
+    def array_info(self, name: str) -> ArrayInfo:
+        try:
+            return self._arrays[name]
+        except KeyError:
+            raise StoreError(f"{self.path}: no array {name!r}") from None
+
+    def read_chunk_bytes(self, name: str, chunk: tuple[int, ...]) -> bytes | None:
+        """The stored (encoded) bytes of one chunk, or None when the chunk is not stored."""
+        info = self.array_info(name)
+        grid = info.grid
+        if len(chunk) != len(grid) or not all(0 <= i < n for i, n in zip(chunk, grid)):
+            raise StoreError(f"{self.path}: array {name} has no chunk {tuple(chunk)} (grid {grid})")
+        return self._kv.get(info.chunk_key(chunk))
+
+    def decode_chunk(self, name: str, raw: bytes | None, chunk: tuple[int, ...]) -> np.ndarray:
+        """Decode the bytes of one chunk (None: a chunk of fill_value), trimmed to the array.
+
+        Numeric chunks come in native byte order and may be read-only; strings come as object
+        arrays of ``str``.
+        """
+        info = self.array_info(name)
+        bounds = info.chunk_bounds(chunk)
+        if raw is None:
+            shape = tuple(s.stop for s in bounds)
+            return np.full(shape, info.fill_value, dtype=info.decoded_dtype)
+        try:
+            arr = info.codec.decode(raw)
+        except VcfZarrError:
+            raise
+        except (RuntimeError, ValueError, TypeError) as err:
+            raise StoreError(f"{self.path}: cannot decode chunk {chunk} of {name} ({err})") from None
+        if arr.shape != tuple(s.stop for s in bounds):
+            arr = arr[bounds]
+        return finished(arr)
+
+    def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
+        """One chunk, decoded and trimmed (:meth:`read_chunk_bytes` then :meth:`decode_chunk`)."""
+        return self.decode_chunk(name, self.read_chunk_bytes(name, chunk), chunk)
+
+    def read_array(self, name: str) -> np.ndarray:
+        """A whole array in memory (meant for small ones: samples, contigs, filters...)."""
+        info = self.array_info(name)
+        out = np.empty(info.shape, dtype=info.decoded_dtype)
+        chunks = list(itertools.product(*(range(n) for n in info.grid)))
+        raw = self._kv.get_many(info.chunk_key(c) for c in chunks)
+        for chunk in chunks:
+            where = tuple(
+                slice(i * c, (i + 1) * c) for i, c in zip(chunk, info.chunks)
+            )
+            out[where] = self.decode_chunk(name, raw.get(info.chunk_key(chunk)), chunk)
+        return out
+
+    # -- derived arrays --------------------------------------------------------------------
+
+    def variant_length(self, chunk_index: int) -> np.ndarray:
+        """``rlen`` of each record of a variant chunk (int64): ``variant_length`` if stored,
+        else ``INFO/END - POS + 1`` where END is set, else ``len(REF)`` (as htslib)."""
+        return derived.variant_length(self, chunk_index)
+
+    @property
+    def region_index(self) -> np.ndarray:
+        """The region index (int64, shape (n, 6)): stored, or built in memory once if absent."""
+        with self._lock:
+            if self._region_index is None:
+                self._region_index = self._load_region_index()
+            return self._region_index
+
+    def _load_region_index(self) -> np.ndarray:
+        if not self.has_array(spec.REGION_INDEX):
+            return derived.build_region_index(self)
+        index = self.read_array(spec.REGION_INDEX)
+        if index.ndim != 2 or index.shape[1] != spec.REGION_INDEX_FIELDS or index.dtype.kind not in "iu":
+            raise StoreError(
+                f"{self.path}: region_index has shape {index.shape} and dtype {index.dtype}, "
+                f"expected integers of shape (n, {spec.REGION_INDEX_FIELDS})"
+            )
+        return index.astype(np.int64)
+
+    # -- lifetime --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release open files (zip archives, remote handles)."""
+        self._kv.close()
+
+    def __enter__(self) -> VczStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"VczStore({self.path!r}, vcf_zarr_version={self.version!r}, "
+            f"zarr_format={self.zarr_format}, variants={self.num_variants}, "
+            f"samples={self.num_samples})"
+        )

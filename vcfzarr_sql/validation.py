@@ -1,0 +1,382 @@
+"""Check a store against the VCF Zarr specification of the version it declares (0.2 to 0.5).
+
+:func:`validate` lists every :class:`Problem` it finds: group attributes, the mandatory arrays
+(path, dimension names, dtype kind), consistent dimension sizes, equal chunking along
+``variants``, the dimensions of every INFO/FORMAT array (against the header's Number and Type
+when the store carries a ``vcf_header``), and the ``region_index`` content, recomputed from
+``variant_contig``, ``variant_position`` and ``variant_length``.
+
+Metadata is read with zarr-python (Zarr v2 or v3; a directory, a ``.zip`` file or an fsspec URL).
+
+>>> validate("/no/such/store")
+Traceback (most recent call last):
+...
+vcfzarr_sql.errors.StoreError: /no/such/store: not a Zarr group (no such file or directory)
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import zarr
+import zarr.storage
+
+from vcfzarr_sql import spec
+from vcfzarr_sql.errors import StoreError
+from vcfzarr_sql.region_index import region_index
+
+# The spec's dtype shorthands.
+INT, FLOAT, BOOL, CHAR, STR = "int", "float", "bool", "char", "str"
+VCF_TYPE_KIND = {"Integer": INT, "Float": FLOAT, "Flag": BOOL, "Character": CHAR, "String": STR}
+#: Versions in which ``vcf_header`` is mandatory (0.4 replaced it by ``vcf_meta_information``).
+HEADER_VERSIONS = ("0.2", "0.3")
+#: Versions that have ``filter_description`` (added in 0.3).
+FILTER_DESCRIPTION_VERSIONS = ("0.3", "0.4", "0.5")
+#: Trailing dimensions an INFO/FORMAT array may take from the reserved names.
+FIELD_RESERVED_DIMENSIONS = frozenset(spec.NUMBER_DIMENSION.values())
+
+V, S = spec.DIM_VARIANTS, spec.DIM_SAMPLES
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One way a store breaks the spec: ``where`` is an array name or ``attrs``."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+@dataclass(frozen=True)
+class ArrayRule:
+    dims: tuple[str, ...]
+    kind: str
+
+
+#: Arrays every store must have, with their dimension names and dtype kind.
+MANDATORY_ARRAYS = {
+    spec.VARIANT_CONTIG: ArrayRule((V,), INT),
+    spec.VARIANT_POSITION: ArrayRule((V,), INT),
+    spec.VARIANT_ID: ArrayRule((V,), STR),
+    spec.VARIANT_ALLELE: ArrayRule((V, spec.DIM_ALLELES), STR),
+    spec.VARIANT_QUALITY: ArrayRule((V,), FLOAT),
+    spec.VARIANT_FILTER: ArrayRule((V, spec.DIM_FILTERS), BOOL),
+    spec.CONTIG_ID: ArrayRule((spec.DIM_CONTIGS,), STR),
+    spec.FILTER_ID: ArrayRule((spec.DIM_FILTERS,), STR),
+    spec.SAMPLE_ID: ArrayRule((S,), STR),
+}
+#: Arrays a store may have, with their rules.
+OPTIONAL_ARRAYS = {
+    spec.FILTER_DESCRIPTION: ArrayRule((spec.DIM_FILTERS,), STR),
+    spec.CONTIG_LENGTH: ArrayRule((spec.DIM_CONTIGS,), INT),
+    spec.VARIANT_LENGTH: ArrayRule((V,), INT),
+    spec.CALL_GENOTYPE: ArrayRule((V, S, spec.DIM_PLOIDY), INT),
+    spec.CALL_GENOTYPE_PHASED: ArrayRule((V, S), BOOL),
+    spec.REGION_INDEX: ArrayRule(
+        (spec.DIM_REGION_INDEX_VALUES, spec.DIM_REGION_INDEX_FIELDS), INT
+    ),
+}
+MASK_SUFFIXES = ("_mask", "_fill")
+
+
+def open_group(path: str | os.PathLike) -> zarr.Group:
+    """The Zarr group at ``path`` (read-only); :class:`StoreError` naming the path otherwise."""
+    text = os.fspath(path)
+    try:
+        if text.endswith(".zip"):
+            return zarr.open_group(zarr.storage.ZipStore(text, mode="r"), mode="r")
+        return zarr.open_group(text, mode="r")
+    except FileNotFoundError as err:
+        missing = not os.path.exists(text) and "://" not in text
+        reason = "no such file or directory" if missing else "no Zarr group metadata"
+        raise StoreError(f"{text}: not a Zarr group ({reason})") from err
+    except (ValueError, OSError, KeyError) as err:
+        raise StoreError(f"{text}: not a Zarr group ({type(err).__name__}: {err})") from err
+
+
+def dimension_names(array: zarr.Array) -> tuple[str, ...] | None:
+    """``_ARRAY_DIMENSIONS`` (Zarr v2) or ``dimension_names`` (Zarr v3); ``None`` if absent."""
+    if array.metadata.zarr_format == 3:
+        names = array.metadata.dimension_names
+    else:
+        names = array.attrs.get(spec.ARRAY_DIMENSIONS)
+    return None if names is None else tuple(names)
+
+
+def dtype_kind(array: zarr.Array, version: str) -> str | None:
+    """The spec's dtype shorthand of ``array`` in ``version``, ``None`` if it has none.
+
+    0.2/0.3: ``char`` is ``|S1``; 0.4+ also allows ``<U1`` and variable-length strings.
+    Variable-length strings in Zarr v2 need the ``vlen-utf8`` filter.
+    """
+    dtype = array.dtype
+    kind = dtype.kind
+    if kind == "i":
+        return INT
+    if kind == "f" and dtype.itemsize in (4, 8):
+        return FLOAT
+    if kind == "b":
+        return BOOL
+    if kind == "S" and dtype.itemsize == 1:
+        return CHAR
+    if kind == "U" and dtype.itemsize == 4 and version not in HEADER_VERSIONS:
+        return CHAR
+    if kind in ("T", "O"):
+        if array.metadata.zarr_format == 2:
+            filters = array.metadata.filters or ()
+            if not any(getattr(f, "codec_id", None) == "vlen-utf8" for f in filters):
+                return None
+        return STR
+    return None
+
+
+def _kind_matches(actual: str | None, expected: str, version: str) -> bool:
+    if actual == expected:
+        return True
+    # 0.4+ stores may hold Character fields as variable-length strings.
+    return expected == CHAR and actual == STR and version not in HEADER_VERSIONS
+
+
+def validate(path: str | os.PathLike) -> list[Problem]:
+    """Every way the store at ``path`` breaks the spec of its declared version ([] if none).
+
+    Raises :class:`StoreError` when ``path`` is not a Zarr group at all.
+    """
+    group = open_group(path)
+    version = group.attrs.get(spec.ATTR_VERSION)
+    if version not in spec.READ_VERSIONS:
+        return [Problem("attrs", f"{spec.ATTR_VERSION} is {version!r}, expected one of "
+                                 f"{', '.join(spec.READ_VERSIONS)}")]
+    arrays = dict(sorted(group.arrays()))
+    header = group.attrs.get(spec.ATTR_HEADER)
+    problems = list(_check_attrs(group.attrs, version))
+    problems += _check_arrays(arrays, version)
+    problems += _check_fields(arrays, version, header if isinstance(header, str) else None)
+    problems += _check_dimension_sizes(arrays)
+    problems += _check_chunking(arrays)
+    problems += _check_contents(arrays)
+    problems += _check_region_index(arrays)
+    return problems
+
+
+def _check_attrs(attrs, version: str) -> Iterator[Problem]:
+    header = attrs.get(spec.ATTR_HEADER)
+    if version in HEADER_VERSIONS and header is None:
+        yield Problem("attrs", f"missing {spec.ATTR_HEADER} (mandatory in VCF Zarr {version})")
+    if header is not None:
+        if not isinstance(header, str):
+            yield Problem("attrs", f"{spec.ATTR_HEADER} is not a string")
+        elif not header.startswith("##fileformat") or "\n#CHROM" not in header:
+            yield Problem("attrs", f"{spec.ATTR_HEADER} does not run from ##fileformat to #CHROM")
+    meta = attrs.get(spec.ATTR_META_INFORMATION)
+    if meta is not None and not (
+        isinstance(meta, list) and all(isinstance(m, list) and len(m) == 2 for m in meta)
+    ):
+        yield Problem("attrs", f"{spec.ATTR_META_INFORMATION} is not a list of [key, value] pairs")
+    source = attrs.get(spec.ATTR_SOURCE)
+    if source is not None and not isinstance(source, str):
+        yield Problem("attrs", f"{spec.ATTR_SOURCE} is not a string")
+
+
+def _check_rule(name: str, array: zarr.Array, rule: ArrayRule, version: str) -> Iterator[Problem]:
+    dims = dimension_names(array)
+    if dims is None:
+        yield Problem(name, "no dimension names")
+    elif dims != rule.dims:
+        yield Problem(name, f"dimensions {list(dims)}, expected {list(rule.dims)}")
+    kind = dtype_kind(array, version)
+    if not _kind_matches(kind, rule.kind, version):
+        yield Problem(name, f"dtype {array.dtype} is not {rule.kind}")
+
+
+def _check_arrays(arrays: dict[str, zarr.Array], version: str) -> Iterator[Problem]:
+    for name, rule in MANDATORY_ARRAYS.items():
+        if name not in arrays:
+            yield Problem(name, "missing (mandatory array)")
+        else:
+            yield from _check_rule(name, arrays[name], rule, version)
+    if version in FILTER_DESCRIPTION_VERSIONS and spec.FILTER_DESCRIPTION not in arrays:
+        yield Problem(spec.FILTER_DESCRIPTION, f"missing (mandatory in VCF Zarr {version})")
+    for name, rule in OPTIONAL_ARRAYS.items():
+        if name in arrays:
+            yield from _check_rule(name, arrays[name], rule, version)
+    if spec.REGION_INDEX in arrays and spec.VARIANT_LENGTH not in arrays:
+        yield Problem(spec.VARIANT_LENGTH, "missing (mandatory when region_index is present)")
+    for name, array in arrays.items():
+        base = _mask_base(name, arrays)
+        if base is None:
+            continue
+        if array.dtype.kind != "b":
+            yield Problem(name, f"dtype {array.dtype} is not bool")
+        if array.shape != arrays[base].shape:
+            yield Problem(name, f"shape {array.shape} differs from {base} {arrays[base].shape}")
+
+
+def _mask_base(name: str, arrays: dict[str, zarr.Array]) -> str | None:
+    for suffix in MASK_SUFFIXES:
+        if name.endswith(suffix) and name[: -len(suffix)] in arrays:
+            return name[: -len(suffix)]
+    return None
+
+
+def _field_arrays(arrays: dict[str, zarr.Array]) -> Iterator[tuple[str, str, str]]:
+    """(array name, category, VCF name) of every INFO and FORMAT array."""
+    special = set(MANDATORY_ARRAYS) | set(OPTIONAL_ARRAYS)
+    for name in arrays:
+        if name in special or _mask_base(name, arrays) is not None:
+            continue
+        if name.startswith(spec.INFO_PREFIX):
+            yield name, "INFO", name[len(spec.INFO_PREFIX) :]
+        elif name.startswith(spec.FORMAT_PREFIX):
+            yield name, "FORMAT", name[len(spec.FORMAT_PREFIX) :]
+
+
+_HEADER_FIELD = re.compile(r"^##(INFO|FORMAT)=<(.*)>\s*$")
+
+
+def header_fields(header: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """``{(category, ID): (Number, Type)}`` of the INFO/FORMAT lines of a VCF header.
+
+    >>> header_fields('##INFO=<ID=AF,Number=A,Type=Float,Description="x, y">\\n')
+    {('INFO', 'AF'): ('A', 'Float')}
+    """
+    fields = {}
+    for line in header.splitlines():
+        match = _HEADER_FIELD.match(line)
+        if match:
+            attrs = dict(re.findall(r'(ID|Number|Type)=([^,">]+)', match.group(2)))
+            if "ID" in attrs:
+                fields[(match.group(1), attrs["ID"])] = (attrs.get("Number", "."),
+                                                         attrs.get("Type", "String"))
+    return fields
+
+
+def _check_fields(
+    arrays: dict[str, zarr.Array], version: str, header: str | None
+) -> Iterator[Problem]:
+    declared = header_fields(header) if header is not None else {}
+    for name, category, field in _field_arrays(arrays):
+        array = arrays[name]
+        dims = dimension_names(array)
+        lead = (V,) if category == "INFO" else (V, S)
+        if dims is None:
+            yield Problem(name, "no dimension names")
+            continue
+        if dims[: len(lead)] != lead or len(dims) not in (len(lead), len(lead) + 1):
+            yield Problem(name, f"dimensions {list(dims)}, expected {list(lead)} + at most one")
+            continue
+        kind = dtype_kind(array, version)
+        if kind is None:
+            yield Problem(name, f"dtype {array.dtype} is none of int, float, bool, char, str")
+        elif kind == BOOL and category == "FORMAT":
+            yield Problem(name, "FORMAT fields cannot be bool (Flag is INFO only)")
+        extra = dims[len(lead) :]
+        if extra and extra[0] in spec.RESERVED_DIMENSIONS - FIELD_RESERVED_DIMENSIONS:
+            yield Problem(name, f"dimension {extra[0]!r} is reserved for another use")
+        if (category, field) in declared:
+            yield from _check_declared(name, array, extra, kind, declared[(category, field)],
+                                       version)
+
+
+def _check_declared(name, array, extra, kind, number_type, version) -> Iterator[Problem]:
+    number, vcf_type = number_type
+    expected_kind = VCF_TYPE_KIND.get(vcf_type)
+    if expected_kind is not None and not _kind_matches(kind, expected_kind, version):
+        yield Problem(name, f"dtype {array.dtype} is not {expected_kind} (Type={vcf_type})")
+    if number in spec.NUMBER_DIMENSION:
+        if list(extra) != [spec.NUMBER_DIMENSION[number]]:
+            yield Problem(name, f"Number={number} needs last dimension "
+                                f"{spec.NUMBER_DIMENSION[number]!r}, got {list(extra)}")
+    elif number in ("0", "1"):
+        if extra and array.shape[-1] != 1:
+            yield Problem(name, f"Number={number} field has an extra dimension {list(extra)}")
+    elif not extra:
+        yield Problem(name, f"Number={number} field has no dimension for its values")
+    elif extra and extra[0] in spec.RESERVED_DIMENSIONS:
+        yield Problem(name, f"Number={number} field uses reserved dimension {extra[0]!r}")
+
+
+def _all_dims(arrays: dict[str, zarr.Array]) -> Iterator[tuple[str, tuple[str, ...], zarr.Array]]:
+    for name, array in arrays.items():
+        dims = dimension_names(array)
+        if dims is not None and len(dims) == array.ndim:
+            yield name, dims, array
+
+
+def _check_dimension_sizes(arrays: dict[str, zarr.Array]) -> Iterator[Problem]:
+    """A dimension name has one size across the store; ``variants`` etc. match their arrays."""
+    sizes: dict[str, tuple[int, str]] = {}
+    owners = {V: spec.VARIANT_POSITION, S: spec.SAMPLE_ID, spec.DIM_CONTIGS: spec.CONTIG_ID,
+              spec.DIM_FILTERS: spec.FILTER_ID}
+    for dim, owner in owners.items():
+        if owner in arrays and arrays[owner].ndim >= 1:
+            sizes[dim] = (arrays[owner].shape[0], owner)
+    for name, dims, array in _all_dims(arrays):
+        for dim, size in zip(dims, array.shape):
+            first = sizes.setdefault(dim, (size, name))
+            if first[0] != size:
+                yield Problem(name, f"dimension {dim!r} has size {size}, but {first[0]} in {first[1]}")
+    ri = arrays.get(spec.REGION_INDEX)
+    if ri is not None and (ri.ndim != 2 or ri.shape[1] != spec.REGION_INDEX_FIELDS):
+        yield Problem(spec.REGION_INDEX, f"shape {ri.shape}, expected (n, {spec.REGION_INDEX_FIELDS})")
+
+
+def _check_chunking(arrays: dict[str, zarr.Array]) -> Iterator[Problem]:
+    """Every array's chunk size along ``variants`` is variant_position's."""
+    position = arrays.get(spec.VARIANT_POSITION)
+    reference = None if position is None else (position.chunks[0], spec.VARIANT_POSITION)
+    for name, dims, array in _all_dims(arrays):
+        if V not in dims:
+            continue
+        chunk = array.chunks[dims.index(V)]
+        if reference is None:
+            reference = (chunk, name)
+        elif chunk != reference[0]:
+            yield Problem(name, f"chunk size {chunk} along 'variants', but {reference[0]} in "
+                                f"{reference[1]}")
+
+
+def _check_contents(arrays: dict[str, zarr.Array]) -> Iterator[Problem]:
+    """Small cross-array facts: contig offsets in range, PASS first."""
+    if spec.VARIANT_CONTIG in arrays and spec.CONTIG_ID in arrays:
+        contig = arrays[spec.VARIANT_CONTIG][...]
+        n = arrays[spec.CONTIG_ID].shape[0]
+        if contig.size and (contig.min() < 0 or contig.max() >= n):
+            yield Problem(spec.VARIANT_CONTIG, f"values outside [0, {n}) (contig_id has {n})")
+    if spec.FILTER_ID in arrays and arrays[spec.FILTER_ID].shape[0] > 0:
+        first = arrays[spec.FILTER_ID][0]
+        if str(first) != "PASS":
+            yield Problem(spec.FILTER_ID, f"first filter is {str(first)!r}, expected 'PASS'")
+
+
+def _check_region_index(arrays: dict[str, zarr.Array]) -> Iterator[Problem]:
+    needed = (spec.REGION_INDEX, spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.VARIANT_LENGTH)
+    if not all(name in arrays for name in needed):
+        return
+    stored = arrays[spec.REGION_INDEX]
+    position = arrays[spec.VARIANT_POSITION]
+    if stored.dtype != position.dtype:
+        yield Problem(spec.REGION_INDEX,
+                      f"dtype {stored.dtype} differs from variant_position's {position.dtype}")
+    if stored.ndim != 2 or stored.shape[1] != spec.REGION_INDEX_FIELDS or position.ndim != 1:
+        return
+    expected = region_index(
+        arrays[spec.VARIANT_CONTIG][...],
+        position[...],
+        arrays[spec.VARIANT_LENGTH][...],
+        chunk_size=position.chunks[0],
+    )
+    actual = stored[...].astype(np.int64)
+    if actual.shape != expected.shape:
+        yield Problem(spec.REGION_INDEX, f"{actual.shape[0]} rows, expected {expected.shape[0]} "
+                                         "(one per chunk and contig)")
+    elif not np.array_equal(actual, expected):
+        row = int(np.flatnonzero((actual != expected).any(axis=1))[0])
+        yield Problem(spec.REGION_INDEX, f"row {row} is {actual[row].tolist()}, expected "
+                                         f"{expected[row].tolist()}")
