@@ -24,8 +24,8 @@ import pyarrow.parquet as pq
 
 from benchmarks import floor, ours, report
 from benchmarks.data import generate
-from benchmarks.harness import OURS, Case, measure, Measurement, run_process, shell, suite_arguments, venv_bin
-from benchmarks.sizes import SIZES, Files, Size
+from benchmarks.harness import OURS, Case, Measurement, measure, run_process, shell, venv_bin
+from benchmarks.sizes import Files, Size
 
 ALLELE_COUNT = "allele count per variant (from GT)"
 MISSINGNESS = "missing calls per sample"
@@ -114,7 +114,7 @@ def allele_count_cases(files: Files, store: Path, session: dict) -> list[Case]:
     ]
 
 
-def missingness_cases(files: Files, store: Path, size: Size, session: dict) -> list[Case]:
+def missingness_cases(files: Files, store: Path, session: dict) -> list[Case]:
     parquet = duckdb.connect()
 
     def polars_bio() -> np.ndarray:
@@ -187,16 +187,12 @@ def run_suite(size: Size, skip: Sequence[str] = ()) -> tuple[list[Measurement], 
     expected_contigs = parse_index_stats(subprocess.run(["bcftools", "index", "-s", str(files.bcf)], check=True, capture_output=True).stdout)
     results = measure(CONTIGS, contig_cases(files, store, session), expected_contigs, size.repeats, skip)
     results += measure(ALLELE_COUNT, allele_count_cases(files, store, session), expected_allele_counts(files), size.repeats, skip)
-    results += measure(MISSINGNESS, missingness_cases(files, store, size, session), expected_missing, size.repeats, skip)
+    results += measure(MISSINGNESS, missingness_cases(files, store, session), expected_missing, size.repeats, skip)
     return results, f"Store {origin}. Answers checked: (records, sum of AC); nMissing per sample; records per contig."
 
 
 def main(argv: list[str] | None = None) -> list[Measurement]:
-    args = suite_arguments(__doc__.splitlines()[0], argv)
-    results, preamble = run_suite(SIZES[args.size], args.skip)
-    report.write("aggregates", args.size, results, preamble)
-    report.plot("aggregates", args.size, results)
-    return results
+    return report.suite_main("aggregates", run_suite, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,18 @@ from pathlib import Path
 
 from benchmarks import report
 from benchmarks.data import generate
-from benchmarks.harness import OURS, Case, directory_size, measure, Measurement, ProcessResult, run_process, suite_arguments, Unavailable, venv_bin
+from benchmarks.harness import (
+    OURS,
+    Case,
+    Measurement,
+    ProcessResult,
+    Unavailable,
+    directory_size,
+    measure,
+    run_process,
+    suite_arguments,
+    venv_bin,
+)
 from benchmarks.sizes import SIZES, Files, Size
 
 VARIANTS_CHUNK_SIZE = 1000
@@ -126,8 +137,7 @@ def main(argv: list[str] | None = None) -> list[Measurement]:
         f"Input: {size.name} simulated VCF.gz. Chunks {VARIANTS_CHUNK_SIZE} variants x {SAMPLES_CHUNK_SIZE} samples, "
         f"{WORKERS} worker processes for both. Ratios of wall time, peak RSS and store size: tool / vcfzarr-sql."
     )
-    report.write("convert", size.name, results, preamble, size_table(results, Files(size.directory)))
-    report.plot("convert", size.name, results)
+    report.publish("convert", size.name, results, preamble, size_table(results, Files(size.directory)))
     return results
 
 

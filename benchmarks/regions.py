@@ -18,8 +18,8 @@ import polars as pl
 
 from benchmarks import ours, report
 from benchmarks.data import generate
-from benchmarks.harness import OURS, Case, measure, Measurement, run_process, suite_arguments, venv_bin
-from benchmarks.sizes import SIZES, Files, Size
+from benchmarks.harness import OURS, Case, Measurement, measure, run_process, venv_bin
+from benchmarks.sizes import Files, Size
 
 SPANS = {"1 kb": 1_000, "100 kb": 100_000, "10 Mb": 10_000_000}
 #: The site columns every tool returns in the "sites" tasks.
@@ -129,11 +129,7 @@ def run_suite(size: Size, skip: Sequence[str] = ()) -> tuple[list[Measurement], 
 
 
 def main(argv: list[str] | None = None) -> list[Measurement]:
-    args = suite_arguments(__doc__.splitlines()[0], argv)
-    results, preamble = run_suite(SIZES[args.size], args.skip)
-    report.write("regions", args.size, results, preamble)
-    report.plot("regions", args.size, results)
-    return results
+    return report.suite_main("regions", run_suite, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

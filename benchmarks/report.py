@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from benchmarks.harness import OURS, Measurement
-from benchmarks.sizes import RESULTS_DIR
+from benchmarks.harness import OURS, Measurement, suite_arguments
+from benchmarks.sizes import RESULTS_DIR, SIZES
 
 IMG_DIR = Path(__file__).parent.parent / "docs" / "img"
 
@@ -151,7 +151,9 @@ def plot(suite: str, size: str, results: Sequence[Measurement]) -> Path | None:
         tool: [ratio(by_key[t, tool], by_key.get((t, OURS))) if (t, tool) in by_key else None for t in tasks]
         for tool in tools
     }
-    if not any(v is not None for vs in values.values() for v in vs):
+    values = {tool: vs for tool, vs in values.items() if any(v is not None for v in vs)}
+    tools = list(values)
+    if not tools:
         return None
     IMG_DIR.mkdir(parents=True, exist_ok=True)
     fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(tasks) + 2), 4.5))
@@ -159,7 +161,7 @@ def plot(suite: str, size: str, results: Sequence[Measurement]) -> Path | None:
     for i, tool in enumerate(tools):
         xs = [j + i * width for j, v in enumerate(values[tool]) if v is not None]
         ys = [v for v in values[tool] if v is not None]
-        ax.bar(xs, ys, width, label=tool)
+        ax.bar(xs, ys, width, label=tool, color=plt.cm.tab10(i % 10))
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
     ax.set_xticks([j + width * (len(tools) - 1) / 2 for j in range(len(tasks))])
@@ -172,3 +174,40 @@ def plot(suite: str, size: str, results: Sequence[Measurement]) -> Path | None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def publish(suite: str, size: str, results: Sequence[Measurement], preamble: str = "", extra_tables: str = "") -> None:
+    """Write the results (Markdown + JSON) and draw the plot of one suite run."""
+    write(suite, size, results, preamble, extra_tables)
+    plot(suite, size, results)
+
+
+def suite_main(suite: str, run_suite, description: str, argv: list[str] | None) -> list[Measurement]:
+    """The command line of a query suite: parse ``--size``/``--skip``, run, publish."""
+    args = suite_arguments(description, argv)
+    results, preamble = run_suite(SIZES[args.size], args.skip)
+    publish(suite, args.size, results, preamble)
+    return results
+
+
+def load(suite: str, size: str) -> list[Measurement]:
+    """The measurements of a finished run, read back from results/<suite>-<size>.json."""
+    payload = json.loads((RESULTS_DIR / f"{suite}-{size}.json").read_text())
+    keys = {"task", "tool", "status", "times_s", "median_s", "ratio_to_ours", "note"}
+    return [
+        Measurement(r["task"], r["tool"], r["status"], list(r["times_s"]), note=r["note"],
+                    extra={k: v for k, v in r.items() if k not in keys})
+        for r in payload["results"]
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Redraw the plots of finished runs: ``python -m benchmarks.report --size quick``."""
+    args = suite_arguments(main.__doc__.splitlines()[0], argv)
+    for suite in ("convert", "regions", "aggregates"):
+        if (RESULTS_DIR / f"{suite}-{args.size}.json").exists():
+            print(plot(suite, args.size, load(suite, args.size)))
+
+
+if __name__ == "__main__":
+    main()

@@ -40,7 +40,8 @@ import pysam.bcftools as bcftools
 from pysam.utils import SamtoolsError as BcftoolsError  # raised when bcftools rejects a file
 
 __all__ = ["BcftoolsError", "FieldDef", "Genotype", "Header", "Record", "calls", "float_equal",
-           "genotype_arrays", "header", "parse_genotype", "parse_value", "records"]
+           "genotype_arrays", "header", "parse_calls", "parse_genotype", "parse_record",
+           "parse_value", "records"]
 
 CORPUS_SAMPLE = str(
     Path(__file__).parent / "data/corpus/sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz"
@@ -336,7 +337,8 @@ def _info(text: str, fields: dict[str, FieldDef]) -> dict[str, object]:
     return out
 
 
-def _record(end: int, line: str, fields: dict[str, FieldDef]) -> Record:
+def parse_record(line: str, hdr: Header, end: int = 0) -> Record:
+    """One VCF body line (as htslib writes it) -> :class:`Record`, typed by ``hdr``."""
     cols = line.split("\t", 9)
     return Record(
         chrom=cols[0],
@@ -347,14 +349,33 @@ def _record(end: int, line: str, fields: dict[str, FieldDef]) -> Record:
         qual=None if cols[5] == "." else float(cols[5]),
         filters=None if cols[6] == "." else cols[6].split(";"),
         end=end,
-        info=_info(cols[7], fields),
+        info=_info(cols[7], hdr.info),
     )
+
+
+def parse_calls(
+    line: str, hdr: Header, fields: Sequence[str], sample_indexes: Sequence[int] | None = None
+) -> list[dict[str, object]]:
+    """One VCF body line -> per sample (all, or ``sample_indexes``): ``{field: value}``."""
+    cols = line.split("\t")
+    keys = cols[8].split(":") if len(cols) > 8 else []
+    where = {k: i for i, k in enumerate(keys)}
+    out = []
+    for s in range(len(cols) - 9) if sample_indexes is None else sample_indexes:
+        parts = cols[9 + s].split(":")
+        call: dict[str, object] = {}
+        for name in fields:
+            i = where.get(name)
+            text = parts[i] if i is not None and i < len(parts) else None
+            call[name] = parse_genotype(text) if name == "GT" else parse_value(text, hdr.format[name])
+        out.append(call)
+    return out
 
 
 @functools.lru_cache(maxsize=64)
 def _records(path: str, region: str | None, targets: str | None) -> tuple[Record, ...]:
-    fields = _header(path).info
-    return tuple(_record(end, line, fields) for end, line in _body_lines(path, region, targets))
+    hdr = _header(path)
+    return tuple(parse_record(line, hdr, end) for end, line in _body_lines(path, region, targets))
 
 
 def records(
@@ -376,25 +397,7 @@ def _sample_indexes(path: str, samples: Sequence[str] | None) -> list[int]:
 def _calls(path, fields, region, targets, samples):
     hdr = _header(path)
     keep = _sample_indexes(path, samples)
-    out = []
-    for _, line in _body_lines(path, region, targets):
-        cols = line.split("\t")
-        keys = cols[8].split(":") if len(cols) > 8 else []
-        where = {k: i for i, k in enumerate(keys)}
-        per_record = []
-        for s in keep:
-            parts = cols[9 + s].split(":")
-            call: dict[str, object] = {}
-            for name in fields:
-                i = where.get(name)
-                text = parts[i] if i is not None and i < len(parts) else None
-                if name == "GT":
-                    call[name] = parse_genotype(text)
-                else:
-                    call[name] = parse_value(text, hdr.format[name])
-            per_record.append(call)
-        out.append(per_record)
-    return out
+    return [parse_calls(line, hdr, fields, keep) for _, line in _body_lines(path, region, targets)]
 
 
 def calls(

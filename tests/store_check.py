@@ -31,7 +31,8 @@ def python_values(array: np.ndarray) -> np.ndarray:
             if array.dtype.itemsize == 4
             else (spec.FLOAT64_MISSING_BITS, spec.FLOAT64_FILL_BITS)
         )
-        out = array.astype(np.float64).astype(object)
+        with np.errstate(invalid="ignore"):  # casting the signalling NaNs
+            out = array.astype(np.float64).astype(object)
         out[bits == missing_bits] = None
         out[bits == fill_bits] = FILL
         return out
@@ -63,6 +64,10 @@ def vector(values) -> list | None:
 
 # ---------------------------------------------------------------------------------------------
 # Store vs oracle, one aspect at a time: each check returns a list of mismatches (empty = equal).
+
+#: Conversion arguments of the corpus tests: small chunks (97 variants x 64 samples), so most
+#: files span several chunks (region index, chunk edges and sample chunking get exercised).
+CONVERT_KWARGS = {"variants_chunk_size": 97, "samples_chunk_size": 64}
 
 MAX_REPORTED = 12
 MAX_CHARS = 400
@@ -289,21 +294,33 @@ def unrepresentable(vcf) -> dict[str, str]:
 
     - Type=Character values longer than one character (the spec's ``char`` is ``|S1``): kept
       whole as ``str``;
+    - Number=1 fields with several values in a record: they need a dimension of their own;
     - Number=A/R vectors longer than any record's ALT/allele count: they do not fit the
       ``alt_alleles``/``alleles`` dimension, so they get their own.
     """
     h = oracle.header(vcf)
     recs = oracle.records(vcf)
     max_alts = max((len(r.alt) for r in recs), default=0)
-    out: dict[str, str] = {}
+    values: dict[tuple[str, object], list] = {}  # (array, field) -> every value
     for name, field in h.info.items():
-        values = [v for r in recs for v in _as_list(r.info[name])]
-        if field.vcf_type == "Character" and any(v and len(v) > 1 for v in values):
-            out[spec.INFO_PREFIX + name] = "dtype "
-        if field.number in ("A", "R"):
-            width = max((len(_as_list(r.info[name])) for r in recs), default=0)
-            if width > max_alts + (field.number == "R"):
-                out[spec.INFO_PREFIX + name] = f"Number={field.number} needs last dimension"
+        values[(spec.INFO_PREFIX + name, field)] = [r.info[name] for r in recs]
+    names = [n for n in h.format if n != "GT"]
+    if h.samples and names:
+        calls = oracle.calls(vcf, names)
+        for name in names:
+            values[(spec.FORMAT_PREFIX + name, h.format[name])] = [
+                call[name] for row in calls for call in row
+            ]
+    out: dict[str, str] = {}
+    for (array, field), found in values.items():
+        lists = [_as_list(v) for v in found]
+        width = max(map(len, lists), default=0)
+        if field.vcf_type == "Character" and any(v and len(v) > 1 for vs in lists for v in vs):
+            out[array] = "dtype "
+        elif field.number == "1" and width > 1:
+            out[array] = "Number=1 field has an extra dimension"
+        elif field.number in ("A", "R") and width > max_alts + (field.number == "R"):
+            out[array] = f"Number={field.number} needs last dimension"
     return out
 
 

@@ -1,11 +1,11 @@
 """Every readable corpus file, converted, matches bcftools in every aspect (read with zarr-python).
 
-One test per (file, aspect); each file is converted once per run (``convert_once``). Small
-chunks (97 variants x 64 samples) make most files span several chunks, so the region index,
-chunk edges and sample chunking are exercised too.
+One test per (file, aspect); each file is converted once per run (``convert_once``), with
+small chunks (``store_check.CONVERT_KWARGS``).
 
 Where bcftools' values cannot be stored as the spec says (Character values longer than one
-character, Number=A/R vectors longer than any record's alleles), the store keeps them whole and
+character, several values of a Number=1 field, Number=A/R vectors longer than any record's
+alleles), the store keeps them whole and
 the ``valid`` aspect expects the validator to report exactly those arrays
 (:func:`store_check.unrepresentable`).
 """
@@ -20,8 +20,6 @@ import store_check
 from corpus import readable_corpus
 
 from vcfzarr_sql.errors import VcfParseError
-
-CHUNKS = {"variants_chunk_size": 97, "samples_chunk_size": 64}
 
 #: Files MANIFEST.tsv marks readable (by bcftools 1.16) that the oracle, pysam's bcftools 1.24,
 #: rejects: the converter must reject them too (one-line VcfParseError, no store).
@@ -40,7 +38,7 @@ REJECTED = [f for f in readable_corpus() if f.id in REJECTED_BY_BCFTOOLS]
 @pytest.mark.parametrize("aspect", list(store_check.CHECKS))
 @pytest.mark.parametrize("vcf", FILES, ids=lambda f: f.id)
 def test_matches_bcftools(convert_once, vcf, aspect):
-    stored = store_check.Stored(convert_once(vcf.path, **CHUNKS))
+    stored = store_check.Stored(convert_once(vcf.path, **store_check.CONVERT_KWARGS))
     mismatches = store_check.CHECKS[aspect](stored, vcf.path)
     assert not mismatches, f"{vcf.id}, {aspect}:\n{store_check.report(mismatches)}"
 

@@ -248,3 +248,21 @@ def test_wrong_argument_type(con, store) -> None:
 def test_duckdb_errors_pass_through(con, store) -> None:
     with pytest.raises(duckdb.BinderException, match="no_such_column"):
         con.sql(f"SELECT no_such_column FROM vcf_zarr('{store}')").fetchall()
+
+
+def test_connect_passes_duckdb_config() -> None:
+    with vcfzarr_sql.connect(threads=1) as con:
+        assert con.sql("SELECT current_setting('threads')").fetchall() == [(1,)]
+
+
+def test_query_is_sql_and_other_attributes_are_duckdbs(con, store) -> None:
+    rows = con.query(f"SELECT count(*) FROM vcf_zarr_samples('{store}')").fetchall()
+    assert rows == [(len(oracle.header(SAMPLE_VCF).samples),)]
+    con.execute("CREATE TABLE t AS SELECT 1 AS x")
+    assert con.table("t").fetchall() == [(1,)]  # DuckDB's own method, through the proxy
+
+
+def test_metadata_queries_scan_nothing(con, store) -> None:
+    con.sql(f"SELECT * FROM vcf_zarr_contigs('{store}')").fetchall()
+    assert con.last_stats["variant_chunks_read"] == 0
+    assert con.last_stats["bytes_read"] == 0

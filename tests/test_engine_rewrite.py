@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import json
 from pathlib import Path
 
@@ -103,3 +105,23 @@ def test_numbered_parameter_used_inside_and_outside_a_call_is_kept() -> None:
 def test_region_list_is_joined() -> None:
     query = rewrite("SELECT * FROM vcf_zarr('/d/x.zarr', region := ['1:1-10', '2'])")
     assert next(iter(query.relations.values())).region == "1:1-10,2"
+
+
+ENGINE_MODULES = [
+    "vcfzarr_sql.engine.call_sites",
+    "vcfzarr_sql.engine.functions",
+    "vcfzarr_sql.engine.rewrite",
+    "vcfzarr_sql.engine.stats",
+    "vcfzarr_sql.engine.connection",
+    "vcfzarr_sql.engine.rules.inline_parameters",
+    "vcfzarr_sql.engine.rules.bind_arguments",
+    "vcfzarr_sql.engine.rules.reference_relation",
+    "vcfzarr_sql.cli.demo",
+]
+
+
+@pytest.mark.parametrize("name", ENGINE_MODULES)
+def test_docstring_examples(name: str) -> None:
+    module = importlib.import_module(name)
+    failed, attempted = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert attempted > 0 and failed == 0

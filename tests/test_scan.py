@@ -31,7 +31,7 @@ import oracle
 import vcfzarr_sql
 from corpus import CORPUS
 from vcfzarr_sql import spec
-from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.errors import NotSupportedError, QueryError
 
 #: name -> (corpus file, writer, variants chunk size, samples chunk size)
 CORPUS_STORES = {
@@ -137,11 +137,20 @@ def predicates(draw, store: Store, table: str):
     def number(values):
         return int(draw(st.sampled_from(list(values)))) + draw(st.integers(-2, 2))
 
+    info = [
+        f.name for f in full.schema
+        if f.name.startswith("info_") and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))
+    ]
+
     def leaf():
         kind = draw(st.sampled_from(
             ["contig", "contig_in", "pos", "end", "pos_in", "between", "qual", "id_null", "like", "region"]
             + (["sample", "sample_in"] if table == "calls" else [])
+            + (["info"] if info else [])
         ))
+        if kind == "info":
+            column, value = draw(st.sampled_from(info)), draw(st.integers(-1, 5))
+            return f"{column} >= {value}", pl.col(column) >= value
         if kind in ("contig", "sample"):
             column = "contig" if kind == "contig" else "sample_id"
             op, value = draw(st.sampled_from(ops)), draw(st.sampled_from(contigs if kind == "contig" else samples))
@@ -377,6 +386,22 @@ def test_region_calls_match_bcftools_genotypes(stores):
     assert got == expected
 
 
+def test_samples_selects_the_fmt_lists_of_the_variants_table(stores):
+    store = stores[SIMULATED]
+    samples = [str(s) for s in store.store.samples[[2, 3, 9]]]
+    ds = store.dataset(samples=samples)
+    got = query("SELECT pos, fmt_GT FROM ds WHERE contig = '1' ORDER BY pos", ds=ds)
+    expected = [
+        (r.pos, [list(call["GT"].alleles) for call in per_sample])
+        for r, per_sample in zip(
+            oracle.records(store.vcf, region="1"), oracle.calls(store.vcf, ("GT",), region="1", samples=samples)
+        )
+    ]
+    assert got == expected
+    chunks = {i // store.store.samples_chunk_size for i in (2, 3, 9)}
+    assert ds.last_stats["sample_chunks_read"] == len(chunks) < ds.last_stats["sample_chunks_total"]
+
+
 def test_bad_region_and_unknown_sample_are_query_errors(stores):
     store = stores["tabix"]
     with pytest.raises(QueryError, match="^region: "):
@@ -442,6 +467,9 @@ def test_filter_and_select_return_new_datasets(stores):
     assert sorted(query("SELECT pos, ref FROM narrowed", narrowed=narrowed)) == sorted(expected)
     with pytest.raises(QueryError, match="'alt'"):
         narrowed.scanner(columns=["alt"])
+    assert narrowed.take([0]).to_pylist() == [{"pos": expected[0][0], "ref": expected[0][1]}]
+    with pytest.raises(NotSupportedError, match="get_fragments"):
+        ds.get_fragments()
 
 
 def test_bio2zarr_store_without_region_index_reads_the_same(stores, tmp_path):
@@ -453,3 +481,10 @@ def test_bio2zarr_store_without_region_index_reads_the_same(stores, tmp_path):
     got = query('SELECT contig, pos, "end", ref, alt FROM ds', ds=ds)
     assert sorted(map(repr, got)) == oracle_rows(oracle.records(store.vcf, region="1:50-120"))
     assert ds.last_stats["variant_chunks_read"] < ds.last_stats["variant_chunks_total"]
+
+
+def test_store_without_records(convert_once):
+    vcf = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/empty.vcf.gz"
+    ds = vcfzarr_sql.dataset(str(convert_once(vcf)), "calls")
+    assert ds.count_rows() == len(oracle.records(vcf)) == 0
+    assert query("SELECT pos, sample_id FROM ds WHERE contig = '1'", ds=ds) == []

@@ -17,7 +17,6 @@ vcfzarr_sql.errors.StoreError: /no/such/store: not a Zarr group (no such file or
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -28,6 +27,7 @@ import zarr.storage
 from vcfzarr_sql import spec
 from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.region_index import region_index
+from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField, parse_header
 
 # The spec's dtype shorthands.
 INT, FLOAT, BOOL, CHAR, STR = "int", "float", "bool", "char", "str"
@@ -237,30 +237,10 @@ def _field_arrays(arrays: dict[str, zarr.Array]) -> Iterator[tuple[str, str, str
             yield name, "FORMAT", name[len(spec.FORMAT_PREFIX) :]
 
 
-_HEADER_FIELD = re.compile(r"^##(INFO|FORMAT)=<(.*)>\s*$")
-
-
-def header_fields(header: str) -> dict[tuple[str, str], tuple[str, str]]:
-    """``{(category, ID): (Number, Type)}`` of the INFO/FORMAT lines of a VCF header.
-
-    >>> header_fields('##INFO=<ID=AF,Number=A,Type=Float,Description="x, y">\\n')
-    {('INFO', 'AF'): ('A', 'Float')}
-    """
-    fields = {}
-    for line in header.splitlines():
-        match = _HEADER_FIELD.match(line)
-        if match:
-            attrs = dict(re.findall(r'(ID|Number|Type)=([^,">]+)', match.group(2)))
-            if "ID" in attrs:
-                fields[(match.group(1), attrs["ID"])] = (attrs.get("Number", "."),
-                                                         attrs.get("Type", "String"))
-    return fields
-
-
 def _check_fields(
     arrays: dict[str, zarr.Array], version: str, header: str | None
 ) -> Iterator[Problem]:
-    declared = header_fields(header) if header is not None else {}
+    declared = parse_header(header) if header is not None else HeaderDefinitions()
     for name, category, field in _field_arrays(arrays):
         array = arrays[name]
         dims = dimension_names(array)
@@ -279,13 +259,13 @@ def _check_fields(
         extra = dims[len(lead) :]
         if extra and extra[0] in spec.RESERVED_DIMENSIONS - FIELD_RESERVED_DIMENSIONS:
             yield Problem(name, f"dimension {extra[0]!r} is reserved for another use")
-        if (category, field) in declared:
-            yield from _check_declared(name, array, extra, kind, declared[(category, field)],
-                                       version)
+        definition = (declared.info if category == "INFO" else declared.format).get(field)
+        if definition is not None:
+            yield from _check_declared(name, array, extra, kind, definition, version)
 
 
-def _check_declared(name, array, extra, kind, number_type, version) -> Iterator[Problem]:
-    number, vcf_type = number_type
+def _check_declared(name, array, extra, kind, definition: HeaderField, version) -> Iterator[Problem]:
+    number, vcf_type = definition.number, definition.vcf_type
     expected_kind = VCF_TYPE_KIND.get(vcf_type)
     if expected_kind is not None and not _kind_matches(kind, expected_kind, version):
         yield Problem(name, f"dtype {array.dtype} is not {expected_kind} (Type={vcf_type})")

@@ -15,7 +15,7 @@ import click
 
 import vcfzarr_sql
 from vcfzarr_sql.cli.info import describe_store
-from vcfzarr_sql.cli.query import run_sql, write_relation
+from vcfzarr_sql.cli.query import print_query
 from vcfzarr_sql.engine.connection import Connection
 
 #: The bundled demo call set (see examples/data/make_demo_data.py).
@@ -87,7 +87,7 @@ def run_queries(con: Connection, store: str) -> None:
         _heading(title)
         click.echo(sql)
         start = time.perf_counter()
-        write_relation(con, run_sql(con, sql), "table")
+        print_query(con, sql)
         elapsed = time.perf_counter() - start
         click.echo(f"{pruning_line(con.last_stats)}; {elapsed * 1000:.0f} ms")
 

@@ -11,7 +11,7 @@ import click
 
 import vcfzarr_sql
 from vcfzarr_sql.cli import options
-from vcfzarr_sql.cli.query import run_sql, write_relation
+from vcfzarr_sql.cli.query import print_query
 from vcfzarr_sql.engine.connection import Connection
 
 #: samples listed before "... and N more"
@@ -33,16 +33,12 @@ def describe_store(con: Connection, path: str) -> None:
     click.echo(f"filters:   {filters}")
     literal = path.replace("'", "''")
     click.echo("contigs:")
-    write_relation(con, run_sql(con, f"SELECT contig, length, num_variants FROM vcf_zarr_contigs('{literal}')"), "table")
+    print_query(con, f"SELECT contig, length, num_variants FROM vcf_zarr_contigs('{literal}')")
     click.echo("fields:")
-    write_relation(
+    print_query(
         con,
-        run_sql(
-            con,
-            'SELECT category, name, "column", number, type, description, dtype, chunks '
-            f"FROM vcf_zarr_fields('{literal}')",
-        ),
-        "table",
+        'SELECT category, name, "column", number, type, description, dtype, chunks '
+        f"FROM vcf_zarr_fields('{literal}')",
     )
 
 

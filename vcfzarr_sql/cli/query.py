@@ -23,16 +23,29 @@ from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import QueryError
 
 FORMATS = ("table", "csv", "json", "parquet")
+#: DuckDB COPY options of each file format
+COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json", "parquet": "FORMAT parquet"}
 #: rows shown by the ``table`` format unless --max-rows says otherwise
 DEFAULT_MAX_ROWS = 1000
 
 
 def run_sql(con: Connection, sql: str) -> duckdb.DuckDBPyRelation | None:
-    """``con.sql(sql)``, with DuckDB's own errors turned into a one-message QueryError."""
+    """``con.sql(sql)``: the rows to show, or None for a statement without any (CREATE, SET...).
+
+    DuckDB's own errors become a QueryError carrying DuckDB's message.
+    """
     try:
-        return con.sql(sql)
+        relation = con.sql(sql)
     except duckdb.Error as err:
         raise QueryError(str(err).strip()) from None
+    if relation is None or _is_status(relation):
+        return None
+    return relation
+
+
+def _is_status(relation: duckdb.DuckDBPyRelation) -> bool:
+    """DuckDB's reply to a statement that returns no rows (``Count`` or ``Success``)."""
+    return relation.type == "MATERIALIZED_RELATION" and relation.columns in (["Count"], ["Success"])
 
 
 @contextlib.contextmanager
@@ -73,20 +86,30 @@ def write_relation(
     with tempfile.TemporaryDirectory(prefix="vcfzarr-sql-") as tmp:
         target = output if output is not None else os.path.join(tmp, f"result.{fmt}")
         view = "__vcfzarr_sql_result"
+        raw = con.duckdb_connection
         try:
-            relation.create_view(view, replace=True)
-            options = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json", "parquet": "FORMAT parquet"}
-            con.duckdb_connection.execute(f"COPY {view} TO '{_quote(target)}' ({options[fmt]})")
+            raw.register(view, relation)
+            raw.execute(f"COPY {view} TO '{_quote(target)}' ({COPY_OPTIONS[fmt]})")
         except duckdb.Error as err:
             raise QueryError(str(err).strip()) from None
         finally:
-            con.duckdb_connection.execute(f"DROP VIEW IF EXISTS {view}")
+            raw.unregister(view)
         if output is None:
             _copy_to_stdout(target, sys.stdout)
 
 
 def _quote(path: str) -> str:
     return path.replace("'", "''")
+
+
+def print_query(
+    con: Connection, sql: str, fmt: str = "table", output: str | None = None,
+    max_rows: int = DEFAULT_MAX_ROWS,
+) -> None:
+    """Run ``sql`` and write its rows (if it returns any) like :func:`write_relation`."""
+    relation = run_sql(con, sql)
+    if relation is not None:
+        write_relation(con, relation, fmt, output, max_rows)
 
 
 def print_stats(con: Connection) -> None:
@@ -107,13 +130,12 @@ def print_stats(con: Connection) -> None:
     help="Rows shown by the table format.",
 )
 def command(sql: str, fmt: str, output: str | None, stats: bool, max_rows: int) -> None:
-    """Run SQL over VCF Zarr stores, e.g.
+    """Run SQL over VCF Zarr stores and print the result.
 
+    \b
     vcfzarr-sql query "SELECT contig, count(*) FROM vcf_zarr('x.zarr') GROUP BY contig"
     """
     con = vcfzarr_sql.connect()
-    relation = run_sql(con, sql)
-    if relation is not None:
-        write_relation(con, relation, fmt, output, max_rows)
+    print_query(con, sql, fmt, output, max_rows)
     if stats:
         print_stats(con)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import click
 
 import vcfzarr_sql
-from vcfzarr_sql.cli.query import FORMATS, run_sql, write_relation
+from vcfzarr_sql.cli.query import FORMATS, print_query
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import QueryError, VcfZarrError
 
@@ -60,7 +60,7 @@ def _quit(session: Session, argument: str) -> None:
 
 
 def _tables(session: Session, argument: str) -> None:
-    write_relation(session.con, run_sql(session.con, "SHOW TABLES"), "table")
+    print_query(session.con, "SHOW TABLES")
 
 
 def _stats(session: Session, argument: str) -> None:
@@ -102,9 +102,7 @@ def run_dot_command(session: Session, line: str) -> None:
 def run_statement(session: Session, sql: str) -> None:
     """Run one SQL text and print its result (and its run time when the timer is on)."""
     start = time.perf_counter()
-    relation = run_sql(session.con, sql)
-    if relation is not None:
-        write_relation(session.con, relation, session.mode)
+    print_query(session.con, sql, session.mode)
     if session.timer:
         click.echo(f"Run Time: {time.perf_counter() - start:.3f} s", err=True)
 

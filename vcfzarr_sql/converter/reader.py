@@ -80,6 +80,8 @@ class _PartitionReader:
                 continue
             if p.stop is not None and v.POS >= p.stop:
                 continue
+            if not v.CHROM:  # htslib reads a blank line as a record without CHROM
+                raise VcfParseError(self.path, "empty CHROM (a blank line?)", record=f":{v.POS}")
             if self.n_samples and not v.FORMAT and str(v).count("\t") < 8:
                 raise VcfParseError(
                     self.path,

@@ -34,7 +34,7 @@ class Connection:
         self._con = connection
         self._stores: dict[str, Any] = {}
         self._relations: dict[str, Any] = {}
-        self._stats_before: dict[str, dict] = {}
+        self._stats_before: dict[str, Mapping] = {}
 
     @property
     def duckdb_connection(self) -> duckdb.DuckDBPyConnection:
@@ -57,9 +57,7 @@ class Connection:
                 relation = open_relation(spec, self.store(spec.path))
                 self._con.register(name, relation)
                 self._relations[name] = relation
-        self._stats_before = {
-            name: dict(stats) for name, stats in self._scan_stats().items()
-        }
+        self._stats_before = self._scan_stats()
         return rewritten
 
     def _scan_stats(self) -> dict[str, Mapping]:
@@ -80,7 +78,7 @@ class Connection:
         return sum_stats(
             stats
             for name, stats in self._scan_stats().items()
-            if dict(stats) != self._stats_before.get(name)
+            if stats is not self._stats_before.get(name)  # a scan replaces the dict
         )
 
     def sql(self, query: str, *, alias: str = "", params: Parameters = None) -> duckdb.DuckDBPyRelation:

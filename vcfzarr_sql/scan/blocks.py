@@ -1,9 +1,9 @@
-"""The part of a VCF Zarr array that one batch needs: a variant chunk, over a range of samples.
+"""The part of a VCF Zarr array that one batch needs: a variant chunk, for some samples.
 
-A batch covers one chunk along ``variants``; along ``samples`` it covers a range (one sample
-chunk for ``calls``, the selected samples for ``variants``); every other axis is read whole.
-Each array is read once per batch, from whichever of its chunks overlap, with
-``source.read_chunk`` (the store's raw-bytes-plus-numcodecs path, or a wrapper that counts).
+A batch covers one chunk along ``variants``; along ``samples`` it covers the selected samples
+(those of one sample chunk for ``calls``); every other axis is read whole. Each array is read
+once per batch, from only the chunks that hold its part, with ``source.read_chunk`` (the
+store's raw-bytes-plus-numcodecs path, or a wrapper that counts).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ class BatchBlocks:
             return _assemble(self.source, name, grid)
         size = info.chunks[sample_axis]
         chunk_of = self.samples // size
-        needed = np.unique(chunk_of)
-        grid[sample_axis] = needed.tolist()
+        needed = np.unique(chunk_of) if len(chunk_of) else np.zeros(1, dtype=np.int64)
+        grid[sample_axis] = needed.tolist()  # (no sample selected: any chunk gives the shape)
         block = _assemble(self.source, name, grid)
         # Position of each sample in the joined chunks (only the last one can be short).
         within = np.searchsorted(needed, chunk_of) * size + self.samples % size

@@ -222,37 +222,53 @@ class VczDataset(pds.Dataset):
         self.scanner(columns=columns)  # checks the names
         return self._derived(filter=self._filter, columns=columns)
 
-    def to_batches(self, columns=None, filter=None, **kwargs: Any) -> Iterator[pa.RecordBatch]:
+    def to_batches(
+        self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None, **kwargs: Any
+    ) -> Iterator[pa.RecordBatch]:
         return self.scanner(columns, filter, **kwargs).to_batches()
 
-    def to_table(self, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+    def to_table(
+        self, columns: Sequence[str] | None = None, filter: pc.Expression | None = None, **kwargs: Any
+    ) -> pa.Table:
         return self.scanner(columns, filter, **kwargs).to_table()
 
-    def head(self, num_rows: int, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+    def head(
+        self,
+        num_rows: int,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        **kwargs: Any,
+    ) -> pa.Table:
         return self.scanner(columns, filter, **kwargs).head(num_rows)
 
-    def count_rows(self, filter=None, **kwargs: Any) -> int:
+    def count_rows(self, filter: pc.Expression | None = None, **kwargs: Any) -> int:
         return self.scanner([], filter, **kwargs).count_rows()
 
-    def take(self, indices, columns=None, filter=None, **kwargs: Any) -> pa.Table:
+    def take(
+        self,
+        indices: Sequence[int] | pa.Array,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        **kwargs: Any,
+    ) -> pa.Table:
         return self.to_table(columns, filter, **kwargs).take(indices)
 
     def _unsupported(self, what: str) -> NotSupportedError:
-        return NotSupportedError(f"{what} is not supported on a VCF Zarr dataset; use SQL or to_table()")
+        return NotSupportedError(f"{what} is not supported on a VCF Zarr dataset: use SQL or to_table()")
 
-    def get_fragments(self, filter=None):
+    def get_fragments(self, filter: pc.Expression | None = None) -> Any:
         raise self._unsupported("get_fragments()")
 
-    def replace_schema(self, schema):
+    def replace_schema(self, schema: pa.Schema) -> Any:
         raise self._unsupported("replace_schema()")
 
-    def join(self, *args, **kwargs):
+    def join(self, *args: Any, **kwargs: Any) -> Any:
         raise self._unsupported("join()")
 
-    def join_asof(self, *args, **kwargs):
+    def join_asof(self, *args: Any, **kwargs: Any) -> Any:
         raise self._unsupported("join_asof()")
 
-    def sort_by(self, *args, **kwargs):
+    def sort_by(self, *args: Any, **kwargs: Any) -> Any:
         raise self._unsupported("sort_by()")
 
     def __repr__(self) -> str:

@@ -75,9 +75,10 @@ class _ArrowSchema(ctypes.Structure):
     ]
 
 
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+# Our own prototype of PyCapsule_GetPointer (setting argtypes on ctypes.pythonapi's is global).
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)
 
 
 def _metadata_items(schema: pa.Schema) -> list[tuple[str, str]]:

@@ -12,7 +12,7 @@ columns only the filter needs are not read either).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +37,7 @@ class StoreLayout(Protocol):
     region_index: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ScanRequest:
     """What a scanner asks for: output ``columns`` (None: all), a pushed ``filter`` (already
     ANDed with any ``region``), and ``samples``: sorted indexes of the selected samples (None:

@@ -7,6 +7,7 @@ This is the only part of the store package that writes, and it uses zarr-python 
 from __future__ import annotations
 
 import os
+import warnings
 
 import numcodecs
 import numpy as np
@@ -90,5 +91,7 @@ def write_region_index(path: str | os.PathLike) -> np.ndarray:
         (spec.DIM_REGION_INDEX_VALUES, spec.DIM_REGION_INDEX_FIELDS), {},
     )
     if consolidated:
-        zarr.consolidate_metadata(location, zarr_format=zarr_format)
+        with warnings.catch_warnings():  # zarr-python: v3 consolidated metadata is not in the spec
+            warnings.simplefilter("ignore", UserWarning)
+            zarr.consolidate_metadata(location, zarr_format=zarr_format)
     return index

@@ -62,8 +62,8 @@ class VczStore:
         self._lock = threading.Lock()
         self._region_index: np.ndarray | None = None
         self.zarr_format, self.attrs, self.consolidated = self._read_root()
-        self._arrays = self._read_arrays()
         self.version = self._version()
+        self._arrays = self._read_arrays()
         for name in _REQUIRED_ARRAYS:
             if name not in self._arrays:
                 raise StoreError(f"{path}: not a VCF Zarr store (no {name} array)")
@@ -133,16 +133,20 @@ class VczStore:
 
     def _read_arrays(self) -> dict[str, ArrayInfo]:
         """Metadata of every array at the root of the store, parsed once."""
-        if self.zarr_format == 2:
-            docs = self._v2_documents()
-            names = sorted(k[: -len("/.zarray")] for k in docs if k.endswith("/.zarray"))
-            parse = lambda n: parse_v2(n, docs[f"{n}/.zarray"], docs.get(f"{n}/.zattrs", {}))  # noqa: E731
-        else:
-            docs = self._v3_documents()
-            names = sorted(n for n, d in docs.items() if d.get("node_type") == "array")
-            parse = lambda n: parse_v3(n, docs[n])  # noqa: E731
         try:
-            return {name: parse(name) for name in names}
+            if self.zarr_format == 2:
+                docs = self._v2_documents()
+                names = sorted(k[: -len("/.zarray")] for k in docs if k.endswith("/.zarray"))
+                return {
+                    n: parse_v2(n, docs[f"{n}/.zarray"], docs.get(f"{n}/.zattrs", {}))
+                    for n in names
+                }
+            docs = self._v3_documents()
+            return {
+                n: parse_v3(n, doc)
+                for n, doc in sorted(docs.items())
+                if doc.get("node_type") == "array"
+            }
         except VcfZarrError as err:
             raise type(err)(f"{self.path}: {err}") from None
         except (KeyError, TypeError, ValueError) as err:
