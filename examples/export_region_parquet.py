@@ -18,13 +18,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     con = vcfzarr_sql.connect()
-    store = args.store.replace("'", "''")
-    region = args.region.replace("'", "''")
-    output = args.output.replace("'", "''")
+    output = args.output.replace("'", "''")  # COPY takes no parameter for its target
     con.execute(
         f"""COPY (SELECT contig, pos, "end", id, ref, alt, qual, filters, info_AF, fmt_GT
-                  FROM vcf_zarr('{store}', region := '{region}'))
-            TO '{output}' (FORMAT parquet)"""
+                  FROM vcf_zarr(?, region := ?))
+            TO '{output}' (FORMAT parquet)""",
+        [args.store, args.region],
     )
     (rows,) = con.execute(f"SELECT count(*) FROM read_parquet('{output}')").fetchone()
     print(f"{rows} variants -> {args.output}")

@@ -31,9 +31,10 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _shared_root(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+def _shared_root(tmp_path_factory: pytest.TempPathFactory, config: pytest.Config) -> Path:
+    """A folder all pytest-xdist workers of this run share (their base temps' parent)."""
     base = tmp_path_factory.getbasetemp()
-    return (base if worker_id == "master" else base.parent) / "stores"
+    return (base.parent if hasattr(config, "workerinput") else base) / "stores"
 
 
 def _once(root: Path, tag: str, source, kwargs: dict, write: Callable[[Path], None]) -> Path:
@@ -51,11 +52,11 @@ def _once(root: Path, tag: str, source, kwargs: dict, write: Callable[[Path], No
 
 
 @pytest.fixture(scope="session")
-def convert_once(tmp_path_factory, worker_id) -> Callable[..., Path]:
+def convert_once(tmp_path_factory, pytestconfig) -> Callable[..., Path]:
     """``convert_once(vcf, **convert_kwargs) -> Path``: our converter's store, once per run."""
     from vcfzarr_sql.converter import convert
 
-    root = _shared_root(tmp_path_factory, worker_id)
+    root = _shared_root(tmp_path_factory, pytestconfig)
 
     def make(vcf, **kwargs) -> Path:
         return _once(root, "ours", vcf, kwargs,
@@ -65,11 +66,11 @@ def convert_once(tmp_path_factory, worker_id) -> Callable[..., Path]:
 
 
 @pytest.fixture(scope="session")
-def bio2zarr_once(tmp_path_factory, worker_id) -> Callable[..., Path]:
+def bio2zarr_once(tmp_path_factory, pytestconfig) -> Callable[..., Path]:
     """``bio2zarr_once(vcf, zarr_format=2, **bio2zarr_convert_kwargs) -> Path``, once per run."""
     import bio2zarr.vcf
 
-    root = _shared_root(tmp_path_factory, worker_id)
+    root = _shared_root(tmp_path_factory, pytestconfig)
 
     def make(vcf, zarr_format: int = 2, **kwargs) -> Path:
         def write(store: Path) -> None:

@@ -408,7 +408,8 @@ def calls(
     targets: str | None = None,
     samples: Sequence[str] | None = None,
 ) -> list[list[dict[str, object]]]:
-    """Per record, per sample: ``{field: value}`` for each of ``fields`` (FORMAT names).
+    """Per record, per sample: ``{field: value}`` for each of ``fields`` (FORMAT names); cached,
+    so treat the dicts as read-only.
 
     >>> calls(CORPUS_SAMPLE, ("GT", "HQ"))[2][2]
     {'GT': Genotype(alleles=(1, 1), phased=False), 'HQ': None}

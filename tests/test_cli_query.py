@@ -187,3 +187,23 @@ def test_demo(capsys, tmp_path) -> None:
     assert cells[first_row][:2] == [str(len(in_targets)), str(passed)]
     assert out.count("variant chunks") == 5
     assert "read 11 of 11 variant chunks" in out  # records per contig reads everything
+
+
+def test_shell_prompts_at_a_terminal(capsys, monkeypatch, store) -> None:
+    from vcfzarr_sql.cli import shell
+
+    lines = iter(["SELECT count(*) AS n", f"FROM vcf_zarr('{store}');", ".timer off", ".quit"])
+    prompts = []
+
+    def fake_input(prompt: str) -> str:
+        prompts.append(prompt)
+        return next(lines)
+
+    monkeypatch.setattr("builtins.input", fake_input)
+    session = shell.Session(vcfzarr_sql.connect())
+    shell.run_shell(session, shell.terminal_reader(), interactive=True)
+    out, err = capsys.readouterr()
+    assert prompts == [shell.PROMPT, shell.CONTINUATION, shell.PROMPT, shell.PROMPT]
+    assert _cells(out)[-1] == [str(len(oracle.records(SAMPLE_VCF)))]
+    assert "Run Time: " in err
+    assert session.done and session.failures == 0

@@ -5,9 +5,8 @@ small chunks (``store_check.CONVERT_KWARGS``).
 
 Where bcftools' values cannot be stored as the spec says (Character values longer than one
 character, several values of a Number=1 field, Number=A/R vectors longer than any record's
-alleles), the store keeps them whole and
-the ``valid`` aspect expects the validator to report exactly those arrays
-(:func:`store_check.unrepresentable`).
+alleles), the store keeps them whole and the ``valid`` aspect expects the validator to report
+exactly those arrays (:func:`store_check.unrepresentable`).
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ import pytest
 import store_check
 from corpus import readable_corpus
 
+from vcfzarr_sql.converter import convert
 from vcfzarr_sql.errors import VcfParseError
 
 #: Files MANIFEST.tsv marks readable (by bcftools 1.16) that the oracle, pysam's bcftools 1.24,
@@ -46,9 +46,7 @@ def test_matches_bcftools(convert_once, vcf, aspect):
 @pytest.mark.parametrize("vcf", REJECTED, ids=lambda f: f.id)
 def test_files_bcftools_rejects_are_rejected(vcf, tmp_path):
     with pytest.raises(oracle.BcftoolsError):
-        oracle.records(vcf.path)
-    from vcfzarr_sql.converter import convert
-
+        oracle.records(vcf.path)  # because of: REJECTED_BY_BCFTOOLS[vcf.id]
     output = tmp_path / "out.vcz"
     with pytest.raises(VcfParseError, match=f"^{re.escape(str(vcf.path))}: "):
         convert(str(vcf.path), str(output))

@@ -72,7 +72,7 @@ def all_variants(store, columns, samples=None) -> pa.Table:
     )
 
 
-def all_calls(store, columns, samples=None) -> list[dict]:
+def all_calls(store, columns, samples=None) -> dict[tuple[int, int], dict]:
     """Rows of every (variant chunk, sample chunk) batch, keyed by (record, sample index)."""
     rows = {}
     for c in range(store.num_variant_chunks):

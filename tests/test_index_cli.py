@@ -5,9 +5,6 @@ Expected values: what bio2zarr's own conversion wrote, and bcftools' END (tests/
 
 from __future__ import annotations
 
-import zipfile
-from pathlib import Path
-
 import numpy as np
 import pytest
 import zarr
@@ -15,9 +12,18 @@ import zarr
 import oracle
 import vcfzarr_sql
 from corpus import CORPUS
-from test_store_support import STORE_FILES, bio2zarr_store, copy_store  # noqa: F401
+from test_store_support import (  # noqa: F401  (bio2zarr_store is a fixture)
+    STORE_FILES,
+    bio2zarr_store,
+    copy_store,
+    zip_store,
+)
 from vcfzarr_sql import spec
 from vcfzarr_sql.cli import main
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:The data type"  # zarr-python, when bio2zarr writes Character fields to Zarr v3
+)
 
 FILES = [STORE_FILES[0], STORE_FILES[3], STORE_FILES[8]]  # sample, chrM, sv44 (INFO/END)
 
@@ -88,19 +94,11 @@ def test_index_updates_consolidated_metadata(bio2zarr_store, tmp_path, capsys, z
     assert np.array_equal(store.region_index, vcfzarr_sql.open_store(original).region_index)
 
 
-def _zipped(src: Path, dest: Path) -> Path:
-    with zipfile.ZipFile(dest, "w") as z:
-        for f in src.rglob("*"):
-            if f.is_file():
-                z.write(f, str(f.relative_to(src)))
-    return dest
-
-
 @pytest.mark.parametrize(
     ("target", "message"),
     [
-        (lambda store, tmp: _zipped(store, tmp / "s.zip"), "cannot write a region index into a zip"),
-        (lambda store, tmp: "memory://somewhere/s.vcz", "cannot write a region index into a remote"),
+        (lambda store, tmp: zip_store(store, tmp / "s.zip"), "into a zip or other file"),
+        (lambda store, tmp: "memory://somewhere/s.vcz", "into a remote store"),
         (lambda store, tmp: tmp / "missing.vcz", "no such file or directory"),
         (lambda store, tmp: tmp, "not a Zarr store"),
     ],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import doctest
+
 import pytest
 
 import oracle
@@ -139,3 +141,7 @@ def test_rejected_file_raises():
 )
 def test_float_equal(expected, actual, equal):
     assert oracle.float_equal(expected, actual) is equal
+
+
+def test_docstring_examples():
+    assert doctest.testmod(oracle).failed == 0

@@ -488,3 +488,14 @@ def test_store_without_records(convert_once):
     ds = vcfzarr_sql.dataset(str(convert_once(vcf)), "calls")
     assert ds.count_rows() == len(oracle.records(vcf)) == 0
     assert query("SELECT pos, sample_id FROM ds WHERE contig = '1'", ds=ds) == []
+
+
+def test_stats_start_at_nothing_read_and_are_replaced_by_the_scan(stores):
+    ds = stores["tabix"].dataset()
+    scanner = ds.scanner(columns=["pos"])
+    assert ds.last_stats is scanner.stats
+    assert (scanner.stats["variant_chunks_read"], scanner.stats["bytes_read"]) == (0, 0)
+    before = scanner.stats
+    scanner.to_table()
+    assert ds.last_stats is scanner.stats is not before
+    assert scanner.stats["variant_chunks_read"] == scanner.stats["variant_chunks_total"] > 1

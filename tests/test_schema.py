@@ -94,7 +94,10 @@ def test_genotypes_keep_the_stored_width(dtype):
 def test_table_layouts():
     s = store(
         info=[field("DP", "INFO", "1", "Integer", "i4")],
-        fmt=[field("GT", "FORMAT", "1", "String", "i1"), field("AD", "FORMAT", "R", "Integer", "i2")],
+        fmt=[
+            field("GT", "FORMAT", "1", "String", "i1"),
+            field("AD", "FORMAT", "R", "Integer", "i2"),
+        ],
     )
     variants = schema.variants_schema(s)
     assert [(f.name, f.type) for f in variants][: len(FIXED)] == FIXED
@@ -104,7 +107,9 @@ def test_table_layouts():
     assert [(f.name, f.type) for f in calls][: len(FIXED)] == [
         (name, repeated.get(name, t)) for name, t in FIXED
     ]
-    assert calls.names[len(FIXED) :] == ["info_DP", "sample_id", "fmt_GT", "fmt_GT_phased", "fmt_AD"]
+    assert calls.names[len(FIXED) :] == [
+        "info_DP", "sample_id", "fmt_GT", "fmt_GT_phased", "fmt_AD"
+    ]
     assert calls.field("sample_id").type == DICT_STRING
 
 

@@ -6,10 +6,11 @@ Holds no tests; test modules import its fixtures by name.
 
 from __future__ import annotations
 
+import itertools
 import json
-import logging
 import shutil
 import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -36,33 +37,19 @@ VARIANTS_CHUNK_SIZE = 7
 SAMPLES_CHUNK_SIZE = 2
 
 
-def convert_bio2zarr(vcf: Path, out: Path, zarr_format: int) -> Path:
-    """``vcf2zarr convert --zarr-format N`` of ``vcf`` into ``out`` (in-process)."""
-    import bio2zarr.vcf
-
-    logging.getLogger("bio2zarr").setLevel(logging.ERROR)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        bio2zarr.vcf.convert(
-            [str(vcf)],
-            str(out),
-            variants_chunk_size=VARIANTS_CHUNK_SIZE,
-            samples_chunk_size=SAMPLES_CHUNK_SIZE,
-            zarr_format=zarr_format,
-        )
-    return out
-
-
 @pytest.fixture(scope="session")
-def bio2zarr_store(tmp_path_factory):
-    """``bio2zarr_store(corpus_relpath, zarr_format)`` -> path of a store bio2zarr wrote (cached)."""
-    cache: dict[tuple[str, int], Path] = {}
+def bio2zarr_store(bio2zarr_once):
+    """``bio2zarr_store(corpus_relpath, zarr_format)``: path of the store bio2zarr writes
+    (``vcf2zarr convert --zarr-format N``) at our small chunk sizes; converted once per run.
+    Never write into it: copy it first (:func:`copy_store`)."""
 
     def make(relpath: str, zarr_format: int) -> Path:
-        if (relpath, zarr_format) not in cache:
-            out = tmp_path_factory.mktemp(f"bio2zarr-v{zarr_format}") / "store.vcz"
-            cache[relpath, zarr_format] = convert_bio2zarr(CORPUS / relpath, out, zarr_format)
-        return cache[relpath, zarr_format]
+        return bio2zarr_once(
+            CORPUS / relpath,
+            zarr_format,
+            variants_chunk_size=VARIANTS_CHUNK_SIZE,
+            samples_chunk_size=SAMPLES_CHUNK_SIZE,
+        )
 
     return make
 
@@ -85,12 +72,34 @@ def copy_store(src: Path, dest: Path, *, drop: tuple[str, ...] = ()) -> Path:
     return dest
 
 
-def zarr_region(path: Path, name: str, chunk: tuple[int, ...], chunks: tuple[int, ...]) -> np.ndarray:
-    """zarr-python's read of the region of chunk ``chunk`` of array ``name``."""
+def zip_store(src: Path, dest: Path, prefix: str = "") -> Path:
+    """A zip of a directory store: keys at the archive's root (as zarr's ZipStore writes them),
+    or under ``prefix``."""
+    with zipfile.ZipFile(dest, "w") as z:
+        for f in sorted(src.rglob("*")):
+            if f.is_file():
+                z.write(f, prefix + str(f.relative_to(src)))
+    return dest
+
+
+def zarr_read(path: Path, name: str) -> np.ndarray:
+    """zarr-python's read of the whole array ``name`` of the store at ``path``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        array = zarr.open_group(str(path), mode="r")[name]
-        return array[tuple(slice(i * c, (i + 1) * c) for i, c in zip(chunk, chunks))]
+        return zarr.open_group(str(path), mode="r")[name][...]
+
+
+def assert_chunks_match_zarr(store, path: Path, name: str) -> int:
+    """Every chunk of array ``name`` read by ``store`` (and the whole array) equals the same
+    region of zarr-python's read. Returns the number of chunks compared."""
+    info = store.array_info(name)
+    expected = zarr_read(path, name)
+    chunks = list(itertools.product(*(range(n) for n in info.grid)))
+    for chunk in chunks:
+        region = tuple(slice(i * c, (i + 1) * c) for i, c in zip(chunk, info.chunks))
+        assert_same_values(store.read_chunk(name, chunk), expected[region], f"{name} {chunk}")
+    assert_same_values(store.read_array(name), expected, name)
+    return len(chunks)
 
 
 def assert_same_values(got: np.ndarray, expected: np.ndarray, what: str) -> None:

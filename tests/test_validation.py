@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import doctest
 import json
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 import zarr
 from corpus import CORPUS
 
+from vcfzarr_sql import validation
 from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.validation import Problem, validate
 
@@ -214,3 +216,7 @@ def test_cli(bio2zarr_once, broken, tmp_path):
     missing = _cli(tmp_path / "nope.vcz")
     assert missing.returncode == 1 and missing.stdout == ""
     assert missing.stderr == f"error: {tmp_path / 'nope.vcz'}: not a Zarr group (no such file or directory)\n"
+
+
+def test_docstring_examples():
+    assert doctest.testmod(validation).failed == 0

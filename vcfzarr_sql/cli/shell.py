@@ -164,8 +164,11 @@ def readline_history() -> Iterator[None]:
         readline.write_history_file(HISTORY_FILE)
 
 
-def run_shell(session: Session, read_line: LineReader) -> None:
-    """Run every statement read; errors are printed and the shell carries on."""
+def run_shell(session: Session, read_line: LineReader, *, interactive: bool = False) -> None:
+    """Run every statement read; errors are printed and the shell carries on.
+
+    At a terminal, Ctrl-C stops the running statement and returns to the prompt.
+    """
     for text in statements(read_line):
         try:
             if text.startswith("."):
@@ -175,6 +178,11 @@ def run_shell(session: Session, read_line: LineReader) -> None:
         except VcfZarrError as err:
             session.failures += 1
             click.echo(f"error: {err}", err=True)
+        except KeyboardInterrupt:
+            if not interactive:
+                raise
+            session.con.interrupt()
+            click.echo("interrupted", err=True)
         if session.done:
             return
 
@@ -187,7 +195,7 @@ def command(database: str) -> None:
     if sys.stdin.isatty():
         click.echo("vcfzarr-sql shell: SQL ends with ';', .help for commands, .quit to leave.")
         with readline_history():
-            run_shell(session, terminal_reader())
+            run_shell(session, terminal_reader(), interactive=True)
         return
     session.timer = False
     run_shell(session, stream_reader(line.rstrip("\n") for line in sys.stdin))

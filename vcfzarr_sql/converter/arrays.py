@@ -91,7 +91,7 @@ class _Builder:
         self.stats = stats
         self.compressor = compressor
         self.specs: list[ArraySpec] = []
-        alleles = self.width(col.ALLELES)
+        alleles = max(2, self.width(col.ALLELES))  # so that alt_alleles is not empty
         self.reserved = {spec.DIM_ALLELES: alleles, spec.DIM_ALT_ALLELES: alleles - 1}
 
     def width(self, column: str) -> int:
@@ -131,7 +131,7 @@ class _Builder:
         self.add(spec.VARIANT_LENGTH, col.LENGTH, "int", position_dtype)
         self.add(spec.VARIANT_ID, col.ID, "str", object)
         self.add(spec.VARIANT_ALLELE, col.ALLELES, "str", object, [spec.DIM_ALLELES],
-                 [self.width(col.ALLELES)])
+                 [self.reserved[spec.DIM_ALLELES]])
         self.add(spec.VARIANT_QUALITY, col.QUALITY, "float", np.float32)
         self.add(spec.VARIANT_FILTER, col.FILTERS, "filter", bool, [spec.DIM_FILTERS], [num_filters])
 

@@ -221,7 +221,7 @@ def fixed_columns(variants: Sequence) -> dict[str, np.ndarray]:
     alleles = []
     for i, v in enumerate(variants):
         contig[i] = v.CHROM
-        position[i] = v.POS
+        position[i] = v.start + 1  # v.POS is 32-bit in cyvcf2
         ids[i] = v.ID or spec.STR_MISSING
         q = v.QUAL
         quality[i] = FLOAT32_MISSING if q is None else q

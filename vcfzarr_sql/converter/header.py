@@ -7,6 +7,7 @@ the header again after the records.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from vcfzarr_sql import spec
@@ -52,11 +53,22 @@ def _unquote(text: str) -> str:
     return text
 
 
-def _length(value: str | None) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
+_CONTIG_ID = re.compile(r"^##contig=<(?:.*,)?ID=([^,>]+)")
+_CONTIG_LENGTH = re.compile(r"[<,]length=(\d+)[,>]")
+
+
+def contig_lengths(text: str) -> dict[str, int]:
+    """Contig ID -> length, from the ``##contig`` lines of header text (cyvcf2 omits lengths).
+
+    >>> contig_lengths("##contig=<ID=1,length=249250621>\\n##contig=<ID=X>")
+    {'1': 249250621}
+    """
+    out = {}
+    for line in text.split("\n"):
+        name, length = _CONTIG_ID.match(line), _CONTIG_LENGTH.search(line)
+        if name and length:
+            out.setdefault(name.group(1), int(length.group(1)))
+    return out
 
 
 def read_header(reader) -> HeaderInfo:
@@ -65,11 +77,12 @@ def read_header(reader) -> HeaderInfo:
     contigs: list[tuple[str, int | None]] = []
     filters: list[tuple[str, str]] = []
     fields: list[FieldDef] = []
+    lengths = contig_lengths(text)
     for record in reader.header_iter():
         info = record.info()
         kind = record.type
         if kind == "CONTIG":
-            contigs.append((info["ID"], _length(info.get("length"))))
+            contigs.append((info["ID"], lengths.get(info["ID"])))
         elif kind == "FILTER":
             filters.append((info["ID"], _unquote(info.get("Description", ""))))
         elif kind in ("INFO", "FORMAT"):

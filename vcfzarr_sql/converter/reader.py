@@ -76,18 +76,19 @@ class _PartitionReader:
         p = self.partition
         records = self.reader(p.region) if p.region is not None else self.reader
         for v in records:
-            if p.start is not None and v.POS < p.start:
+            pos = v.start + 1  # v.POS is 32-bit in cyvcf2
+            if p.start is not None and pos < p.start:
                 continue
-            if p.stop is not None and v.POS >= p.stop:
+            if p.stop is not None and pos >= p.stop:
                 continue
             if not v.CHROM:  # htslib reads a blank line as a record without CHROM
-                raise VcfParseError(self.path, "empty CHROM (a blank line?)", record=f":{v.POS}")
+                raise VcfParseError(self.path, "empty CHROM (a blank line?)", record=f":{pos}")
             if self.n_samples and not v.FORMAT and str(v).count("\t") < 8:
                 raise VcfParseError(
                     self.path,
                     "the number of columns does not match the number of samples "
                     f"(0 vs {self.n_samples})",
-                    record=f"{v.CHROM}:{v.POS}",
+                    record=f"{v.CHROM}:{pos}",
                 )
             yield v
 

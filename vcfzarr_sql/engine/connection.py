@@ -18,6 +18,7 @@ from vcfzarr_sql.engine.relations import open_relation
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
 from vcfzarr_sql.engine.rules.inline_parameters import Parameters
 from vcfzarr_sql.engine.stats import sum_stats
+from vcfzarr_sql.store import VczStore, open_store
 
 
 class Connection:
@@ -32,7 +33,7 @@ class Connection:
 
     def __init__(self, connection: duckdb.DuckDBPyConnection):
         self._con = connection
-        self._stores: dict[str, Any] = {}
+        self._stores: dict[str, VczStore] = {}
         self._relations: dict[str, Any] = {}
         self._stats_before: dict[str, Mapping] = {}
 
@@ -41,12 +42,10 @@ class Connection:
         """The underlying DuckDB connection."""
         return self._con
 
-    def store(self, path: str) -> Any:
+    def store(self, path: str) -> VczStore:
         """The opened store at ``path`` (opened once per connection)."""
         key = canonical_path(path)
         if key not in self._stores:
-            from vcfzarr_sql.store import open_store
-
             self._stores[key] = open_store(path)
         return self._stores[key]
 

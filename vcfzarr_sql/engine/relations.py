@@ -6,6 +6,7 @@ from typing import Any
 
 from vcfzarr_sql.engine.functions import ScanSpec
 from vcfzarr_sql.engine.metadata import METADATA_TABLES
+from vcfzarr_sql.scan import dataset
 
 
 def open_relation(spec: ScanSpec, store: Any) -> Any:
@@ -13,7 +14,5 @@ def open_relation(spec: ScanSpec, store: Any) -> Any:
     builder = METADATA_TABLES.get(spec.table)
     if builder is not None:
         return builder(store)
-    from vcfzarr_sql.scan import dataset
-
     samples = None if spec.samples is None else list(spec.samples)
     return dataset(store, table=spec.table, samples=samples, region=spec.region)

@@ -36,7 +36,7 @@ from vcfzarr_sql.scan.expressions import conjunction
 from vcfzarr_sql.scan.plan import TABLES, ChunkTask, ScanPlan, ScanRequest, plan_scan
 from vcfzarr_sql.scan.prefetch import prefetched
 from vcfzarr_sql.scan.region import parse_regions, regions_expression
-from vcfzarr_sql.scan.stats import CountingSource
+from vcfzarr_sql.scan.stats import CountingSource, nothing_read
 
 
 def _sample_indexes(store: Any, samples: Sequence[str] | None) -> np.ndarray | None:
@@ -62,14 +62,19 @@ def _empty_batch(rows: int) -> pa.RecordBatch:
 class VczScanner:
     """One scan of a :class:`VczDataset`: its plan, and the batches of matching rows.
 
-    ``stats`` is filled in when the scan finishes (or is closed early).
+    ``stats`` (and the dataset's ``last_stats``) start at nothing read, so a scan the engine
+    never reads reports no reads, and are replaced when the scan finishes (or is closed early).
     """
 
     def __init__(self, dataset: VczDataset, plan: ScanPlan, request: ScanRequest):
         self._dataset = dataset
         self._plan = plan
         self._request = request
-        self.stats: dict | None = None
+        self.stats = nothing_read(
+            variant_chunks_total=plan.variant_chunks_total,
+            sample_chunks_total=plan.sample_chunks_total,
+        )
+        dataset.last_stats = self.stats
 
     @property
     def plan(self) -> ScanPlan:

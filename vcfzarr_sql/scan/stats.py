@@ -77,3 +77,12 @@ class CountingSource:
                 "bytes_decoded": self._bytes_decoded,
                 "wall_time_s": wall_time_s,
             }
+
+
+def nothing_read(*, variant_chunks_total: int, sample_chunks_total: int) -> dict:
+    """The stats of a scan that has not read anything (yet)."""
+    return dict.fromkeys(STATS_KEYS, 0) | {
+        "variant_chunks_total": variant_chunks_total,
+        "sample_chunks_total": sample_chunks_total,
+        "wall_time_s": 0.0,
+    }

@@ -107,7 +107,10 @@ class V3Codec:
         buf = raw
         for codec in self.bytes_codecs:
             buf = codec.decode(buf)
-        arr = self.vlen.decode(buf) if self.vlen is not None else _as_array(buf, self.dtype, self.name)
+        if self.vlen is not None:
+            arr = self.vlen.decode(buf)
+        else:
+            arr = _as_array(buf, self.dtype, self.name)
         arr = _reshaped(arr, self.shape, "C", self.name)
         for axes in self.untranspose:
             arr = arr.transpose(axes)

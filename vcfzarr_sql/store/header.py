@@ -65,8 +65,10 @@ def parse_header(text: str) -> HeaderDefinitions:
 
     >>> h = parse_header('##INFO=<ID=DP,Number=1,Type=Integer,Description="Depth">\\n'
     ...                  '##FILTER=<ID=q10,Description="Quality below 10">\\n#CHROM\\tPOS')
-    >>> h.info["DP"], h.filters
-    (HeaderField(name='DP', number='1', vcf_type='Integer', description='Depth'), {'q10': 'Quality below 10'})
+    >>> h.info["DP"]
+    HeaderField(name='DP', number='1', vcf_type='Integer', description='Depth')
+    >>> h.filters
+    {'q10': 'Quality below 10'}
     """
     defs = HeaderDefinitions()
     for line in text.splitlines():

@@ -77,6 +77,7 @@ class ZipStore:
         self.location = location
         self.local_directory = None
         self._lock = threading.Lock()
+        self._file = file  # a path, or a file object this store owns
         try:
             self._zip = zipfile.ZipFile(file)
         except (zipfile.BadZipFile, OSError) as err:
@@ -112,6 +113,8 @@ class ZipStore:
 
     def close(self) -> None:
         self._zip.close()
+        if not isinstance(self._file, str):
+            self._file.close()
 
 
 class FsspecStore:
@@ -137,18 +140,14 @@ class FsspecStore:
         if not by_path:
             return {}
         found = self._fs.cat(list(by_path), on_error="omit")
-        return {by_path[_strip_protocol(self._fs, p)]: v for p, v in found.items()}
+        return {by_path[self._fs._strip_protocol(p)]: v for p, v in found.items()}
 
     def children(self) -> list[str]:
         entries = self._fs.ls(self._root, detail=False)
-        return sorted(_strip_protocol(self._fs, e).rstrip("/").rsplit("/", 1)[-1] for e in entries)
+        return sorted(self._fs._strip_protocol(e).rstrip("/").rsplit("/", 1)[-1] for e in entries)
 
     def close(self) -> None:
         pass
-
-
-def _strip_protocol(fs: Any, path: str) -> str:
-    return fs._strip_protocol(path)
 
 
 def _present(store: KeyValueStore, keys: Iterable[str]) -> dict[str, bytes]:

@@ -212,10 +212,13 @@ class VczStore:
             raise StoreError(f"{self.path}: no array {name!r}") from None
 
     def read_chunk_bytes(self, name: str, chunk: tuple[int, ...]) -> bytes | None:
-        """The stored (encoded) bytes of one chunk, or None when the chunk is not stored."""
+        """The stored (encoded) bytes of one chunk, or None when the chunk is not stored.
+
+        Along a dimension of length 0, chunk index 0 is valid (it decodes to an empty chunk).
+        """
         info = self.array_info(name)
         grid = info.grid
-        if len(chunk) != len(grid) or not all(0 <= i < n for i, n in zip(chunk, grid)):
+        if len(chunk) != len(grid) or not all(0 <= i < max(n, 1) for i, n in zip(chunk, grid)):
             raise StoreError(f"{self.path}: array {name} has no chunk {tuple(chunk)} (grid {grid})")
         return self._kv.get(info.chunk_key(chunk))
 
@@ -235,7 +238,8 @@ class VczStore:
         except VcfZarrError:
             raise
         except (RuntimeError, ValueError, TypeError) as err:
-            raise StoreError(f"{self.path}: cannot decode chunk {chunk} of {name} ({err})") from None
+            message = f"{self.path}: cannot decode chunk {chunk} of {name} ({err})"
+            raise StoreError(message) from None
         if arr.shape != tuple(s.stop for s in bounds):
             arr = arr[bounds]
         return finished(arr)
@@ -276,7 +280,8 @@ class VczStore:
         if not self.has_array(spec.REGION_INDEX):
             return derived.build_region_index(self)
         index = self.read_array(spec.REGION_INDEX)
-        if index.ndim != 2 or index.shape[1] != spec.REGION_INDEX_FIELDS or index.dtype.kind not in "iu":
+        shape_ok = index.ndim == 2 and index.shape[1] == spec.REGION_INDEX_FIELDS
+        if not shape_ok or index.dtype.kind not in "iu":
             raise StoreError(
                 f"{self.path}: region_index has shape {index.shape} and dtype {index.dtype}, "
                 f"expected integers of shape (n, {spec.REGION_INDEX_FIELDS})"
