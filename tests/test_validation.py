@@ -77,6 +77,15 @@ def test_missing_dimension_names(broken):
     assert validate(broken) == [Problem("variant_quality", "no dimension names")]
 
 
+def test_dimension_names_must_name_every_dimension(broken):
+    _edit_json(broken / "variant_allele/.zattrs", _ARRAY_DIMENSIONS=["variants"])
+    _edit_json(broken / "variant_AF/.zattrs", _ARRAY_DIMENSIONS=["variants"])
+    assert validate(broken) == [
+        Problem("variant_allele", "1 dimension names for 2 dimensions"),
+        Problem("variant_AF", "1 dimension names for 2 dimensions"),
+    ]
+
+
 def test_missing_arrays(broken):
     shutil.rmtree(broken / "variant_quality")
     shutil.rmtree(broken / "variant_length")

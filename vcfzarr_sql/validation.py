@@ -184,10 +184,21 @@ def _check_attrs(attrs, version: str) -> Iterator[Problem]:
         yield Problem("attrs", f"{spec.ATTR_SOURCE} is not a string")
 
 
+def _dimension_problem(
+    name: str, array: zarr.Array, dims: tuple[str, ...] | None
+) -> Problem | None:
+    if dims is None:
+        return Problem(name, "no dimension names")
+    if len(dims) != array.ndim:
+        return Problem(name, f"{len(dims)} dimension names for {array.ndim} dimensions")
+    return None
+
+
 def _check_rule(name: str, array: zarr.Array, rule: ArrayRule, version: str) -> Iterator[Problem]:
     dims = dimension_names(array)
-    if dims is None:
-        yield Problem(name, "no dimension names")
+    problem = _dimension_problem(name, array, dims)
+    if problem is not None:
+        yield problem
     elif dims != rule.dims:
         yield Problem(name, f"dimensions {list(dims)}, expected {list(rule.dims)}")
     kind = dtype_kind(array, version)
@@ -245,8 +256,9 @@ def _check_fields(
         array = arrays[name]
         dims = dimension_names(array)
         lead = (V,) if category == "INFO" else (V, S)
-        if dims is None:
-            yield Problem(name, "no dimension names")
+        problem = _dimension_problem(name, array, dims)
+        if problem is not None:
+            yield problem
             continue
         if dims[: len(lead)] != lead or len(dims) not in (len(lead), len(lead) + 1):
             yield Problem(name, f"dimensions {list(dims)}, expected {list(lead)} + at most one")
@@ -264,7 +276,10 @@ def _check_fields(
             yield from _check_declared(name, array, extra, kind, definition, version)
 
 
-def _check_declared(name, array, extra, kind, definition: HeaderField, version) -> Iterator[Problem]:
+def _check_declared(
+    name: str, array: zarr.Array, extra: tuple[str, ...], kind: str | None,
+    definition: HeaderField, version: str,
+) -> Iterator[Problem]:
     number, vcf_type = definition.number, definition.vcf_type
     expected_kind = VCF_TYPE_KIND.get(vcf_type)
     if expected_kind is not None and not _kind_matches(kind, expected_kind, version):
@@ -301,10 +316,12 @@ def _check_dimension_sizes(arrays: dict[str, zarr.Array]) -> Iterator[Problem]:
         for dim, size in zip(dims, array.shape):
             first = sizes.setdefault(dim, (size, name))
             if first[0] != size:
-                yield Problem(name, f"dimension {dim!r} has size {size}, but {first[0]} in {first[1]}")
+                yield Problem(name, f"dimension {dim!r} has size {size}, "
+                                    f"but {first[0]} in {first[1]}")
     ri = arrays.get(spec.REGION_INDEX)
     if ri is not None and (ri.ndim != 2 or ri.shape[1] != spec.REGION_INDEX_FIELDS):
-        yield Problem(spec.REGION_INDEX, f"shape {ri.shape}, expected (n, {spec.REGION_INDEX_FIELDS})")
+        yield Problem(spec.REGION_INDEX,
+                      f"shape {ri.shape}, expected (n, {spec.REGION_INDEX_FIELDS})")
 
 
 def _check_chunking(arrays: dict[str, zarr.Array]) -> Iterator[Problem]:

@@ -171,10 +171,10 @@ def _text_genotypes(variant, n_samples: int) -> np.ndarray:
 
 
 def _raw_genotypes(variant, n_samples: int) -> np.ndarray | None:
-    if "GT" not in variant.FORMAT:
-        return None
     raw = variant.format("GT", int)  # raw BCF encoding even when GT is declared Type=String
-    return _text_genotypes(variant, n_samples) if raw is None else raw
+    if raw is None and "GT" in variant.FORMAT:  # e.g. GT declared Type=Integer
+        return _text_genotypes(variant, n_samples)
+    return raw
 
 
 def decode_genotypes(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -188,11 +188,17 @@ def decode_genotypes(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ([[0, 1], [1, -2], [-1, 0]], [True, False, False])
     """
     valid = raw != BCF_INT32_VECTOR_END
-    alleles = np.where(valid, (raw >> 1) - 1, spec.INT_FILL)
+    alleles = (raw >> 1) - 1
+    if raw.shape[-1] == 2 and valid.all():  # the usual diploid block: no padding
+        return alleles, (raw[..., 1] & 1).astype(bool)
+    alleles[~valid] = spec.INT_FILL
     bits = (raw & 1).astype(bool)
-    ploidy = valid.sum(axis=-1)
-    later_phased = np.all(bits[..., 1:] | ~valid[..., 1:], axis=-1)
-    phased = np.where(ploidy >= 2, later_phased, bits[..., 0] & (ploidy == 1))
+    phased = bits[..., 0] & valid[..., 0]  # haploid calls
+    if raw.shape[-1] > 1:
+        later = np.ones(raw.shape[:-1], dtype=bool)
+        for j in range(1, raw.shape[-1]):  # ploidy is small: no reductions over a short axis
+            later &= bits[..., j] | ~valid[..., j]
+        phased = np.where(valid[..., 1], later, phased)
     return alleles, phased
 
 

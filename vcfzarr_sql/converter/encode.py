@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from vcfzarr_sql import spec
-from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter.arrays import ArraySpec
 from vcfzarr_sql.converter.spill import read_block
 from vcfzarr_sql.converter.workers import add_progress

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from vcfzarr_sql.converter import columns as col
+from vcfzarr_sql.converter.arrays import int_dtype
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
 from vcfzarr_sql.converter.spill import write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
@@ -45,6 +46,16 @@ class PartitionResult:
 
 def block_path(spill_dir: str | Path, partition: int, block: int) -> Path:
     return Path(spill_dir) / f"p{partition:06d}_b{block:06d}.blk"
+
+
+def narrowed(block: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The block with integer columns in the narrowest dtype that holds them (a smaller spill)."""
+    out = {}
+    for name, values in block.items():
+        if values.dtype.kind == "i" and values.size:
+            values = values.astype(int_dtype(int(values.min()), int(values.max())), copy=False)
+        out[name] = values
+    return out
 
 
 def _stats(block: dict[str, np.ndarray], fields: dict[str, FieldDef]) -> dict[str, ColumnStats]:
@@ -112,7 +123,7 @@ class _PartitionReader:
             self.header = read_header(self.reader)
             self.header_size = size
         fields = {f.array: f for f in self.header.fields}
-        block = col.block_columns(variants, self.header.fields, self.n_samples)
+        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples))
         r = self.result
         write_block(block_path(self.spill_dir, r.index, len(r.block_sizes)), block)
         r.block_sizes.append(len(variants))

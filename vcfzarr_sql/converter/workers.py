@@ -136,8 +136,10 @@ class WorkerPool:
                 f.cancel()
             if result.unexpected:
                 raise VcfZarrError(result.what)
-            what = result.what if result.record else (htslib_error(log) or result.what)
-            raise VcfParseError(self.input_path, what, record=result.record, field=result.field)
+            htslib = htslib_error(log)  # the cause, when htslib says what it is
+            if htslib:
+                raise VcfParseError(self.input_path, htslib)
+            raise VcfParseError(self.input_path, result.what, record=result.record, field=result.field)
 
     def _any_htslib_error(self) -> str | None:
         for log in sorted(self.log_dir.glob("*.stderr")):

@@ -13,12 +13,14 @@ string ``"."``) and pads variable-length values with a fill sentinel (int -2, fl
 
 Everything is vectorised over whole chunks: numbers stay in their numpy buffers when the
 stored dtype is the Arrow type (zero-copy), validity bitmaps come from ``np.packbits``, list
-offsets are a range when no row is padded and a cumulative sum of row lengths otherwise, and
-one ``min()`` usually shows a chunk has no sentinel at all.
+offsets are a range when no row is padded (computed once per shape and shared by every batch)
+and a cumulative sum of row lengths otherwise, and one ``min()`` usually shows a chunk has no
+sentinel at all (or, for integers, no fill).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -67,9 +69,11 @@ def _numeric_masks(values: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | 
     if kind == "b" or values.size == 0:
         return None, None
     if kind == "i":
-        if values.min() >= 0:
+        lowest = values.min()
+        if lowest >= 0:
             return None, None
-        return _any(values == spec.INT_MISSING), _any(values == spec.INT_FILL)
+        fill = _any(values == spec.INT_FILL) if lowest <= spec.INT_FILL else None
+        return _any(values == spec.INT_MISSING), fill
     if kind == "f":
         if not np.isnan(values.min()):
             return None, None
@@ -103,21 +107,22 @@ def _bools(array: pa.Array) -> np.ndarray:
     return array.to_numpy(zero_copy_only=False)
 
 
-def _validity(valid: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
-    """An Arrow validity bitmap and null count for ``valid`` (None: all valid)."""
-    if valid is None:
+def _validity(null: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
+    """An Arrow validity bitmap and null count for the mask of nulls ``null`` (None: none)."""
+    if null is None:
         return None, 0
-    null_count = valid.size - int(np.count_nonzero(valid))
+    null_count = int(np.count_nonzero(null))
     if null_count == 0:
         return None, 0
-    return pa.py_buffer(np.packbits(valid, bitorder="little")), null_count
+    # Inverting the packed bits touches an eighth of the memory inverting the mask would.
+    return pa.py_buffer(np.invert(np.packbits(null, bitorder="little"))), null_count
 
 
 def _elements(
-    data: np.ndarray | pa.Array, valid: np.ndarray | None, type_: pa.DataType
+    data: np.ndarray | pa.Array, null: np.ndarray | None, type_: pa.DataType
 ) -> pa.Array:
-    """``data`` as an Arrow array of ``type_`` with nulls where ``valid`` is False."""
-    validity, null_count = _validity(valid)
+    """``data`` as an Arrow array of ``type_`` with nulls where ``null`` is True."""
+    validity, null_count = _validity(null)
     if isinstance(data, pa.Array):  # strings: reuse offsets and characters
         if validity is None and data.null_count == 0:
             return data
@@ -140,8 +145,7 @@ def _take(data: np.ndarray | pa.Array, keep: np.ndarray) -> np.ndarray | pa.Arra
 def scalar_array(values: np.ndarray, type_: pa.DataType) -> pa.Array:
     """One value per element of the vector ``values``; missing and fill -> null."""
     v = _values(values)
-    invalid = _or(v.missing, v.fill)
-    return _elements(v.data, None if invalid is None else ~invalid, type_)
+    return _elements(v.data, _or(v.missing, v.fill), type_)
 
 
 def _or(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
@@ -173,25 +177,26 @@ def list_array(
         data = _take(v.data, keep.reshape(-1))
         element_missing = None if v.missing is None else v.missing[keep]
         offsets = _offsets(lengths)
-    elements = _elements(data, None if element_missing is None else ~element_missing, type_)
-    return _lists(elements, offsets, _valid_rows(v.missing, keep, lengths, null_rows))
+    elements = _elements(data, element_missing, type_)
+    return _lists(elements, offsets, _null_rows(v.missing, keep, lengths, null_rows))
 
 
-def _valid_rows(
+def _null_rows(
     missing: np.ndarray | None, keep: np.ndarray | None, lengths: np.ndarray | None, null_rows: str
 ) -> np.ndarray | None:
-    """Which lists are not null; ``lengths`` None means every row is full and non-empty."""
+    """Which lists are null; ``lengths`` None means every row is full and non-empty."""
     if null_rows == NEVER_NULL:
         return None
-    nonempty = None if lengths is None else lengths > 0
+    empty = None if lengths is None else lengths == 0
     if missing is None:
-        return nonempty
+        return empty
     if null_rows == NULL_IF_NO_VALUE:
-        has_value = (~missing if keep is None else ~missing & keep).any(axis=1)
+        no_value = (missing if keep is None else missing | ~keep).all(axis=1)
+    elif lengths is None:  # full rows: only a row of width 1 can be a lone missing allele
+        no_value = missing[:, 0] if missing.shape[1] == 1 else None
     else:
-        lone = missing.shape[1] == 1 if lengths is None else lengths == 1
-        has_value = ~(lone & missing[:, 0])
-    return has_value if nonempty is None else nonempty & has_value
+        no_value = (lengths == 1) & missing[:, 0]
+    return _or(empty, no_value)
 
 
 def _check_offset(total: int) -> None:
@@ -204,9 +209,19 @@ def _check_offset(total: int) -> None:
 
 def _regular_offsets(rows: int, width: int) -> np.ndarray:
     _check_offset(rows * width)
+    return _cached_regular_offsets(rows, width)
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_regular_offsets(rows: int, width: int) -> np.ndarray:
+    """Offsets of ``rows`` lists of ``width``: read-only, shared by every batch of that shape
+    (Arrow buffers are immutable; every full chunk has the same ones)."""
     if width == 0:
-        return np.zeros(rows + 1, dtype=np.int32)
-    return np.arange(0, (rows + 1) * width, width, dtype=np.int32)
+        offsets = np.zeros(rows + 1, dtype=np.int32)
+    else:
+        offsets = np.arange(0, (rows + 1) * width, width, dtype=np.int32)
+    offsets.setflags(write=False)
+    return offsets
 
 
 def _offsets(lengths: np.ndarray) -> np.ndarray:
@@ -217,8 +232,8 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
     return offsets
 
 
-def _lists(elements: pa.Array, offsets: np.ndarray, valid: np.ndarray | None) -> pa.Array:
-    validity, null_count = _validity(valid)
+def _lists(elements: pa.Array, offsets: np.ndarray, null: np.ndarray | None) -> pa.Array:
+    validity, null_count = _validity(null)
     return pa.Array.from_buffers(
         pa.list_(elements.type),
         len(offsets) - 1,
@@ -231,7 +246,7 @@ def _lists(elements: pa.Array, offsets: np.ndarray, valid: np.ndarray | None) ->
 def lists_array(elements: pa.Array, lengths: np.ndarray, valid: np.ndarray | None) -> pa.Array:
     """Consecutive runs of ``elements``, ``lengths[i]`` long, as a list array (null where not
     ``valid``; None: no nulls)."""
-    return _lists(elements, _offsets(lengths), valid)
+    return _lists(elements, _offsets(lengths), None if valid is None else ~valid)
 
 
 def fixed_lists(values: pa.Array, rows: int, width: int) -> pa.Array:
@@ -246,7 +261,7 @@ def dictionary_array(
 
     The indices must be in range: they are not checked (that costs more than building).
     """
-    codes = _elements(indices, valid, pa.int32())
+    codes = _elements(indices, None if valid is None else ~valid, pa.int32())
     return pa.DictionaryArray.from_arrays(codes, dictionary, safe=False)
 
 
@@ -285,4 +300,4 @@ def repeat_rows(array: pa.Array, times: int) -> pa.Array:
     if valid is not None:
         array = array.fill_null(False if pa.types.is_boolean(array.type) else 0)
     values = _repeat(array.to_numpy(zero_copy_only=False), times)
-    return _elements(values, repeated_valid, array.type)
+    return _elements(values, None if repeated_valid is None else ~repeated_valid, array.type)

@@ -1,0 +1,145 @@
+"""How close a whole-store ``fmt_GT`` scan comes to the floor: numcodecs decode of the same chunks.
+
+The floor reads every ``call_genotype`` chunk's bytes and decodes them with numcodecs in a
+thread pool (:mod:`benchmarks.floor`); nothing can scan the genotypes faster. Side by side,
+interleaved, median of N, each printed as a ratio to the floor:
+
+- ``scan``: ``vcfzarr_sql.dataset(store).scanner(columns=["fmt_GT"]).to_reader()`` read to the end;
+- ``count``: ``SELECT count(fmt_GT) FROM vcf_zarr(...)`` through ``vcfzarr_sql.connect()``;
+- ``alleles``: non-reference called alleles, ``sum(len(list_filter(flatten(fmt_GT), lambda a: a > 0)))``;
+- ``calls``: ``SELECT count(*) FROM vcf_zarr_calls(...) WHERE fmt_GT[1] > 0``;
+- ``duckdb-floor count`` / ``duckdb-floor alleles``: the same two queries over an already built
+  ``pa.Table`` of ``fmt_GT``: DuckDB's own ingestion cost, a lower bound no scan can beat.
+
+Every answer is checked against one computed from the floor's decoded chunks. The store is an
+msprime simulation from :mod:`benchmarks.data` (1000 diploid samples, ~100k variants, with
+missing calls), converted with ``vcfzarr_sql.convert`` into 1000 x 1000 chunks; both are cached
+under ``benchmarks/data/scan/``.
+
+Run ``python -m benchmarks.scan_floor [--repeats N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import operator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+import vcfzarr_sql
+from benchmarks.data import generate
+from benchmarks.floor import RawArray, map_reduce
+from benchmarks.harness import Case, measure
+from benchmarks.sizes import Contig, Files, Size
+
+#: 1000 samples x ~100k variants on one contig.
+SCAN = Size("scan", num_samples=1000, contigs=(Contig("1", 30_000_000, 1e-8),), repeats=5)
+VARIANTS_CHUNK = 1000
+SAMPLES_CHUNK = 1000
+
+COUNT_SQL = "SELECT count(fmt_GT) FROM {table}"
+ALLELES_SQL = "SELECT sum(len(list_filter(flatten(fmt_GT), lambda a: a > 0))) FROM {table}"
+CALLS_SQL = "SELECT count(*) FROM vcf_zarr_calls('{store}') WHERE fmt_GT[1] > 0"
+
+
+def scan_store() -> Path:
+    """The cached store of :data:`SCAN` (simulated and converted on first use)."""
+    files = generate(SCAN)
+    store = files.store(f"vcfzarr-sql-{VARIANTS_CHUNK}x{SAMPLES_CHUNK}")
+    if not store.exists():
+        vcfzarr_sql.convert(
+            files.vcf,
+            store,
+            variants_chunk_size=VARIANTS_CHUNK,
+            samples_chunk_size=SAMPLES_CHUNK,
+            workers=2,
+            show_progress=False,
+        )
+    return store
+
+
+def floor_answers(genotypes: RawArray) -> tuple[int, int, int]:
+    """(records, non-reference called alleles, calls whose first allele is non-reference)."""
+
+    def per_chunk(key, chunk: np.ndarray) -> np.ndarray:
+        return np.array([chunk.shape[0] if key[1] == 0 else 0, np.count_nonzero(chunk > 0), np.count_nonzero(chunk[:, :, 0] > 0)])
+
+    return tuple(int(n) for n in map_reduce(genotypes, per_chunk, operator.add))
+
+
+def checked(tool: str, run, expected) -> Case:
+    """``run`` timed as ``tool``; checked once first: it must answer ``expected``."""
+
+    def check() -> None:
+        answer = run()
+        if answer != expected:
+            raise AssertionError(f"answer {answer}, expected {expected}")
+
+    def timed() -> None:  # the answer was checked once; repeats only time
+        run()
+
+    return Case(tool=tool, run=timed, check=check)
+
+
+def cases(store: Path) -> list[Case]:
+    genotypes = RawArray(store, "call_genotype")
+    records, alleles, first_nonref = floor_answers(genotypes)
+    dataset = vcfzarr_sql.dataset(str(store))
+    con = vcfzarr_sql.connect()
+    vcf_zarr = f"vcf_zarr('{store}')"
+    table = dataset.to_table(columns=["fmt_GT"])
+    con.register("genotypes", table)
+
+    def floor():
+        return map_reduce(genotypes, lambda key, chunk: chunk.size, operator.add)
+
+    def scan():
+        return sum(batch.num_rows for batch in dataset.scanner(columns=["fmt_GT"]).to_reader())
+
+    def count():
+        return con.execute(COUNT_SQL.format(table=vcf_zarr)).fetchall()[0][0]
+
+    def alleles_sql():
+        return con.execute(ALLELES_SQL.format(table=vcf_zarr)).fetchall()[0][0]
+
+    def calls():
+        return con.execute(CALLS_SQL.format(store=store)).fetchall()[0][0]
+
+    def duckdb_floor_count():
+        return con.execute(COUNT_SQL.format(table="genotypes")).fetchall()[0][0]
+
+    def duckdb_floor_alleles():
+        return con.execute(ALLELES_SQL.format(table="genotypes")).fetchall()[0][0]
+
+    return [
+        checked("floor", floor, int(np.prod(genotypes.shape))),
+        checked("scan", scan, records),
+        checked("count", count, records),
+        checked("alleles", alleles_sql, alleles),
+        checked("calls", calls, first_nonref),
+        checked("duckdb-floor count", duckdb_floor_count, records),
+        checked("duckdb-floor alleles", duckdb_floor_alleles, alleles),
+    ]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=SCAN.repeats)
+    parser.add_argument("--store", type=Path, help="scan this store instead of the simulated one")
+    args = parser.parse_args(argv)
+    store = args.store or scan_store()
+    genotypes = RawArray(store, "call_genotype")
+    print(f"{store}: call_genotype {genotypes.shape}, chunks {genotypes.chunks}")
+    results = {m.tool: m for m in measure("fmt_GT scan", cases(store), None, args.repeats)}
+    floor = results["floor"].median
+    for tool, result in results.items():
+        if result.ok:
+            print(f"{tool:22s} {result.median:8.3f} s  {result.median / floor:6.2f}x floor")
+        else:
+            print(f"{tool:22s} {result.status}")
+
+
+if __name__ == "__main__":
+    main()
