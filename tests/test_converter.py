@@ -277,3 +277,15 @@ def test_cli_error_is_one_line(tmp_path):
     [line] = result.stderr.splitlines()
     assert line.startswith(f"error: {bad}: ")
     assert not os.path.exists(tmp_path / "out.vcz")
+
+
+def test_compressor_and_chunks_are_configurable(tmp_path):
+    from numcodecs import Zstd
+
+    vcf = write_vcf(tmp_path / "in.vcf")
+    convert(vcf, tmp_path / "out.vcz", compressor=Zstd(level=1), variants_chunk_size=2,
+            samples_chunk_size=1, show_progress=False)
+    group = zarr.open_group(str(tmp_path / "out.vcz"), mode="r")
+    assert zarray(group, "call_genotype")["compressor"] == Zstd(level=1).get_config()
+    assert zarray(group, "call_genotype")["chunks"] == [2, 1, 3]
+    assert group["call_genotype"][:].tolist()[1] == [[0, 1, 2], [1, -2, -2]]

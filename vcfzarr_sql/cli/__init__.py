@@ -1,6 +1,7 @@
 """The ``vcfzarr-sql`` command line: thin commands over the library API.
 
-Each command lives in its own module of this package and is added to :data:`cli` below.
+Each command lives in its own module of this package (named in :data:`COMMAND_MODULES`),
+imported only when it runs.
 Errors the library raises on purpose (:class:`~vcfzarr_sql.errors.VcfZarrError`) are printed
 as one line ``error: <message>`` with exit code 1, never as a traceback.
 """
@@ -26,24 +27,25 @@ COMMAND_MODULES = (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    """A click group that imports a command's module only when that command runs.
+
+    ``vcfzarr-sql convert`` then never pays for importing DuckDB and the SQL engine.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMAND_MODULES:
+            return None
+        return importlib.import_module(f"vcfzarr_sql.cli.{cmd_name}").command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vcfzarr-sql")
 def cli() -> None:
     """SQL over VCF Zarr: convert VCF/BCF to VCF Zarr and query it with DuckDB."""
-
-
-def _add_commands() -> None:
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"vcfzarr_sql.cli.{name}")
-        except ModuleNotFoundError as err:
-            if err.name == f"vcfzarr_sql.cli.{name}":
-                continue  # command not built yet
-            raise
-        cli.add_command(module.command)
-
-
-_add_commands()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from bisect import bisect_right
+from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from vcfzarr_sql.converter.encode import Piece, encode_variant_chunk
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, merged_header_text
 from vcfzarr_sql.converter.partitions import plan_partitions
 from vcfzarr_sql.converter.reader import PartitionResult, block_path, read_file_header, read_partition
-from vcfzarr_sql.converter.stats import merge_stats
+from vcfzarr_sql.converter.stats import ColumnStats, merge_stats
 from vcfzarr_sql.converter.workers import WorkerPool
 from vcfzarr_sql.converter.zarr_v2 import write_group, write_whole
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError
@@ -73,12 +74,35 @@ class _Progress:
             self.bar = None
 
 
-def _merge_fields(header: HeaderInfo, results: list[PartitionResult]) -> list[FieldDef]:
-    fields = {f.key: f for f in header.fields}
-    for result in results:
-        for f in result.header.fields:
-            fields.setdefault(f.key, f)
-    return list(fields.values())
+@dataclass(frozen=True)
+class _Seen:
+    """What the partitions found, merged in file order: what the store's arrays are made of."""
+
+    fields: list[FieldDef]  # header order, then fields htslib added for undeclared keys
+    contigs: list[tuple[str, int | None]]  # header order, then undeclared ones in body order
+    filters: list[tuple[str, str]]  # PASS, header order, then undeclared ones in body order
+    stats: dict[str, ColumnStats]
+    num_variants: int
+    header_text: str
+
+    @classmethod
+    def merge(cls, header: HeaderInfo, results: list[PartitionResult]) -> _Seen:
+        later = [r.header for r in results]
+        fields = {f.key: f for f in header.fields}
+        for h in later:
+            for f in h.fields:
+                fields.setdefault(f.key, f)
+        stats: dict[str, ColumnStats] = {}
+        for r in results:
+            merge_stats(stats, r.stats)
+        return cls(
+            fields=list(fields.values()),
+            contigs=_merge_named(header.contigs, [r.contigs for r in results], later, "contigs"),
+            filters=_merge_named(header.filters, [r.filters for r in results], later, "filters"),
+            stats=stats,
+            num_variants=sum(r.num_records for r in results),
+            header_text=merged_header_text(header, later) + "\n",
+        )
 
 
 def _merge_named(declared, seen_lists, later_headers, attribute: str) -> list:
@@ -118,8 +142,28 @@ def _string_array(values) -> np.ndarray:
     return out
 
 
+def _tables(seen: _Seen, samples, layout: Layout, index: np.ndarray, position_dtype: str,
+            compressor: dict | None):
+    """The small arrays (contigs, filters, samples, region index) and their values."""
+    lengths = [length for _, length in seen.contigs]
+    tables = [
+        (spec.CONTIG_ID, _string_array(c for c, _ in seen.contigs), spec.DIM_CONTIGS),
+        (spec.FILTER_ID, _string_array(f for f, _ in seen.filters), spec.DIM_FILTERS),
+        (spec.FILTER_DESCRIPTION, _string_array(d or "" for _, d in seen.filters), spec.DIM_FILTERS),
+        (spec.SAMPLE_ID, _string_array(samples), spec.DIM_SAMPLES),
+        (spec.REGION_INDEX, index.astype(position_dtype), spec.DIM_REGION_INDEX_VALUES),
+    ]
+    if any(length is not None for length in lengths):
+        contig_length = np.array([spec.INT_MISSING if n is None else n for n in lengths], dtype=np.int64)
+        tables.append((spec.CONTIG_LENGTH, contig_length, spec.DIM_CONTIGS))
+    chunk = {spec.SAMPLE_ID: layout.samples_chunk}
+    return [(whole_array(name, values, dim, compressor, chunk.get(name)), values)
+            for name, values, dim in tables]
+
+
 def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress: _Progress, *,
            variants_chunk_size: int, samples_chunk_size: int, workers: int, compressor: dict | None) -> None:
+    """Parse (pass 1), then encode (pass 2) into ``store``."""
     [header] = pool.run(read_file_header, [(input_path,)])
     partitions, expected = plan_partitions(input_path, workers, [c for c, _ in header.contigs])
     spill = work / "spill"
@@ -130,21 +174,14 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
         [(input_path, p, str(spill), variants_chunk_size) for p in partitions],
         progress.update,
     )
-    fields = _merge_fields(header, results)
-    contigs = _merge_named(header.contigs, [r.contigs for r in results], [r.header for r in results], "contigs")
-    filters = _merge_named(header.filters, [r.filters for r in results], [r.header for r in results], "filters")
-    stats = {}
-    for r in results:
-        merge_stats(stats, r.stats)
-    num_variants = sum(r.num_records for r in results)
-    layout = Layout.of(num_variants, len(header.samples), variants_chunk_size, samples_chunk_size)
-    arrays = build_arrays(fields, stats, layout, len(filters), compressor)
-    position_dtype = next(a.dtype for a in arrays if a.name == spec.VARIANT_POSITION)
-
-    chunks = _chunk_pieces(results, spill, layout.variants_chunk, num_variants)
-    contig_ids = {name: i for i, (name, _) in enumerate(contigs)}
-    filter_ids = {name: i for i, (name, _) in enumerate(filters)}
+    seen = _Seen.merge(header, results)
+    layout = Layout.of(seen.num_variants, len(header.samples), variants_chunk_size, samples_chunk_size)
+    arrays = build_arrays(seen.fields, seen.stats, layout, len(seen.filters), compressor)
     write_group(store, {}, arrays)
+
+    chunks = _chunk_pieces(results, spill, layout.variants_chunk, seen.num_variants)
+    contig_ids = {name: i for i, (name, _) in enumerate(seen.contigs)}
+    filter_ids = {name: i for i, (name, _) in enumerate(seen.filters)}
     progress.start("Encode", len(chunks), "chunk")
     rows = pool.run(
         encode_variant_chunk,
@@ -153,23 +190,13 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
         parsing=False,
     )
     progress.close()
-    index = np.concatenate(rows) if rows else np.empty((0, spec.REGION_INDEX_FIELDS))
 
-    lengths = [length for _, length in contigs]
-    tables = [
-        (spec.CONTIG_ID, _string_array(contig_ids), spec.DIM_CONTIGS),
-        (spec.FILTER_ID, _string_array(filter_ids), spec.DIM_FILTERS),
-        (spec.FILTER_DESCRIPTION, _string_array(d or "" for _, d in filters), spec.DIM_FILTERS),
-        (spec.SAMPLE_ID, _string_array(header.samples), spec.DIM_SAMPLES),
-        (spec.REGION_INDEX, index.astype(position_dtype), spec.DIM_REGION_INDEX_VALUES),
-    ]
-    if any(length is not None for length in lengths):
-        contig_length = np.array([spec.INT_MISSING if n is None else n for n in lengths], dtype=np.int64)
-        tables.append((spec.CONTIG_LENGTH, contig_length, spec.DIM_CONTIGS))
-    small = [(whole_array(name, values, dim, compressor), values) for name, values, dim in tables]
+    index = np.concatenate(rows) if rows else np.empty((0, spec.REGION_INDEX_FIELDS))
+    position_dtype = next(a.dtype for a in arrays if a.name == spec.VARIANT_POSITION)
+    small = _tables(seen, header.samples, layout, index, position_dtype, compressor)
     attrs = {
         spec.ATTR_VERSION: spec.WRITE_VERSION,
-        spec.ATTR_HEADER: merged_header_text(header, [r.header for r in results]) + "\n",
+        spec.ATTR_HEADER: seen.header_text,
         spec.ATTR_SOURCE: f"vcfzarr-sql {__version__}",
     }
     write_group(store, attrs, arrays + [a for a, _ in small])

@@ -190,8 +190,10 @@ def build_arrays(
     return builder.specs
 
 
-def whole_array(name: str, values: np.ndarray, dim: str, compressor: dict | None = None) -> ArraySpec:
-    """A small array written in one chunk (contig, filter and sample tables, region index)."""
+def whole_array(name: str, values: np.ndarray, dim: str, compressor: dict | None = None,
+                chunk: int | None = None) -> ArraySpec:
+    """A small array written from memory (contig, filter and sample tables, region index), in one
+    chunk unless ``chunk`` is given (``sample_id`` is chunked like the samples dimension)."""
     kind = "str" if values.dtype == object else "int"
     return ArraySpec(
         name=name,
@@ -200,7 +202,7 @@ def whole_array(name: str, values: np.ndarray, dim: str, compressor: dict | None
         dtype=values.dtype.str,
         dims=(dim,) if values.ndim == 1 else (dim, spec.DIM_REGION_INDEX_FIELDS),
         shape=values.shape,
-        chunks=tuple(max(1, n) for n in values.shape),
+        chunks=(chunk or max(1, len(values)),) + tuple(max(1, n) for n in values.shape[1:]),
         squeeze=False,
         compressor=compressor or default_compressor(False),
     )

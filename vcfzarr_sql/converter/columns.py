@@ -56,8 +56,8 @@ def splits(field: FieldDef) -> bool:
     return field.number != "1"
 
 
-def _ragged(rows: Sequence, kind: str, prefix: tuple[int, ...] = ()) -> np.ndarray:
-    """Stack 1-D sequences (None: absent) into ``prefix + (len(rows), width)`` padded with fill."""
+def _ragged(rows: Sequence, kind: str) -> np.ndarray:
+    """Stack 1-D sequences (None: absent) into ``(len(rows), width)``, padded with fill."""
     width = max((len(r) for r in rows if r is not None), default=1) or 1
     out = np.full((len(rows), width), fill_value(kind), dtype=numpy_dtype(kind))
     for i, row in enumerate(rows):

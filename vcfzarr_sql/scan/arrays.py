@@ -72,8 +72,10 @@ def _numeric_masks(values: np.ndarray) -> tuple[np.ndarray | None, np.ndarray | 
         lowest = values.min()
         if lowest >= 0:
             return None, None
-        fill = _any(values == spec.INT_FILL) if lowest <= spec.INT_FILL else None
-        return _any(values == spec.INT_MISSING), fill
+        missing = values == spec.INT_MISSING
+        if lowest == spec.INT_MISSING:  # missing is there, and nothing below it (no fill)
+            return missing, None
+        return _any(missing), _any(values == spec.INT_FILL)
     if kind == "f":
         if not np.isnan(values.min()):
             return None, None
@@ -115,7 +117,8 @@ def _validity(null: np.ndarray | None) -> tuple[pa.Buffer | None, int]:
     if null_count == 0:
         return None, 0
     # Inverting the packed bits touches an eighth of the memory inverting the mask would.
-    return pa.py_buffer(np.invert(np.packbits(null, bitorder="little"))), null_count
+    packed = np.packbits(null, bitorder="little")
+    return pa.py_buffer(np.invert(packed, out=packed)), null_count
 
 
 def _elements(
