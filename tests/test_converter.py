@@ -22,7 +22,7 @@ from corpus import CORPUS
 from vcfzarr_sql import spec
 from vcfzarr_sql.converter import convert, partitions
 from vcfzarr_sql.converter.workers import WorkerPool
-from vcfzarr_sql.errors import VcfParseError, VcfZarrError
+from vcfzarr_sql.errors import VcfParseError, VcfZarrError, VcfZarrWarning
 
 HEADER = """\
 ##fileformat=VCFv4.3
@@ -289,3 +289,24 @@ def test_compressor_and_chunks_are_configurable(tmp_path):
     assert zarray(group, "call_genotype")["compressor"] == Zstd(level=1).get_config()
     assert zarray(group, "call_genotype")["chunks"] == [2, 1, 3]
     assert group["call_genotype"][:].tolist()[1] == [[0, 1, 2], [1, -2, -2]]
+
+
+def test_values_that_contradict_the_header_are_kept_and_warned_about(tmp_path):
+    """test-hemi.vcf declares INFO/AC Number=A, yet some records carry more AC values than ALT
+    alleles (bcftools reads them whole): the store keeps them whole and the user is told."""
+    path = CORPUS / "brentp+cyvcf2/cyvcf2/tests/test-hemi.vcf"
+    assert oracle.header(path).info["AC"].number == "A"
+    overfull = [r for r in oracle.records(path) if r.info["AC"] and len(r.info["AC"]) > len(r.alt)]
+    assert overfull, "the corpus file no longer has the case this test is about"
+    with pytest.warns(VcfZarrWarning, match=r"INFO/AC is declared Number=A but a record has up to"):
+        convert(path, tmp_path / "hemi.zarr")
+    ac = zarr.open_group(str(tmp_path / "hemi.zarr"), mode="r")["variant_AC"][:]
+    rows = {(r.chrom, r.pos): i for i, r in enumerate(oracle.records(path))}
+    for record in overfull:
+        stored = [int(v) for v in ac[rows[record.chrom, record.pos]] if v != spec.INT_FILL]
+        assert stored == record.info["AC"]
+
+
+def test_conforming_input_gives_no_warning(tmp_path, recwarn):
+    convert(CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz", tmp_path / "s.zarr")
+    assert not [w for w in recwarn if issubclass(w.category, VcfZarrWarning)]

@@ -18,6 +18,7 @@ from vcfzarr_sql.errors import (
     StoreError,
     VcfParseError,
     VcfZarrError,
+    VcfZarrWarning,
 )
 
 __version__ = "0.1.0"
@@ -39,6 +40,7 @@ __all__ = [
     "StoreError",
     "VcfParseError",
     "VcfZarrError",
+    "VcfZarrWarning",
     "__version__",
     *_LAZY,
 ]

@@ -34,3 +34,7 @@ class QueryError(VcfZarrError):
 
 class NotSupportedError(VcfZarrError):
     """A feature that vcfzarr-sql does not implement (yet); the message says which."""
+
+
+class VcfZarrWarning(UserWarning):
+    """Something the user should know that does not stop the work (the CLI prints ``warning: ...``)."""

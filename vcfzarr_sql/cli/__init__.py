@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 
 import click
 
-from vcfzarr_sql.errors import VcfZarrError
+from vcfzarr_sql.errors import VcfZarrError, VcfZarrWarning
 
 #: Command modules, each defining a click command named ``command``.
 COMMAND_MODULES = (
@@ -48,8 +49,20 @@ def cli() -> None:
     """SQL over VCF Zarr: convert VCF/BCF to VCF Zarr and query it with DuckDB."""
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """Our own warnings as one line ``warning: <message>``; others as Python prints them."""
+    if issubclass(category, VcfZarrWarning):
+        click.echo(f"warning: {message}", err=True)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 error a user can act on, 2 usage)."""
+    warnings.showwarning = _show_warning
     try:
         cli.main(args=argv, prog_name="vcfzarr-sql", standalone_mode=False)
     except VcfZarrError as err:

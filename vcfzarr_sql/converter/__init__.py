@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate
@@ -20,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from vcfzarr_sql import __version__, spec
-from vcfzarr_sql.converter.arrays import Layout, build_arrays, whole_array
+from vcfzarr_sql.converter.arrays import Layout, build_arrays, header_deviations, whole_array
 from vcfzarr_sql.converter.encode import Piece, encode_variant_chunk
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, merged_header_text
 from vcfzarr_sql.converter.partitions import plan_partitions
@@ -28,7 +29,7 @@ from vcfzarr_sql.converter.reader import PartitionResult, block_path, read_file_
 from vcfzarr_sql.converter.stats import ColumnStats, merge_stats
 from vcfzarr_sql.converter.workers import WorkerPool
 from vcfzarr_sql.converter.zarr_v2 import write_group, write_whole
-from vcfzarr_sql.errors import VcfParseError, VcfZarrError
+from vcfzarr_sql.errors import VcfParseError, VcfZarrError, VcfZarrWarning
 
 __all__ = ["convert"]
 
@@ -177,6 +178,8 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     seen = _Seen.merge(header, results)
     layout = Layout.of(seen.num_variants, len(header.samples), variants_chunk_size, samples_chunk_size)
     arrays = build_arrays(seen.fields, seen.stats, layout, len(seen.filters), compressor)
+    for deviation in header_deviations(seen.fields, arrays):
+        warnings.warn(VcfZarrWarning(f"{input_path}: {deviation}"), stacklevel=2)
     write_group(store, {}, arrays)
 
     chunks = _chunk_pieces(results, spill, layout.variants_chunk, seen.num_variants)

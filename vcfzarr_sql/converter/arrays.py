@@ -165,6 +165,33 @@ class _Builder:
                  squeeze=squeeze, description=field.description)
 
 
+def header_deviations(fields: Sequence[FieldDef], arrays: Sequence[ArraySpec]) -> list[str]:
+    """Fields whose values do not fit their header declaration, one sentence each.
+
+    Their values are kept whole (bcftools reads them whole), so their arrays cannot follow the
+    spec's dimension or dtype for the declared Number/Type; ``vcfzarr-sql validate`` reports them.
+    """
+    by_name = {a.name: a for a in arrays}
+    found = []
+    for field in fields:
+        array = by_name.get(field.array)
+        if array is None or field.name == "GT" and field.category == "FORMAT":
+            continue
+        where = f"{field.category}/{field.name}"
+        width = array.shape[-1] if array.has_value_dim else 1
+        reserved = spec.NUMBER_DIMENSION.get(field.number)
+        if reserved is not None and array.dims[-1] != reserved:
+            found.append(f"{where} is declared Number={field.number} but a record has up to {width} "
+                         f"values; kept whole in dimension {array.dims[-1]}")
+        elif field.number in ("0", "1") and array.has_value_dim:
+            found.append(f"{where} is declared Number={field.number} but a record has up to {width} "
+                         f"values; kept whole in dimension {array.dims[-1]}")
+        if field.vcf_type == "Character" and array.kind == "str":
+            found.append(f"{where} is declared Type=Character but a value is longer than one "
+                         "character; stored as String")
+    return found
+
+
 def build_arrays(
     fields: Sequence[FieldDef],
     stats: dict[str, ColumnStats],
