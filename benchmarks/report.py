@@ -96,6 +96,7 @@ def environment() -> dict[str, str]:
         "os": platform.platform(),
         "python": sys.version.split()[0],
         "bcftools": tool_version(["bcftools", "--version"]),
+        "vcfzarr-sql commit": tool_version(["git", "-C", str(Path(__file__).parent), "describe", "--always", "--dirty"]),
     }
     for name in ["vcfzarr-sql", "duckdb", "pyarrow", "numpy", "numcodecs", "zarr", "bio2zarr", "vcztools",
                  "polars-bio", "polars", "cyvcf2", "msprime", "tskit"]:

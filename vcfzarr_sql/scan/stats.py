@@ -1,8 +1,8 @@
 """What a scan read: chunks, arrays, bytes and time, counted at the store's chunk reads.
 
 :class:`CountingSource` stands in for the store when decoding: it forwards everything to the
-store and counts each ``read_chunk``. One is made per scan; decode threads share it. (Reads
-the store makes on its own, for ``variant_length``, are not counted.)
+store and counts each ``read_chunk``, including those that derive ``variant_length``. One is
+made per scan; decode threads share it.
 
 >>> class Store:
 ...     def read_chunk_bytes(self, name, chunk): return b"xy"
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from vcfzarr_sql import spec
+from vcfzarr_sql.store.derived import variant_length
 
 #: The keys of ``last_stats``, in the order they are reported.
 STATS_KEYS = (
@@ -63,6 +64,10 @@ class CountingSource:
             self._bytes_read += len(raw) if raw is not None else 0
             self._bytes_decoded += values.nbytes
         return values
+
+    def variant_length(self, chunk_index: int) -> np.ndarray:
+        """``rlen`` of each record of a variant chunk, its chunk reads counted like any other."""
+        return variant_length(self, chunk_index)
 
     def stats(self, *, variant_chunks_total: int, sample_chunks_total: int, wall_time_s: float) -> dict:
         """The counts so far, as ``last_stats`` reports them."""
