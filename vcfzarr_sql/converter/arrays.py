@@ -180,10 +180,12 @@ def header_deviations(fields: Sequence[FieldDef], arrays: Sequence[ArraySpec]) -
         where = f"{field.category}/{field.name}"
         width = array.shape[-1] if array.has_value_dim else 1
         reserved = spec.NUMBER_DIMENSION.get(field.number)
-        if reserved is not None and array.dims[-1] != reserved:
-            found.append(f"{where} is declared Number={field.number} but a record has up to {width} "
-                         f"values; kept whole in dimension {array.dims[-1]}")
-        elif field.number in ("0", "1") and array.has_value_dim:
+        too_wide = (
+            array.dims[-1] != reserved
+            if reserved is not None
+            else field.number in ("0", "1") and array.has_value_dim
+        )
+        if too_wide:
             found.append(f"{where} is declared Number={field.number} but a record has up to {width} "
                          f"values; kept whole in dimension {array.dims[-1]}")
         if field.vcf_type == "Character" and array.kind == "str":
