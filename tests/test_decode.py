@@ -14,10 +14,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import zarr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import oracle
 from corpus import CORPUS
-from vcfzarr_sql.scan import schema
+from vcfzarr_sql.scan import arrays, schema
 from vcfzarr_sql.scan.decode import decode_calls, decode_variants
 from vcfzarr_sql.spec import (
     FLOAT32_FILL_BITS,
@@ -278,6 +281,10 @@ class CountingSource:
         self.returned[name] = self.store.read_chunk(name, chunk)
         return self.returned[name]
 
+    def read_chunk_strings(self, name, chunk):
+        self.read.append((name, chunk))
+        return self.store.read_chunk_strings(name, chunk)
+
     def __getattr__(self, name):
         return getattr(self.store, name)
 
@@ -364,3 +371,70 @@ def test_sample_selection_reads_only_the_sample_chunks_it_needs(store_of):
     assert source.read == [("call_genotype", (0, 0, 0)), ("call_genotype", (0, 2, 0))]
     expected = oracle.calls(vcf, ["GT"], samples=["NA00001", "NA00003"])
     assert batch.column(0).to_pylist() == [[genotype(c["GT"]) for c in r] for r in expected]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(0, 4).flatmap(
+        lambda ploidy: hnp.arrays(
+            np.int8, st.tuples(st.integers(0, 40), st.just(ploidy)), elements=st.integers(-2, 3)
+        )
+    )
+)
+def test_genotype_fast_path_equals_the_general_lists(genotypes):
+    """The genotype hot path gives exactly the lists the general sentinel handling gives."""
+    fast = arrays.genotype_array(genotypes, pa.int8())
+    general = arrays.list_array(genotypes, pa.int8(), arrays.NULL_IF_LONE_MISSING)
+    fast.validate(full=True)
+    assert fast.to_pylist() == general.to_pylist()
+    assert fast.null_count == general.null_count
+    assert fast.flatten().null_count == general.flatten().null_count
+
+
+STRING_VALUES = st.sampled_from(["", ".", "A", "AT", "é", "..", "日本"])
+
+
+def _expected_string(value: str) -> str | None:
+    return None if value in (".", "") else value
+
+
+def _expected_string_list(row: list[str], null_rows: str) -> list | None:
+    """VCF Zarr semantics, written out: fill ("") dropped, "." a null element, and the row
+    null when it holds no present value (unless ALT-like, never null)."""
+    elements = [None if v == "." else v for v in row if v != ""]
+    if null_rows == arrays.NULL_IF_NO_VALUE and all(e is None for e in elements):
+        return None
+    return elements
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    hnp.arrays(object, st.tuples(st.integers(0, 12), st.integers(1, 4)), elements=STRING_VALUES),
+    st.randoms(use_true_random=False),
+)
+def test_string_blocks_give_the_vcf_zarr_values(values, random):
+    """A StringBlock of shuffled Arrow strings (as assembled from several chunks) decodes
+    to the values the VCF Zarr sentinels mean."""
+    order = list(range(values.size))
+    random.shuffle(order)
+    strings = pa.array([values.reshape(-1)[i] for i in order], type=pa.string())
+    positions = np.argsort(order).reshape(values.shape)
+    block = arrays.StringBlock(strings, positions)
+    rows = values.tolist()
+    for null_rows in (arrays.NULL_IF_NO_VALUE, arrays.NEVER_NULL):
+        got = arrays.list_array(block, pa.string(), null_rows)
+        got.validate(full=True)
+        assert got.to_pylist() == [_expected_string_list(r, null_rows) for r in rows]
+    scalars = arrays.scalar_array(block[:, 0], pa.string())
+    assert scalars.to_pylist() == [_expected_string(r[0]) for r in rows]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(STRING_VALUES, st.text(max_size=300)), min_size=2), st.data())
+def test_take_strings_equals_arrow_take(values, data):
+    strings = pa.array(values, type=pa.string()).slice(1)  # (an offset into the buffers)
+    indexes = st.lists(st.integers(0, len(strings) - 1), max_size=20)
+    positions = np.array(data.draw(indexes), dtype=np.int64)
+    got = arrays.take_strings(strings, positions)
+    got.validate(full=True)
+    assert got.to_pylist() == strings.take(positions).to_pylist()

@@ -81,6 +81,9 @@ V2_CASES = {
     "blosc-lz4-bitshuffle": dict(data=INTS, compressors=numcodecs.Blosc("lz4", 5, 2)),
     "delta-filter": dict(data=INTS, filters=[numcodecs.Delta(dtype="<i2")]),
     "big-endian": dict(data=INTS.astype(">i4")),
+    "blosc-big-endian": dict(data=INTS.astype(">i4"), compressors=numcodecs.Blosc()),
+    "blosc-int8": dict(data=INTS.clip(-2, 127).astype(np.int8), compressors=numcodecs.Blosc()),
+    "blosc-order-F": dict(data=INTS, order="F", compressors=numcodecs.Blosc()),
     "int8": dict(data=INTS.clip(-2, 127).astype(np.int8)),
     "uint64": dict(data=INTS.clip(0).astype(np.uint64)),
     "float64": dict(data=RNG.normal(size=SHAPE)),
@@ -111,6 +114,8 @@ V3_CASES = {
     "gzip": dict(data=INTS, compressors=zc.GzipCodec()),
     "crc32c": dict(data=INTS, compressors=[zc.ZstdCodec(), zc.Crc32cCodec()]),
     "transpose": dict(data=INTS, filters=[zc.TransposeCodec(order=(1, 0))]),
+    "blosc-transpose": dict(data=INTS, filters=[zc.TransposeCodec(order=(1, 0))],
+                            compressors=zc.BloscCodec(cname="lz4")),
     "key-encoding-v2": dict(data=INTS, chunk_key_encoding={"name": "v2", "separator": "."}),
     "key-encoding-dot": dict(data=INTS, chunk_key_encoding={"name": "default", "separator": "."}),
     "vlen-utf8": dict(data=STRINGS, dtype=str),
@@ -142,6 +147,19 @@ def test_corrupt_chunk_is_a_store_error(tmp_path):
     store = vcfzarr_sql.open_store(path)
     with pytest.raises(vcfzarr_sql.StoreError, match=r"cannot decode chunk \(0, 0\) of variant_X"):
         store.decode_chunk("variant_X", b"not zstd data", (0, 0))
+
+
+def test_blosc_chunk_of_the_wrong_size_is_a_store_error(tmp_path):
+    """Blosc chunks decode straight into a buffer of the chunk's size only when their header
+    says that size; any other size still fails with the general path's error."""
+    path = tmp_path / "s.vcz"
+    _store(path, 2, "variant_X", INTS, compressors=numcodecs.Blosc())
+    store = vcfzarr_sql.open_store(path)
+    short = numcodecs.Blosc().encode(INTS[:3, :2].copy())
+    with pytest.raises(vcfzarr_sql.StoreError, match="decodes to 6 values"):
+        store.decode_chunk("variant_X", short, (0, 0))
+    with pytest.raises(vcfzarr_sql.StoreError, match=r"cannot decode chunk \(0, 0\)"):
+        store.decode_chunk("variant_X", b"\x02\x01" + b"\xff" * 30, (0, 0))
 
 
 def test_decoding_does_not_touch_zarr_python(tmp_path, monkeypatch):

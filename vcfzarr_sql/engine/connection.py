@@ -13,12 +13,11 @@ from typing import Any
 
 import duckdb
 
-from vcfzarr_sql.engine.functions import canonical_path
-from vcfzarr_sql.engine.relations import open_relation
+from vcfzarr_sql.engine.relations import Registry
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
 from vcfzarr_sql.engine.rules.inline_parameters import Parameters
 from vcfzarr_sql.engine.stats import sum_stats
-from vcfzarr_sql.store import VczStore, open_store
+from vcfzarr_sql.store import VczStore
 
 
 class Connection:
@@ -28,13 +27,13 @@ class Connection:
     ``vcf_zarr_calls(...)``, ``vcf_zarr_samples(...)``, ``vcf_zarr_contigs(...)`` and
     ``vcf_zarr_fields(...)`` wherever a table may stand; every other attribute is the DuckDB
     connection's own. Each distinct call is registered once, under a stable name, for the
-    connection's lifetime, so views over the table functions keep working.
+    connection's lifetime, so views over the table functions keep working; a store that
+    changes on disk is opened again before the next query (see :mod:`.relations`).
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection):
         self._con = connection
-        self._stores: dict[str, VczStore] = {}
-        self._relations: dict[str, Any] = {}
+        self._registry = Registry(connection)
         self._stats_before: dict[str, Mapping] = {}
 
     @property
@@ -43,26 +42,19 @@ class Connection:
         return self._con
 
     def store(self, path: str) -> VczStore:
-        """The opened store at ``path`` (opened once per connection)."""
-        key = canonical_path(path)
-        if key not in self._stores:
-            self._stores[key] = open_store(path)
-        return self._stores[key]
+        """The opened store at ``path`` (opened once per connection, again when it changed)."""
+        return self._registry.store(path)
 
     def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
         rewritten = rewrite(query, parameters)
-        for name, spec in rewritten.relations.items():
-            if name not in self._relations:
-                relation = open_relation(spec, self.store(spec.path))
-                self._con.register(name, relation)
-                self._relations[name] = relation
+        self._registry.refresh(rewritten.relations)
         self._stats_before = self._scan_stats()
         return rewritten
 
     def _scan_stats(self) -> dict[str, Mapping]:
         return {
             name: stats
-            for name, relation in self._relations.items()
+            for name, relation in self._registry.relations()
             if (stats := getattr(relation, "last_stats", None))
         }
 

@@ -1,12 +1,25 @@
-"""What gets registered in DuckDB for a bound table-function call."""
+"""What gets registered in DuckDB for the table-function calls, kept current with the stores.
+
+A warm session pays for opening a store (metadata, samples, region index) and building a
+relation (schema, region filter) once, not per query: :class:`Registry` keeps both. Before
+every query it checks each store it opened with a cheap fingerprint (``stat`` of the root
+metadata, :meth:`~vcfzarr_sql.store.VczStore.is_unchanged`); a store that was rewritten,
+re-converted or re-indexed is opened again and the relations over it are rebuilt and registered
+again under the same names, so no query (not even one through a view) reads a stale store.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from vcfzarr_sql.engine.functions import ScanSpec
+import duckdb
+
+from vcfzarr_sql.engine.functions import ScanSpec, canonical_path
 from vcfzarr_sql.engine.metadata import METADATA_TABLES
+from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.scan import dataset
+from vcfzarr_sql.store import VczStore, open_store
 
 
 def open_relation(spec: ScanSpec, store: Any) -> Any:
@@ -16,3 +29,61 @@ def open_relation(spec: ScanSpec, store: Any) -> Any:
         return builder(store)
     samples = None if spec.samples is None else list(spec.samples)
     return dataset(store, table=spec.table, samples=samples, region=spec.region)
+
+
+class Registry:
+    """The stores a DuckDB connection opened and the relations it registered, by stable name."""
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection):
+        self._con = connection
+        self._stores: dict[str, VczStore] = {}
+        #: name -> (call, the store it was built over, relation)
+        self._relations: dict[str, tuple[ScanSpec, VczStore, Any]] = {}
+
+    def store(self, path: str) -> VczStore:
+        """The store at ``path``: opened once, and again whenever it changed since."""
+        store = self._stores.get(canonical_path(path))
+        if store is not None and not store.is_unchanged():
+            del self._stores[canonical_path(path)]
+        return self._opened(path)
+
+    def _opened(self, path: str) -> VczStore:
+        key = canonical_path(path)
+        if key not in self._stores:
+            self._stores[key] = open_store(path)
+        return self._stores[key]
+
+    def relations(self) -> Iterator[tuple[str, Any]]:
+        """(name, relation) of every registered relation."""
+        return ((name, relation) for name, (_, _, relation) in self._relations.items())
+
+    def refresh(self, wanted: Mapping[str, ScanSpec]) -> None:
+        """Register the relations of ``wanted`` (by name) and rebuild those over changed stores.
+
+        A relation that cannot be rebuilt any more (store gone, sample removed) is
+        unregistered; if the query wants it, its error is raised.
+        """
+        for key, store in list(self._stores.items()):
+            if not store.is_unchanged():
+                del self._stores[key]
+        error = None
+        for name, (spec, store, _) in list(self._relations.items()):
+            if self._stores.get(canonical_path(spec.path)) is store:
+                continue
+            try:
+                self._register(name, spec)
+            except VcfZarrError as err:
+                del self._relations[name]
+                self._con.unregister(name)
+                error = error or (err if name in wanted else None)
+        if error is not None:
+            raise error
+        for name, spec in wanted.items():
+            if name not in self._relations:
+                self._register(name, spec)
+
+    def _register(self, name: str, spec: ScanSpec) -> None:
+        store = self._opened(spec.path)
+        relation = open_relation(spec, store)
+        self._con.register(name, relation)
+        self._relations[name] = (spec, store, relation)

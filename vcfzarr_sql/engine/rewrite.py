@@ -7,6 +7,8 @@ the user wrote it.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +89,21 @@ def rewrite(sql: str, parameters: Parameters = None) -> RewrittenQuery:
     """
     if "vcf_zarr" not in sql.lower():
         return RewrittenQuery(sql, {}, parameters)
+    if parameters is None:
+        # Relation names depend on the working and home directories (relative store paths).
+        text, relations = _rewrite_text(sql, os.getcwd(), os.path.expanduser("~"))
+        return RewrittenQuery(text, dict(relations), None)
+    return _rewrite(sql, parameters)
+
+
+@functools.lru_cache(maxsize=256)
+def _rewrite_text(sql: str, cwd: str, home: str) -> tuple[str, tuple[tuple[str, ScanSpec], ...]]:
+    """The rewrite of a query without parameters, remembered: a warm session repeats queries."""
+    rewritten = _rewrite(sql, None)
+    return rewritten.sql, tuple(rewritten.relations.items())
+
+
+def _rewrite(sql: str, parameters: Parameters) -> RewrittenQuery:
     tokens = tokenize(sql)
     sites = find_call_sites(sql, tokens)
     replacements = []

@@ -30,12 +30,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
 
-from vcfzarr_sql.errors import NotSupportedError, QueryError
+from vcfzarr_sql.errors import NotSupportedError, QueryError, StoreError
 from vcfzarr_sql.scan import decode, schema
-from vcfzarr_sql.scan.expressions import columns_of, conjunction
+from vcfzarr_sql.scan.expressions import columns_of, conjunction, parse_or_none
 from vcfzarr_sql.scan.plan import TABLES, ChunkTask, ScanPlan, ScanRequest, plan_scan
 from vcfzarr_sql.scan.prefetch import prefetched
 from vcfzarr_sql.scan.region import parse_regions, regions_expression
+from vcfzarr_sql.scan.residual import matching_rows
 from vcfzarr_sql.scan.stats import CountingSource, nothing_read
 
 
@@ -59,30 +60,6 @@ def _empty_batch(rows: int) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([pa.nulls(rows)], names=["_"]).select([])
 
 
-_ROW_NUMBER = "__vcfzarr_sql_row"
-
-
-def _matching_rows(
-    batch: pa.RecordBatch, expression: pc.Expression, filter_columns: frozenset[str]
-) -> pa.RecordBatch:
-    """The rows of ``batch`` that satisfy ``expression``.
-
-    The expression is evaluated on the columns it reads plus a row number, so wide nested
-    columns (``fmt_GT`` over thousands of samples) are never copied through pyarrow's filter
-    engine; a batch whose rows all match is returned as it is, others are filtered by mask.
-    """
-    names = [name for name in batch.schema.names if name in filter_columns]
-    probe = batch.select(names).append_column(
-        _ROW_NUMBER, pa.array(np.arange(batch.num_rows, dtype=np.int64))
-    )
-    kept = probe.filter(expression).column(_ROW_NUMBER)
-    if len(kept) == batch.num_rows:
-        return batch
-    mask = np.zeros(batch.num_rows, dtype=bool)
-    mask[kept.to_numpy()] = True
-    return batch.filter(pa.array(mask))
-
-
 class VczScanner:
     """One scan of a :class:`VczDataset`: its plan, and the batches of matching rows.
 
@@ -95,6 +72,7 @@ class VczScanner:
         self._plan = plan
         self._request = request
         self._filter_columns = columns_of(request.filter, request.schema)
+        self._filter_tree = None if request.filter is None else parse_or_none(request.filter)
         self.stats = nothing_read(
             variant_chunks_total=plan.variant_chunks_total,
             sample_chunks_total=plan.sample_chunks_total,
@@ -124,7 +102,7 @@ class VczScanner:
                 source, task.variant_chunk, task.sample_chunk, task.columns, task.samples
             )
         if task.filter is not None:
-            batch = _matching_rows(batch, task.filter, self._filter_columns)
+            batch = matching_rows(batch, self._filter_tree, task.filter, self._filter_columns)
         return batch.select(self._plan.schema.names)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
@@ -224,8 +202,11 @@ class VczDataset(pds.Dataset):
         """A scan of ``columns`` (None: all) of the rows satisfying ``filter``.
 
         Other keyword arguments of ``pyarrow.dataset.Dataset.scanner`` (``batch_size``,
-        ``use_threads``, ...) are accepted and ignored: batches are one per chunk.
+        ``use_threads``, ...) are accepted and ignored: batches are one per chunk. StoreError
+        when the store changed on disk after it was opened (its metadata would be stale).
         """
+        if getattr(self.store, "fingerprint", None) is not None and not self.store.is_unchanged():
+            raise StoreError(f"{self.store.path}: the store changed after it was opened; open it again")
         if isinstance(columns, dict):
             raise NotSupportedError("columns: projecting expressions is not supported, give names")
         if columns is None:

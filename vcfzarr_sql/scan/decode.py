@@ -21,7 +21,8 @@ What the values mean (bcftools' view of the record):
   (false when the store has none).
 
 ``source`` is a store (:class:`vcfzarr_sql.store.VczStore`) or anything with its metadata
-attributes, ``read_chunk``, ``array_info``, ``has_array`` and ``variant_length``.
+attributes, ``read_chunk``, ``array_info``, ``has_array`` and ``variant_length``; string
+arrays whose codec decodes straight to Arrow are read with its ``read_chunk_strings``.
 
 >>> import vcfzarr_sql
 >>> store = vcfzarr_sql.open_store("sample.zarr")                          # doctest: +SKIP
@@ -53,7 +54,7 @@ def decode_variants(
 
     ``samples`` are the sorted indexes of the samples the ``fmt_`` lists cover (None: all).
     """
-    blocks = BatchBlocks(source, chunk_index, samples)
+    blocks = _Blocks(source, chunk_index, samples)
     rows = _chunk_rows(source, chunk_index)
     out = []
     for name in columns:
@@ -80,7 +81,7 @@ def decode_calls(
     lo = sample_chunk_index * source.samples_chunk_size
     hi = min(lo + source.samples_chunk_size, source.num_samples)
     in_chunk = np.arange(lo, hi) if samples is None else _within(np.asarray(samples), lo, hi)
-    blocks = BatchBlocks(source, chunk_index, in_chunk)
+    blocks = _Blocks(source, chunk_index, in_chunk)
     rows = _chunk_rows(source, chunk_index)
     out = []
     for name in columns:
@@ -91,6 +92,64 @@ def decode_calls(
         else:
             out.append(arrays.repeat_rows(_variant_array(blocks, name), len(in_chunk)))
     return _batch(columns, out, rows * len(in_chunk))
+
+
+class _Blocks(BatchBlocks):
+    """The blocks of one batch; string blocks (:meth:`values`) as Arrow where the codec can."""
+
+    def __init__(self, source: Any, chunk_index: int, samples: np.ndarray | None):
+        super().__init__(source, chunk_index, samples)
+        self._strings: dict[str, arrays.StringBlock] = {}
+        self._string_chunks: _StringChunks | None = None
+        self._positions: BatchBlocks | None = None
+
+    def values(self, name: str) -> np.ndarray | arrays.StringBlock:
+        """The block of array ``name``: numpy, or a StringBlock for strings (read once)."""
+        info = self.source.array_info(name)
+        if info.dtype.kind not in "OUS":
+            return self.read(name)
+        block = self._strings.get(name)
+        if block is None:
+            block = self._strings[name] = self._string_block(name, info.codec.arrow_strings)
+        return block
+
+    def _string_block(self, name: str, arrow_strings: bool) -> arrays.StringBlock:
+        if not arrow_strings:
+            return arrays.StringBlock.of(self.read(name))
+        if self._positions is None:
+            self._string_chunks = _StringChunks(self.source)
+            self._positions = BatchBlocks(self._string_chunks, self.chunk_index, self.samples)
+        positions = self._positions.read(name)
+        return arrays.StringBlock(self._string_chunks.strings(name), positions)
+
+
+class _StringChunks:
+    """``source`` with the chunks of string arrays read as Arrow: ``read_chunk`` gives the
+    positions of a chunk's strings in ``strings(name)``, so that :class:`BatchBlocks` over
+    it assembles a block's positions exactly as it assembles values (chunks joined, samples
+    taken)."""
+
+    def __init__(self, source: Any):
+        self.source = source
+        self._chunks: dict[str, list[pa.Array]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.source, name)
+
+    def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
+        strings = self.source.read_chunk_strings(name, chunk)
+        chunks = self._chunks.setdefault(name, [])
+        start = sum(len(c) for c in chunks)
+        chunks.append(strings)
+        shape = tuple(s.stop for s in self.source.array_info(name).chunk_bounds(chunk))
+        return np.arange(start, start + len(strings)).reshape(shape)
+
+    def strings(self, name: str) -> pa.Array:
+        """The strings of every chunk of ``name`` read so far, in reading order."""
+        chunks = self._chunks[name]
+        if len(chunks) > 1:
+            self._chunks[name] = chunks = [pa.concat_arrays(chunks)]
+        return chunks[0]
 
 
 def _within(samples: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -112,43 +171,47 @@ def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordB
 # Variant columns: one value per record.
 
 
-def _contig(blocks: BatchBlocks) -> pa.Array:
-    used, indices = np.unique(blocks.read(spec.VARIANT_CONTIG), return_inverse=True)
-    names = np.asarray(blocks.source.contigs, dtype=object)[used]
+def _contig(blocks: _Blocks) -> pa.Array:
+    ids = blocks.read(spec.VARIANT_CONTIG)
+    if len(ids) and ids.min() == ids.max():  # the usual chunk: one contig
+        used, indices = ids[:1], np.zeros(len(ids), dtype=np.int32)
+    else:
+        used, indices = np.unique(ids, return_inverse=True)
+    names = [blocks.source.contigs[i] for i in used.tolist()]
     return arrays.dictionary_array(indices, pa.array(names, type=pa.string()))
 
 
-def _positions(blocks: BatchBlocks) -> np.ndarray:
+def _positions(blocks: _Blocks) -> np.ndarray:
     return blocks.read(spec.VARIANT_POSITION).astype(np.int64)
 
 
-def _pos(blocks: BatchBlocks) -> pa.Array:
+def _pos(blocks: _Blocks) -> pa.Array:
     return pa.array(_positions(blocks))
 
 
-def _end(blocks: BatchBlocks) -> pa.Array:
+def _end(blocks: _Blocks) -> pa.Array:
     length = np.asarray(blocks.source.variant_length(blocks.chunk_index), dtype=np.int64)
     return pa.array(_positions(blocks) + length - 1)
 
 
-def _id(blocks: BatchBlocks) -> pa.Array:
-    return arrays.scalar_array(blocks.read(spec.VARIANT_ID), pa.string())
+def _id(blocks: _Blocks) -> pa.Array:
+    return arrays.scalar_array(blocks.values(spec.VARIANT_ID), pa.string())
 
 
-def _ref(blocks: BatchBlocks) -> pa.Array:
-    return arrays.scalar_array(blocks.read(spec.VARIANT_ALLELE)[:, 0], pa.string())
+def _ref(blocks: _Blocks) -> pa.Array:
+    return arrays.scalar_array(blocks.values(spec.VARIANT_ALLELE)[:, 0], pa.string())
 
 
-def _alt(blocks: BatchBlocks) -> pa.Array:
-    alts = blocks.read(spec.VARIANT_ALLELE)[:, 1:]
+def _alt(blocks: _Blocks) -> pa.Array:
+    alts = blocks.values(spec.VARIANT_ALLELE)[:, 1:]
     return arrays.list_array(alts, pa.string(), arrays.NEVER_NULL)
 
 
-def _qual(blocks: BatchBlocks) -> pa.Array:
+def _qual(blocks: _Blocks) -> pa.Array:
     return arrays.scalar_array(blocks.read(spec.VARIANT_QUALITY), pa.float32())
 
 
-def _filters(blocks: BatchBlocks) -> pa.Array:
+def _filters(blocks: _Blocks) -> pa.Array:
     applied = blocks.read(spec.VARIANT_FILTER)
     which = np.nonzero(applied)[1]
     names = np.asarray(blocks.source.filters, dtype=object)[which]
@@ -156,7 +219,7 @@ def _filters(blocks: BatchBlocks) -> pa.Array:
     return arrays.lists_array(pa.array(names, type=pa.string()), lengths, lengths > 0)
 
 
-_FIXED: dict[str, Callable[[BatchBlocks], pa.Array]] = {
+_FIXED: dict[str, Callable[[_Blocks], pa.Array]] = {
     "contig": _contig,
     "pos": _pos,
     "end": _end,
@@ -168,29 +231,29 @@ _FIXED: dict[str, Callable[[BatchBlocks], pa.Array]] = {
 }
 
 
-def _variant_array(blocks: BatchBlocks, name: str) -> pa.Array:
+def _variant_array(blocks: _Blocks, name: str) -> pa.Array:
     build = _FIXED.get(name)
     if build is not None:
         return build(blocks)
     field = _field(blocks.source.info_fields, name, schema.INFO_PREFIX)
-    return _field_values(blocks.read(field.array), field, cell_axes=1)
+    return _field_values(blocks.values(field.array), field, cell_axes=1)
 
 
 # FORMAT columns: one value per call, variant-major.
 
 
-def _call_array(blocks: BatchBlocks, name: str) -> pa.Array:
+def _call_array(blocks: _Blocks, name: str) -> pa.Array:
     if name == schema.GT_PHASED_COLUMN and schema.GT in blocks.source.format_fields:
         return _phased(blocks)
     field = _field(blocks.source.format_fields, name, schema.FORMAT_PREFIX)
-    values = blocks.read(field.array)
+    values = blocks.values(field.array)
     if field.name == schema.GT:
         genotypes = values.reshape(-1, values.shape[-1])
-        return arrays.list_array(genotypes, schema.value_type(field), arrays.NULL_IF_LONE_MISSING)
+        return arrays.genotype_array(genotypes, schema.value_type(field))
     return _field_values(values, field, cell_axes=2)
 
 
-def _phased(blocks: BatchBlocks) -> pa.Array:
+def _phased(blocks: _Blocks) -> pa.Array:
     if blocks.source.has_array(spec.CALL_GENOTYPE_PHASED):
         phased = blocks.read(spec.CALL_GENOTYPE_PHASED).reshape(-1)
     else:
@@ -214,7 +277,9 @@ def _field(fields: dict[str, Any], column: str, prefix: str) -> Any:
     return field
 
 
-def _field_values(values: np.ndarray, field: Any, *, cell_axes: int) -> pa.Array:
+def _field_values(
+    values: np.ndarray | arrays.StringBlock, field: Any, *, cell_axes: int
+) -> pa.Array:
     """One value per cell (record for INFO, call for FORMAT) of ``values``, as Arrow."""
     cells = int(np.prod(values.shape[:cell_axes]))
     values = values.reshape(cells, int(np.prod(values.shape[cell_axes:])))

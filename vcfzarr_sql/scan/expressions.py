@@ -21,7 +21,8 @@ And(operands=(Compare(column='contig', op='==', value='1'), Compare(column='pos'
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -35,9 +36,10 @@ from vcfzarr_sql.errors import QueryError
 
 @dataclass(frozen=True)
 class Column:
-    """A reference to a column by name."""
+    """A reference to a column by name (``nested``: a struct field path joined by ``.``)."""
 
     name: str
+    nested: bool = field(default=False, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,7 +118,14 @@ def parse(expression: pc.Expression) -> Node:
     Call(function='greater_equal', arguments=(Column(name='pos'), Literal(value=<pyarrow.Int64Scalar: 5>)), options=None)
     """
     _, (buffer,) = expression.__reduce__()
-    reader = ipc.open_file(buffer)
+    return _parse_serialized(buffer.to_pybytes())
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_serialized(serialized: bytes) -> Node:
+    """The call tree of a serialized expression (trees are immutable, so they are shared: a
+    scan parses its filter more than once, and a warm session sees the same filters again)."""
+    reader = ipc.open_file(pa.py_buffer(serialized))
     batch = reader.get_batch(0) if reader.num_record_batches else None
     tokens = _metadata_items(reader.schema)
     position = 0
@@ -134,7 +143,7 @@ def parse(expression: pc.Expression) -> Node:
             return Column(value)
         if key == "nested_field_ref":
             names = [node() for _ in range(int(value))]
-            return Column(".".join(n.name for n in names if isinstance(n, Column)))
+            return Column(".".join(n.name for n in names if isinstance(n, Column)), nested=True)
         if key != "call":
             raise ValueError(f"unexpected token {key!r}")
         arguments, options = [], None
@@ -156,6 +165,14 @@ def parse(expression: pc.Expression) -> Node:
 _UNPARSABLE = (ValueError, IndexError, KeyError, pa.ArrowException)
 
 
+def parse_or_none(expression: pc.Expression) -> Node | None:
+    """The call tree of ``expression``, or None when its serialization is not understood."""
+    try:
+        return parse(expression)
+    except _UNPARSABLE:
+        return None
+
+
 def columns_of(expression: pc.Expression | None, schema: pa.Schema) -> frozenset[str]:
     """Names of the columns of ``schema`` that ``expression`` reads (all of them if unparsable).
 
@@ -165,9 +182,8 @@ def columns_of(expression: pc.Expression | None, schema: pa.Schema) -> frozenset
     """
     if expression is None:
         return frozenset()
-    try:
-        tree = parse(expression)
-    except _UNPARSABLE:
+    tree = parse_or_none(expression)
+    if tree is None:
         return frozenset(schema.names)
 
     def walk(node: Node) -> frozenset[str]:
@@ -320,11 +336,8 @@ def bind_filter(expression: pc.Expression | None, schema: pa.Schema) -> Predicat
     """The bound predicate of a pushed filter (None: always true)."""
     if expression is None:
         return Constant(True)
-    try:
-        tree = parse(expression)
-    except _UNPARSABLE:
-        return Opaque("unparsed")
-    return bind(tree, schema)
+    tree = parse_or_none(expression)
+    return Opaque("unparsed") if tree is None else bind(tree, schema)
 
 
 def conjunction(*expressions: pc.Expression | None) -> pc.Expression | None:

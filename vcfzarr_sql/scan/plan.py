@@ -110,6 +110,8 @@ def _tasks(
     filter_columns = ex.columns_of(request.filter, request.schema)
     filtered_columns = tuple(c for c in request.schema.names if c in set(columns) | filter_columns)
     unfiltered_columns = tuple(c for c in request.schema.names if c in columns)
+    if not len(ri):
+        return []
     zones = Zones(
         layout.contigs,
         contig=ri[:, spec.RI_CONTIG],
@@ -121,27 +123,31 @@ def _tasks(
         ),
     )
     truth = prune(predicate, zones)
-    might, must = truth.can_true, truth.must_be_true
+    shape = (len(ri), len(groups))
+    might = np.broadcast_to(truth.can_true, shape)
+    must = np.broadcast_to(truth.must_be_true, shape)
 
-    tasks = []
+    # Region index rows grouped by variant chunk: a chunk might match when any of its rows
+    # might, and needs no row filter when all of them must.
     order = np.argsort(ri[:, spec.RI_CHUNK], kind="stable")
     chunks, starts = np.unique(ri[order, spec.RI_CHUNK], return_index=True)
-    for chunk, rows in zip(chunks, np.split(order, starts[1:])):
-        records = int(ri[rows, spec.RI_COUNT].sum())
-        for g, (sample_chunk, samples) in enumerate(groups):
-            if not might[rows, g].any():
-                continue
-            whole = bool(must[rows, g].all())
-            tasks.append(
-                ChunkTask(
-                    variant_chunk=int(chunk),
-                    sample_chunk=sample_chunk,
-                    samples=samples,
-                    columns=unfiltered_columns if whole else filtered_columns,
-                    filter=None if whole else request.filter,
-                    num_rows=records * (1 if sample_chunk is None else len(samples)),
-                )
+    chunk_might = np.logical_or.reduceat(might[order], starts, axis=0)
+    chunk_must = np.logical_and.reduceat(must[order], starts, axis=0)
+    records = np.add.reduceat(ri[order, spec.RI_COUNT], starts)
+    tasks = []
+    for c, g in zip(*np.nonzero(chunk_might)):  # chunk-major: store order
+        sample_chunk, samples = groups[g]
+        whole = bool(chunk_must[c, g])
+        tasks.append(
+            ChunkTask(
+                variant_chunk=int(chunks[c]),
+                sample_chunk=sample_chunk,
+                samples=samples,
+                columns=unfiltered_columns if whole else filtered_columns,
+                filter=None if whole else request.filter,
+                num_rows=int(records[c]) * (1 if sample_chunk is None else len(samples)),
             )
+        )
     return tasks
 
 

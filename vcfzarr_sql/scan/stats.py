@@ -19,6 +19,7 @@ import threading
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from vcfzarr_sql import spec
 from vcfzarr_sql.store.derived import variant_length
@@ -55,6 +56,18 @@ class CountingSource:
         """The decoded chunk ``chunk`` of array ``name`` (the store's raw read + decode)."""
         raw = self._store.read_chunk_bytes(name, chunk)
         values = self._store.decode_chunk(name, raw, chunk)
+        self._count(name, chunk, raw, values.nbytes)
+        return values
+
+    def read_chunk_strings(self, name: str, chunk: tuple[int, ...]) -> pa.Array:
+        """The chunk ``chunk`` of string array ``name`` as Arrow (the store's raw read +
+        ``decode_chunk_strings``)."""
+        raw = self._store.read_chunk_bytes(name, chunk)
+        strings = self._store.decode_chunk_strings(name, raw, chunk)
+        self._count(name, chunk, raw, strings.nbytes)
+        return strings
+
+    def _count(self, name: str, chunk: tuple[int, ...], raw: bytes | None, decoded: int) -> None:
         with self._lock:
             self._arrays.add(name)
             if chunk:
@@ -62,8 +75,7 @@ class CountingSource:
             if name.startswith(spec.FORMAT_PREFIX) and len(chunk) > 1:
                 self._sample_chunks.add(chunk[1])
             self._bytes_read += len(raw) if raw is not None else 0
-            self._bytes_decoded += values.nbytes
-        return values
+            self._bytes_decoded += decoded
 
     def variant_length(self, chunk_index: int) -> np.ndarray:
         """``rlen`` of each record of a variant chunk, its chunk reads counted like any other."""

@@ -3,7 +3,9 @@
 This is the scan's hot path, so it calls numcodecs directly (no zarr-python ``Array``): the
 codecs release the GIL, and one decode is a handful of C calls. A pipeline vcfzarr-sql cannot
 decode (e.g. ``sharding_indexed``) still opens; decoding one of its chunks raises
-:class:`~vcfzarr_sql.errors.NotSupportedError` naming the codec.
+:class:`~vcfzarr_sql.errors.NotSupportedError` naming the codec. vlen-utf8 strings in C order
+can also be decoded straight to one Arrow string array (``decode_strings``, see
+:mod:`vcfzarr_sql.store.vlen_utf8`), without a Python ``str`` per value.
 """
 
 from __future__ import annotations
@@ -13,24 +15,40 @@ from typing import Any, Protocol
 
 import numcodecs
 import numpy as np
+import pyarrow as pa
 from numcodecs.compat import ensure_contiguous_ndarray
 
+from vcfzarr_sql import memory
 from vcfzarr_sql.errors import NotSupportedError, StoreError
+from vcfzarr_sql.store import vlen_utf8
 
 
 class ChunkCodec(Protocol):
-    """Decodes the stored bytes of one chunk into a full chunk-shaped array (stored dtype)."""
+    """Decodes the stored bytes of one chunk into a full chunk-shaped array (stored dtype).
+
+    When ``arrow_strings`` is true (vlen-utf8 strings in C order), ``decode_strings`` gives
+    the chunk's strings as one flat Arrow string array instead, without Python objects.
+    """
+
+    arrow_strings: bool
 
     def decode(self, raw: bytes) -> np.ndarray: ...
+
+    def decode_strings(self, raw: bytes) -> pa.Array: ...
 
 
 class UnsupportedCodec:
     """The codec of an array vcfzarr-sql cannot decode: decoding raises NotSupportedError."""
 
+    arrow_strings = False
+
     def __init__(self, message: str):
         self.message = message
 
     def decode(self, raw: bytes) -> np.ndarray:
+        raise NotSupportedError(self.message)
+
+    def decode_strings(self, raw: bytes) -> pa.Array:
         raise NotSupportedError(self.message)
 
 
@@ -42,12 +60,36 @@ def _as_array(buf: Any, dtype: np.dtype, name: str) -> np.ndarray:
     return ensure_contiguous_ndarray(buf).view(dtype)
 
 
-def _reshaped(arr: np.ndarray, shape: tuple[int, ...], order: str, name: str) -> np.ndarray:
-    if arr.size != math.prod(shape):
+def _pooled_decompress(compressor: Any, raw: Any, dtype: np.dtype, size: int) -> np.ndarray | None:
+    """``raw`` decompressed by the Blosc ``compressor`` into a buffer of Arrow's memory pool
+    (:mod:`vcfzarr_sql.memory`), as ``size`` values of ``dtype``; None when that does not
+    apply (another codec or size)."""
+    if not isinstance(compressor, numcodecs.Blosc) or dtype == object or len(raw) < 16:
+        return None
+    nbytes = int.from_bytes(bytes(raw[4:8]), "little")  # the Blosc header's uncompressed size
+    if nbytes == 0 or nbytes != size * dtype.itemsize:
+        return None  # the general path decodes it, or says why it cannot
+    out = memory.empty(size, dtype)
+    compressor.decode(raw, out=out)
+    return out
+
+
+def _check_size(size: int, shape: tuple[int, ...], name: str) -> None:
+    if size != math.prod(shape):
         raise StoreError(
-            f"array {name}: a chunk decodes to {arr.size} values, expected {math.prod(shape)}"
+            f"array {name}: a chunk decodes to {size} values, expected {math.prod(shape)}"
         )
+
+
+def _reshaped(arr: np.ndarray, shape: tuple[int, ...], order: str, name: str) -> np.ndarray:
+    _check_size(arr.size, shape, name)
     return arr.reshape(shape, order=order)
+
+
+def _chunk_strings(buf: Any, shape: tuple[int, ...], name: str) -> pa.Array:
+    strings = vlen_utf8.decode_to_arrow(buf)
+    _check_size(len(strings), shape, name)
+    return strings
 
 
 class V2Codec:
@@ -61,12 +103,25 @@ class V2Codec:
         self.dtype = dtype
         self.chunks = chunks
         self.order = order
+        self.arrow_strings = filters == [numcodecs.VLenUTF8()] and (
+            order == "C" or len(chunks) < 2
+        )
 
     def decode(self, raw: bytes) -> np.ndarray:
-        buf = raw if self.compressor is None else self.compressor.decode(raw)
+        if not self.filters:
+            pooled = _pooled_decompress(self.compressor, raw, self.dtype, math.prod(self.chunks))
+            if pooled is not None:
+                return _reshaped(pooled, self.chunks, self.order, self.name)
+        buf = self._decompressed(raw)
         for f in self.filters:
             buf = f.decode(buf)
         return _reshaped(_as_array(buf, self.dtype, self.name), self.chunks, self.order, self.name)
+
+    def decode_strings(self, raw: bytes) -> pa.Array:
+        return _chunk_strings(self._decompressed(raw), self.chunks, self.name)
+
+    def _decompressed(self, raw: bytes) -> Any:
+        return raw if self.compressor is None else self.compressor.decode(raw)
 
 
 def v2_codec(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]) -> ChunkCodec:
@@ -102,19 +157,35 @@ class V3Codec:
         for order in transposes:
             self.shape = tuple(self.shape[i] for i in order)
         self.untranspose = [tuple(np.argsort(order)) for order in transposes[::-1]]
+        self.arrow_strings = isinstance(vlen, numcodecs.VLenUTF8) and all(
+            axes == tuple(range(len(axes))) for axes in self.untranspose
+        )
 
     def decode(self, raw: bytes) -> np.ndarray:
-        buf = raw
-        for codec in self.bytes_codecs:
-            buf = codec.decode(buf)
+        if self.vlen is None and len(self.bytes_codecs) == 1:
+            pooled = _pooled_decompress(self.bytes_codecs[0], raw, self.dtype, math.prod(self.shape))
+            if pooled is not None:
+                return self._untransposed(_reshaped(pooled, self.shape, "C", self.name))
+        buf = self._decompressed(raw)
         if self.vlen is not None:
             arr = self.vlen.decode(buf)
         else:
             arr = _as_array(buf, self.dtype, self.name)
-        arr = _reshaped(arr, self.shape, "C", self.name)
+        return self._untransposed(_reshaped(arr, self.shape, "C", self.name))
+
+    def _untransposed(self, arr: np.ndarray) -> np.ndarray:
         for axes in self.untranspose:
             arr = arr.transpose(axes)
         return arr
+
+    def decode_strings(self, raw: bytes) -> pa.Array:
+        return _chunk_strings(self._decompressed(raw), self.shape, self.name)
+
+    def _decompressed(self, raw: bytes) -> Any:
+        buf = raw
+        for codec in self.bytes_codecs:
+            buf = codec.decode(buf)
+        return buf
 
 
 def _transpose_order(conf: dict, ndim: int) -> tuple[int, ...]:
@@ -152,6 +223,17 @@ def v3_codec(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[int, 
     if stored is None:
         return UnsupportedCodec(f"array {name}: no array->bytes codec in {codecs!r}")
     return V3Codec(name, transposes, vlen, stored, bytes_codecs, chunks)
+
+
+def trimmed_strings(
+    strings: pa.Array, chunks: tuple[int, ...], bounds: tuple[slice, ...]
+) -> pa.Array:
+    """The values of a chunk's flat C-order ``strings`` that lie inside ``bounds``."""
+    shape = tuple(s.stop for s in bounds)
+    if shape[1:] == chunks[1:]:  # whole rows (an edge chunk along the first axis): a slice
+        return strings.slice(0, math.prod(shape))
+    positions = np.arange(len(strings)).reshape(chunks)[bounds]
+    return strings.take(positions.reshape(-1))
 
 
 def finished(arr: np.ndarray) -> np.ndarray:

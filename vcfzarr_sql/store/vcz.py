@@ -7,22 +7,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from vcfzarr_sql import spec
 from vcfzarr_sql.errors import StoreError, VcfZarrError
 from vcfzarr_sql.store import derived
-from vcfzarr_sql.store.codecs import finished
+from vcfzarr_sql.store.codecs import finished, trimmed_strings
 from vcfzarr_sql.store.fields import FORMAT, INFO, FieldInfo, describe_fields
 from vcfzarr_sql.store.header import parse_header
-from vcfzarr_sql.store.kvstore import KeyValueStore, open_kv
+from vcfzarr_sql.store.kvstore import KeyValueStore, is_url, open_kv
 from vcfzarr_sql.store.metadata import ArrayInfo, parse_v2, parse_v3
 
 _REQUIRED_ARRAYS = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.CONTIG_ID)
@@ -35,12 +38,57 @@ def open_store(path: str | os.PathLike, *, storage_options: dict | None = None) 
     path is missing or is not a VCF Zarr store.
     """
     location = os.fspath(path)
+    fingerprint = metadata_fingerprint(location)  # before reading: a change while opening shows
     kv = open_kv(location, storage_options)
     try:
-        return VczStore(location, kv)
+        return VczStore(location, kv, fingerprint=fingerprint)
     except BaseException:
         kv.close()
         raise
+
+
+#: Root metadata files: rewriting or re-converting a store changes at least one of them.
+_ROOT_METADATA = (".zmetadata", ".zgroup", ".zattrs", "zarr.json")
+#: Metadata files of each array (Zarr v2, v3), read when the store has no ``.zmetadata``.
+_ARRAY_METADATA = {2: (".zarray", ".zattrs"), 3: ("zarr.json",)}
+
+
+def _file_state(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _entries(directory: str) -> list[str]:
+    try:
+        return sorted(os.listdir(directory))
+    except OSError:
+        return []
+
+
+def metadata_fingerprint(path: str | os.PathLike) -> tuple | None:
+    """A cheap fingerprint of what opening the local store at ``path`` reads: the inode, size
+    and times of its root, root metadata files, each array's metadata files when they are not
+    consolidated, and the region index's chunks (a directory); of the archive (a zip file).
+
+    A rewritten, re-converted or re-indexed store has another fingerprint. None when nothing
+    cheap tells (a URL, or nothing at ``path``).
+    """
+    location = os.fspath(path)
+    if is_url(location):
+        return None
+    root = _file_state(location)
+    if root is None or not os.path.isdir(location):
+        return root
+    names = list(_ROOT_METADATA)
+    if not os.path.isfile(os.path.join(location, ".zmetadata")):
+        docs = _ARRAY_METADATA[2 if os.path.isfile(os.path.join(location, ".zgroup")) else 3]
+        names += [f"{c}/{doc}" for c in _entries(location) for doc in docs]
+    index = os.path.join(location, spec.REGION_INDEX)
+    names += [f"{spec.REGION_INDEX}/{chunk}" for chunk in _entries(index)]
+    return root, tuple((name, _file_state(os.path.join(location, name))) for name in names)
 
 
 def _json(location: str, key: str, raw: bytes) -> Any:
@@ -56,9 +104,11 @@ class VczStore:
     Use :func:`open_store` to make one; ``with open_store(p) as store:`` closes it after use.
     """
 
-    def __init__(self, path: str, kv: KeyValueStore):
+    def __init__(self, path: str, kv: KeyValueStore, *, fingerprint: tuple | None = None):
         self.path = path
         self._kv = kv
+        #: :func:`metadata_fingerprint` of the store as it was opened (None: not checkable).
+        self.fingerprint = fingerprint
         self._lock = threading.Lock()
         self._region_index: np.ndarray | None = None
         self.zarr_format, self.attrs, self.consolidated = self._read_root()
@@ -233,20 +283,45 @@ class VczStore:
         if raw is None:
             shape = tuple(s.stop for s in bounds)
             return np.full(shape, info.fill_value, dtype=info.decoded_dtype)
-        try:
+        with self._decoding(name, chunk):
             arr = info.codec.decode(raw)
-        except VcfZarrError:
-            raise
-        except (RuntimeError, ValueError, TypeError) as err:
-            message = f"{self.path}: cannot decode chunk {chunk} of {name} ({err})"
-            raise StoreError(message) from None
         if arr.shape != tuple(s.stop for s in bounds):
             arr = arr[bounds]
         return finished(arr)
 
+    def decode_chunk_strings(
+        self, name: str, raw: bytes | None, chunk: tuple[int, ...]
+    ) -> pa.Array:
+        """:meth:`decode_chunk` for a string array whose codec decodes straight to Arrow
+        (``array_info(name).codec.arrow_strings``): the chunk's strings in C order, as one flat
+        Arrow string array, without a Python ``str`` per value."""
+        info = self.array_info(name)
+        bounds = info.chunk_bounds(chunk)
+        if raw is None:
+            size = math.prod(s.stop for s in bounds)
+            return pa.repeat(pa.scalar(info.fill_value, pa.string()), size)
+        with self._decoding(name, chunk):
+            strings = info.codec.decode_strings(raw)
+        return trimmed_strings(strings, info.chunks, bounds)
+
+    @contextlib.contextmanager
+    def _decoding(self, name: str, chunk: tuple[int, ...]) -> Iterator[None]:
+        """Codec errors while decoding chunk ``chunk`` of ``name`` as a one-line StoreError."""
+        try:
+            yield
+        except VcfZarrError:
+            raise
+        except (RuntimeError, ValueError, TypeError, SystemError) as err:
+            message = f"{self.path}: cannot decode chunk {chunk} of {name} ({err})"
+            raise StoreError(message) from None
+
     def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
         """One chunk, decoded and trimmed (:meth:`read_chunk_bytes` then :meth:`decode_chunk`)."""
         return self.decode_chunk(name, self.read_chunk_bytes(name, chunk), chunk)
+
+    def read_chunk_strings(self, name: str, chunk: tuple[int, ...]) -> pa.Array:
+        """One chunk of a string array as Arrow (:meth:`decode_chunk_strings`)."""
+        return self.decode_chunk_strings(name, self.read_chunk_bytes(name, chunk), chunk)
 
     def read_array(self, name: str) -> np.ndarray:
         """A whole array in memory (meant for small ones: samples, contigs, filters...)."""
@@ -287,6 +362,11 @@ class VczStore:
                 f"expected integers of shape (n, {spec.REGION_INDEX_FIELDS})"
             )
         return index.astype(np.int64)
+
+    def is_unchanged(self) -> bool:
+        """Whether the store on disk is still the one this object read (by its fingerprint;
+        False when that cannot be checked cheaply, e.g. a URL)."""
+        return self.fingerprint is not None and metadata_fingerprint(self.path) == self.fingerprint
 
     # -- lifetime --------------------------------------------------------------------------
 
