@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "query",
     "shell",
     "demo",
+    "serve",
 )
 
 

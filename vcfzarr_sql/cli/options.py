@@ -31,3 +31,10 @@ samples_chunk_size = click.option(
     help="Samples per chunk.",
 )
 store_path = click.argument("store", type=click.Path())
+database = click.option(
+    "--database",
+    "-d",
+    default=":memory:",
+    show_default=True,
+    help="DuckDB database file (:memory:: a private in-memory one per session).",
+)

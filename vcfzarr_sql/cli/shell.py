@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import click
 
 import vcfzarr_sql
+from vcfzarr_sql.cli import options
 from vcfzarr_sql.cli.query import FORMATS, print_query
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import QueryError, VcfZarrError
@@ -188,7 +189,7 @@ def run_shell(session: Session, read_line: LineReader, *, interactive: bool = Fa
 
 
 @click.command("shell")
-@click.option("--database", "-d", default=":memory:", show_default=True, help="DuckDB database file.")
+@options.database
 def command(database: str) -> None:
     """Interactive SQL prompt over VCF Zarr stores (reads a script when stdin is not a terminal)."""
     session = Session(vcfzarr_sql.connect(database))

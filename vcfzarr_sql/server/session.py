@@ -1,0 +1,509 @@
+"""One client connection: startup, then simple and extended queries on its own connection.
+
+Every session has its own :func:`vcfzarr_sql.connect` connection, so ``vcf_zarr(...)`` and
+the other table functions work as in Python. Errors become ErrorResponses and the session goes
+on (in the extended protocol, after the client's next Sync, as the protocol requires).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import socket
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+import duckdb
+import pyarrow as pa
+
+import vcfzarr_sql
+from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.server import protocol
+from vcfzarr_sql.server.protocol import Payload, ProtocolError
+from vcfzarr_sql.server.cursors import CursorCommand, cursor_command
+from vcfzarr_sql.server.results import Result, RowStream
+from vcfzarr_sql.server.sqlstate import PgError, sql_error
+from vcfzarr_sql.server.statements import (
+    IGNORED,
+    UNPARSED,
+    Statement,
+    command_tag,
+    duckdb_equivalent,
+    postgres_answer,
+    split,
+    transaction_status,
+    transaction_verb,
+)
+from vcfzarr_sql.server.types import TEXT, parameter_value
+
+log = logging.getLogger("vcfzarr_sql.server")
+
+#: Rows per Arrow batch pulled from DuckDB (and per burst of DataRows).
+BATCH_ROWS = 8192
+#: Bytes buffered before they are sent.
+SEND_BUFFER = 1 << 18
+
+SERVER_VERSION = "15.0 (vcfzarr-sql)"
+
+
+def server_parameters(user: str, application_name: str) -> dict[str, str]:
+    """The ParameterStatus values sent at startup (also what ``SHOW name`` answers)."""
+    return {
+        "server_version": SERVER_VERSION,
+        "server_encoding": "UTF8",
+        "client_encoding": "UTF8",
+        "DateStyle": "ISO, MDY",
+        "IntervalStyle": "postgres",
+        "integer_datetimes": "on",
+        "standard_conforming_strings": "on",
+        "is_superuser": "off",
+        "session_authorization": user,
+        "application_name": application_name,
+    }
+
+
+#: Further parameters ``SHOW`` answers (never sent as ParameterStatus).
+SHOW_ONLY = {
+    "transaction_isolation": "read committed",
+    "default_transaction_isolation": "read committed",
+    "transaction_read_only": "off",
+    "max_identifier_length": "63",
+    "lc_collate": "C",
+    "lc_ctype": "C",
+}
+
+
+@dataclass
+class Prepared:
+    """A parsed statement (``Parse``): its text and declared parameter types."""
+
+    statement: Statement
+    parameter_oids: list[int]
+
+
+@dataclass
+class Portal:
+    """A bound statement (``Bind``); its result starts at Describe or Execute."""
+
+    statement: Statement
+    parameters: list[object]
+    result: Result | None = None
+    hold: bool = False  # a cursor declared WITH HOLD outlives its transaction
+    result_formats: list[int] = field(default_factory=list)  # Bind's, for the result columns
+
+    def close(self) -> None:
+        """Stop its result (if one is streaming)."""
+        if self.result is not None and self.result.rows is not None:
+            self.result.rows.close()
+
+
+class ClientSession:
+    """Serves one client over ``stream`` (reads) and ``sock`` (writes) until it leaves.
+
+    ``password``: when set, the client must send it (cleartext password authentication).
+    ``key``: (process id, secret) sent in BackendKeyData; a connection that brings a
+    CancelRequest instead of a StartupMessage passes the key it names to ``cancel``.
+    """
+
+    def __init__(self, stream: BinaryIO, sock: socket.socket, *, database: str = ":memory:",
+                 password: str | None = None, key: tuple[int, int] = (0, 0),
+                 cancel: Callable[[tuple[int, int]], None] | None = None):
+        self._in = stream
+        self._sock = sock
+        self._out = bytearray()
+        self._database = database
+        self._password = password
+        self.key = key
+        self._cancel = cancel
+        self._con: Connection | None = None
+        self._status = "I"
+        self._settings: dict[str, str] = {}
+        self._duckdb_settings: set[str] = set()
+        self._prepared: dict[str, Prepared] = {}
+        self._portals: dict[str, Portal] = {}
+        self._skip_to_sync = False
+
+    # -- output ------------------------------------------------------------------------------
+
+    def _send(self, data: bytes) -> None:
+        self._out += data
+        if len(self._out) >= SEND_BUFFER:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._out:
+            self._sock.sendall(self._out)
+            self._out.clear()
+
+    def _send_error(self, err: BaseException, severity: str = "ERROR") -> None:
+        error = sql_error(err)
+        self._send(protocol.error_response(severity, error.sqlstate, error.message, error.detail))
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve the client until it terminates or the connection drops."""
+        try:
+            if self._start():
+                self._loop()
+        except (ProtocolError, ConnectionError, OSError) as err:
+            log.debug("session %s ended: %s", self.key[0], err)
+        except Exception:  # a bug of ours outside any query: this session ends, the server goes on
+            log.exception("session %s failed", self.key[0])
+        finally:
+            self.close()
+
+    def interrupt(self) -> None:
+        """Cancel the running query (a client's CancelRequest; called from another thread)."""
+        con = self._con
+        if con is not None:
+            with contextlib.suppress(duckdb.Error):  # the session closed meanwhile
+                con.duckdb_connection.interrupt()
+
+    def close(self) -> None:
+        self._close_portals()
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def _start(self) -> bool:
+        """The startup phase; False when the client only probed (SSL, cancel) or failed."""
+        while True:
+            code, payload = protocol.read_startup(self._in)
+            if code in (protocol.SSL_REQUEST, protocol.GSSENC_REQUEST):
+                self._sock.sendall(b"N")
+                continue
+            if code == protocol.CANCEL_REQUEST:
+                if self._cancel is not None and len(payload) >= 8:
+                    self._cancel(struct.unpack(">ii", payload[:8]))
+                return False
+            break
+        if code >> 16 != 3:
+            version = f"{code >> 16}.{code & 0xFFFF}"
+            self._send(protocol.error_response("FATAL", "0A000",
+                                               f"unsupported frontend protocol {version}"))
+            self._flush()
+            return False
+        params = protocol.startup_parameters(payload)
+        unknown = [name for name in params if name.startswith("_pq_.")]
+        if code & 0xFFFF or unknown:
+            self._send(protocol.negotiate_protocol_version(0, unknown))
+        user = params.get("user", "")
+        if self._password is not None and not self._authenticate(user):
+            return False
+        try:
+            self._con = vcfzarr_sql.connect(self._database)
+        except Exception as err:  # a database file that cannot be opened
+            self._send_error(err, "FATAL")
+            self._flush()
+            return False
+        self._duckdb_settings = {
+            name.lower() for (name,) in self._con.duckdb_connection.sql(
+                "SELECT name FROM duckdb_settings()").fetchall()
+        }
+        self._send(protocol.authentication(0))
+        status = server_parameters(user, params.get("application_name", ""))
+        [(status["TimeZone"],)] = self._con.duckdb_connection.sql(
+            "SELECT current_setting('TimeZone')").fetchall()
+        for name, value in status.items():
+            self._send(protocol.parameter_status(name, value))
+        given = {name: value for name, value in params.items()
+                 if name not in ("user", "database", "options")}
+        self._settings = {name.lower(): value
+                          for name, value in {**SHOW_ONLY, **given, **status}.items()}
+        self._send(protocol.backend_key_data(*self.key))
+        self._ready()
+        return True
+
+    def _authenticate(self, user: str) -> bool:
+        self._send(protocol.authentication(3))
+        self._flush()
+        kind, payload = protocol.read_message(self._in)
+        given = payload.rstrip(b"\x00")
+        assert self._password is not None
+        if kind == b"p" and hmac.compare_digest(given, self._password.encode()):
+            return True
+        self._send(protocol.error_response("FATAL", "28P01",
+                                           f'password authentication failed for user "{user}"'))
+        self._flush()
+        return False
+
+    def _ready(self) -> None:
+        self._send(protocol.ready_for_query(self._status))
+        self._flush()
+
+    def _loop(self) -> None:
+        handlers = {
+            b"Q": self._simple_query, b"P": self._parse, b"B": self._bind, b"D": self._describe,
+            b"E": self._execute, b"C": self._close, b"H": lambda _: self._flush(),
+            b"S": lambda _: self._sync(),
+        }
+        while True:
+            kind, payload = protocol.read_message(self._in)
+            if kind == b"X":
+                return
+            handler = handlers.get(kind)
+            if kind in (b"Q", b"S"):
+                self._skip_to_sync = False
+            elif self._skip_to_sync:
+                continue
+            if handler is None:
+                raise ProtocolError(f"unexpected message type {kind!r}")
+            try:
+                handler(Payload(payload))
+            except (ProtocolError, ConnectionError, OSError):
+                raise
+            except Exception as err:
+                self._failed(err)
+                if kind == b"Q":
+                    self._ready()
+                else:
+                    self._skip_to_sync = True
+
+    def _close_portals(self, held_too: bool = True) -> None:
+        for name, portal in list(self._portals.items()):
+            if held_too or not portal.hold:
+                portal.close()
+                del self._portals[name]
+
+    def _end_of_batch(self) -> None:
+        """Outside a transaction block, the implicit transaction ends: its portals go."""
+        if self._status == "I":
+            self._close_portals(held_too=False)
+
+    def _failed(self, err: BaseException) -> None:
+        """Report ``err``; the transaction's portals go (DuckDB's result is unusable)."""
+        self._send_error(err)
+        self._close_portals(held_too=False)
+        if self._status == "T":
+            self._status = "E"
+
+    # -- running statements ------------------------------------------------------------------
+
+    def _free_connection(self) -> None:
+        """Read any suspended portal's rows into memory: DuckDB runs one result at a time."""
+        for portal in self._portals.values():
+            if portal.result is not None and portal.result.rows is not None:
+                portal.result.rows.detach()
+
+    def _run(self, statement: Statement, parameters: Sequence[object]) -> Result:
+        """Run one statement: rows to stream, or a tag."""
+        if self._status == "E":
+            return self._end_failed_transaction(statement)
+        verb = transaction_verb(statement)
+        if (verb == "BEGIN" and self._status == "T") or \
+                (verb in ("COMMIT", "ROLLBACK") and self._status == "I"):
+            return Result(command_tag(statement, None))  # PostgreSQL only warns (DuckDB fails)
+        command = cursor_command(statement)
+        if command is not None:
+            return self._run_cursor_command(command, parameters)
+        statement = duckdb_equivalent(statement, self._duckdb_settings) or statement
+        answer = postgres_answer(statement, self._settings, self._duckdb_settings)
+        if answer is not None:
+            if answer.column is None:
+                return Result(answer.tag)
+            table = pa.table({answer.column: pa.array([answer.value], pa.string())})
+            return Result(answer.tag, RowStream(table.to_reader()))
+        assert self._con is not None
+        self._free_connection()
+        relation = self._con.sql(statement.sql, params=list(parameters) or None)
+        self._status = transaction_status(statement, self._status)
+        if relation is None:
+            return Result(command_tag(statement, None))
+        if statement.kind != "SELECT" and relation.type == "MATERIALIZED_RELATION" \
+                and relation.columns in (["Count"], ["Success"]):
+            rows = relation.fetchall()
+            count = rows[0][0] if rows and relation.columns == ["Count"] else None
+            return Result(command_tag(statement, count))
+        return Result("SELECT", RowStream(relation.to_arrow_reader(BATCH_ROWS)))
+
+    def _end_failed_transaction(self, statement: Statement) -> Result:
+        """In a failed transaction block only its end is accepted, and it rolls back."""
+        if statement.keyword not in ("COMMIT", "END", "ROLLBACK", "ABORT"):
+            raise PgError("25P02", "current transaction is aborted, "
+                                   "commands ignored until end of transaction block")
+        assert self._con is not None
+        self._free_connection()
+        with contextlib.suppress(duckdb.TransactionException):  # DuckDB already ended it
+            self._con.sql("ROLLBACK")
+        self._status = "I"
+        return Result("ROLLBACK")
+
+    def _run_cursor_command(self, command: CursorCommand, parameters: Sequence[object]) -> Result:
+        if command.verb == "DECLARE":
+            assert command.name is not None and command.query is not None
+            if self._status == "I" and not command.hold:
+                raise PgError("25P01", "DECLARE CURSOR can only be used in transaction blocks")
+            result = self._run(command.query, parameters)
+            if result.rows is None:
+                raise PgError("42P11", "a cursor needs a query that returns rows")
+            old = self._portals.pop(command.name, None)
+            if old is not None:
+                old.close()
+            self._portals[command.name] = Portal(command.query, list(parameters), result, command.hold)
+            return Result("DECLARE CURSOR")
+        if command.verb == "CLOSE":
+            if command.name is None:
+                self._close_portals()
+            elif (portal := self._portals.pop(command.name, None)) is not None:
+                portal.close()
+            else:
+                raise PgError("34000", f'cursor "{command.name}" does not exist')
+            return Result("CLOSE CURSOR")
+        portal = self._portals.get(command.name)
+        if portal is None or portal.result is None or portal.result.rows is None:
+            raise PgError("34000", f'cursor "{command.name}" does not exist')
+        rows = portal.result.rows
+        batches = [] if command.count == 0 else list(rows.take(command.count or 0))
+        return Result("FETCH", RowStream(pa.Table.from_batches(batches, rows.schema).to_reader()))
+
+    def _send_rows(self, result: Result, limit: int = 0) -> None:
+        """DataRows for up to ``limit`` rows (0: all); then CommandComplete, or PortalSuspended
+        when rows are left."""
+        rows = result.rows
+        assert rows is not None
+        count = 0
+        for batch in rows.take(limit):
+            columns = [encode(column) for encode, column in zip(rows.encoders, batch.columns)]
+            self._send(protocol.data_rows(zip(*columns), len(columns)))
+            count += batch.num_rows
+        if limit and not rows.exhausted:
+            self._send(protocol.PORTAL_SUSPENDED)
+        else:
+            self._send(protocol.command_complete(f"{result.tag} {count}"))
+
+    def _send_result(self, result: Result, limit: int = 0) -> None:
+        if result.rows is None:
+            self._send(protocol.command_complete(result.tag))
+        else:
+            self._send_rows(result, limit)
+
+    # -- simple query protocol ---------------------------------------------------------------
+
+    def _simple_query(self, payload: Payload) -> None:
+        text = payload.cstring()
+        assert self._con is not None
+        statements = split(self._con.duckdb_connection, text)
+        if not statements:
+            self._send(protocol.EMPTY_QUERY_RESPONSE)
+        for statement in statements:
+            result = self._run(statement, ())
+            if result.rows is None:
+                self._send_result(result)
+                continue
+            try:
+                self._send(protocol.row_description(result.rows.columns))
+                self._send_result(result)
+            finally:
+                result.rows.close()
+        self._end_of_batch()
+        self._ready()
+
+    # -- extended query protocol -------------------------------------------------------------
+
+    def _parse(self, payload: Payload) -> None:
+        name, text, oids = payload.cstring(), payload.cstring(), payload.int32s()
+        assert self._con is not None
+        statements = split(self._con.duckdb_connection, text)
+        if len(statements) > 1:
+            raise PgError("42601", "cannot insert multiple commands into a prepared statement")
+        statement = statements[0] if statements else Statement("", "EMPTY")
+        if statement.kind == UNPARSED and not self._answerable(statement):
+            self._con.duckdb_connection.extract_statements(text)  # raises DuckDB's syntax error
+        oids = oids + [0] * (statement.parameters - len(oids))
+        self._prepared[name] = Prepared(statement, oids)
+        self._send(protocol.PARSE_COMPLETE)
+
+    def _answerable(self, statement: Statement) -> bool:
+        """Whether a statement DuckDB cannot parse is one this server runs anyway."""
+        return (statement.keyword in IGNORED or cursor_command(statement) is not None
+                or duckdb_equivalent(statement, self._duckdb_settings) is not None)
+
+    def _bind(self, payload: Payload) -> None:
+        portal, name = payload.cstring(), payload.cstring()
+        formats, values, result_formats = payload.int16s(), payload.values(), payload.int16s()
+        prepared = self._prepared.get(name)
+        if prepared is None:
+            raise PgError("26000", f'prepared statement "{name}" does not exist')
+        if len(formats) == 1:
+            formats = formats * len(values)
+        oids = prepared.parameter_oids + [0] * (len(values) - len(prepared.parameter_oids))
+        parameters = [
+            parameter_value(oid, bool(formats[i]) if formats else False, value)
+            for i, (oid, value) in enumerate(zip(oids, values))
+        ]
+        old = self._portals.pop(portal, None)
+        if old is not None:
+            old.close()
+        self._portals[portal] = Portal(prepared.statement, parameters, result_formats=result_formats)
+        self._send(protocol.BIND_COMPLETE)
+
+    def _started(self, portal: Portal) -> Result:
+        if portal.result is None:
+            if portal.statement.kind == "EMPTY":
+                portal.result = Result("")
+            else:
+                portal.result = self._run(portal.statement, portal.parameters)
+                if portal.result.rows is not None:
+                    portal.result.rows.use_formats(portal.result_formats)
+        return portal.result
+
+    def _describe(self, payload: Payload) -> None:
+        kind, name = payload.byte(), payload.cstring()
+        if kind == b"S":
+            prepared = self._prepared.get(name)
+            if prepared is None:
+                raise PgError("26000", f'prepared statement "{name}" does not exist')
+            oids = [oid or TEXT.oid for oid in prepared.parameter_oids]
+            self._send(protocol.parameter_description(oids))
+            self._describe_statement(prepared)
+            return
+        portal = self._portals.get(name)
+        if portal is None:
+            raise PgError("34000", f'portal "{name}" does not exist')
+        result = self._started(portal)
+        if result.rows is None:
+            self._send(protocol.NO_DATA)
+        else:
+            self._send(protocol.row_description(result.rows.columns))
+
+    def _describe_statement(self, prepared: Prepared) -> None:
+        """RowDescription of a statement before Bind: a query runs with NULL parameters and
+        only its schema is read; any other statement answers NoData (it is not run)."""
+        if prepared.statement.kind != "SELECT":
+            self._send(protocol.NO_DATA)
+            return
+        result = self._run(prepared.statement, [None] * len(prepared.parameter_oids))
+        if result.rows is None:
+            self._send(protocol.NO_DATA)
+            return
+        result.rows.close()
+        self._send(protocol.row_description(result.rows.columns))
+
+    def _execute(self, payload: Payload) -> None:
+        name, limit = payload.cstring(), payload.int32()
+        portal = self._portals.get(name)
+        if portal is None:
+            raise PgError("34000", f'portal "{name}" does not exist')
+        result = self._started(portal)
+        if portal.statement.kind == "EMPTY":
+            self._send(protocol.EMPTY_QUERY_RESPONSE)
+            return
+        self._send_result(result, max(limit, 0))
+
+    def _close(self, payload: Payload) -> None:
+        kind, name = payload.byte(), payload.cstring()
+        if kind == b"S":
+            self._prepared.pop(name, None)
+        else:
+            portal = self._portals.pop(name, None)
+            if portal is not None:
+                portal.close()
+        self._send(protocol.CLOSE_COMPLETE)
+
+    def _sync(self) -> None:
+        self._end_of_batch()
+        self._ready()

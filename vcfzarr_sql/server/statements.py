@@ -1,0 +1,166 @@
+"""SQL text as statements: splitting, command tags, and PostgreSQL-only statements.
+
+DuckDB parses the text (so ``;`` inside strings and comments is handled as DuckDB handles it).
+Clients and BI tools send PostgreSQL statements DuckDB does not know (``SET application_name``,
+``SET SESSION CHARACTERISTICS ...``, ``DISCARD ALL``, ``SHOW transaction_isolation``); those
+are answered here, harmlessly, without reaching DuckDB (where a failed statement would abort
+an open transaction).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import duckdb
+
+#: Kind of a statement DuckDB cannot parse.
+UNPARSED = "UNPARSED"
+
+#: Statements accepted and ignored when DuckDB does not know them (PostgreSQL session state).
+IGNORED = ("SET", "RESET", "DISCARD", "DEALLOCATE", "LISTEN", "UNLISTEN")
+
+_SET = re.compile(r"\s*SET\s+(?:SESSION\s+|LOCAL\s+)?([\w.]+)\s*(?:=|\s+TO\s+)\s*(.*?)\s*;?\s*$",
+                  re.IGNORECASE | re.DOTALL)
+_SHOW = re.compile(r"\s*SHOW\s+([\w.]+)\s*;?\s*$", re.IGNORECASE)
+_PARAMETER = re.compile(r"\$(\d+)")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One SQL statement: its text, DuckDB's statement type name, and how many ``$n`` it uses."""
+
+    sql: str
+    kind: str
+    parameters: int = 0
+
+    @property
+    def keyword(self) -> str:
+        """The first word, upper case (``SELECT``, ``BEGIN``...)."""
+        words = self.sql.split(None, 1)
+        return words[0].upper() if words else ""
+
+
+def split(con: duckdb.DuckDBPyConnection, text: str) -> list[Statement]:
+    """The statements of ``text`` (none for an empty query).
+
+    Text DuckDB cannot parse is one :data:`UNPARSED` statement: PostgreSQL-only statements are
+    answered by :func:`postgres_answer`, anything else fails with DuckDB's syntax error when run.
+
+    >>> [(s.sql, s.kind, s.parameters) for s in split(duckdb.connect(), "SELECT $2; BEGIN;")]
+    [('SELECT $2', 'SELECT', 2), ('BEGIN', 'TRANSACTION', 0)]
+    """
+    try:
+        parsed = con.extract_statements(text)
+    except duckdb.ParserException:
+        numbers = [int(n) for n in _PARAMETER.findall(text)]
+        return [Statement(text.strip(), UNPARSED, max(numbers, default=0))]
+    return [
+        Statement(s.query.strip().rstrip(";").strip(), s.type.name,
+                  max((int(p) for p in s.named_parameters if p.isdigit()), default=0))
+        for s in parsed
+    ]
+
+
+_OBJECT_WORDS = {"OR", "REPLACE", "TEMP", "TEMPORARY", "UNIQUE", "IF", "NOT", "EXISTS", "PERSISTENT"}
+
+
+def command_tag(statement: Statement, count: int | None) -> str:
+    """The CommandComplete tag of a statement that returned no rows (``count``: rows changed).
+
+    >>> command_tag(Statement("insert into t values (1)", "INSERT"), 1)
+    'INSERT 0 1'
+    >>> command_tag(Statement("create or replace view v as select 1", "CREATE"), None)
+    'CREATE VIEW'
+    """
+    words = statement.sql.upper().split()
+    first = words[0] if words else ""
+    if first == "INSERT":
+        return f"INSERT 0 {count or 0}"
+    if first in ("UPDATE", "DELETE", "COPY", "MERGE"):
+        return f"{first} {count or 0}"
+    if first in ("CREATE", "DROP", "ALTER"):
+        rest = [w for w in words[1:] if w not in _OBJECT_WORDS]
+        return f"{first} {rest[0]}" if rest else first
+    if first == "START":
+        return "START TRANSACTION"
+    if first in ("END", "ABORT"):
+        return "COMMIT" if first == "END" else "ROLLBACK"
+    return first
+
+
+#: First word of a transaction statement -> its plain DuckDB form.
+_TRANSACTION_VERBS = {"BEGIN": "BEGIN", "START": "BEGIN", "COMMIT": "COMMIT", "END": "COMMIT",
+                      "ROLLBACK": "ROLLBACK", "ABORT": "ROLLBACK"}
+
+
+def transaction_verb(statement: Statement) -> str | None:
+    """``BEGIN``, ``COMMIT`` or ``ROLLBACK`` for a statement that starts or ends a transaction."""
+    if statement.kind not in ("TRANSACTION", UNPARSED):
+        return None
+    return _TRANSACTION_VERBS.get(statement.keyword)
+
+
+def transaction_status(statement: Statement, status: str) -> str:
+    """The transaction status (``I``, ``T``, ``E``) after ``statement`` ran without error."""
+    verb = transaction_verb(statement)
+    return status if verb is None else "T" if verb == "BEGIN" else "I"
+
+
+def duckdb_equivalent(statement: Statement, duckdb_settings: set[str]) -> Statement | None:
+    """What DuckDB runs for a PostgreSQL statement it would read otherwise, or None.
+
+    ``SHOW name`` of a DuckDB setting reads the setting (DuckDB's own ``SHOW name`` describes
+    a table of that name); ``BEGIN ISOLATION LEVEL ...``, ``COMMIT AND NO CHAIN`` and other
+    transaction statements DuckDB cannot parse are plain ``BEGIN``/``COMMIT``/``ROLLBACK``
+    (DuckDB transactions are snapshot-isolated whatever the level asked for).
+
+    >>> print(duckdb_equivalent(Statement("SHOW TimeZone", "SELECT"), {"timezone"}).sql)
+    SELECT current_setting('timezone')::VARCHAR AS "timezone"
+    >>> duckdb_equivalent(Statement("BEGIN ISOLATION LEVEL SERIALIZABLE", UNPARSED), set())
+    Statement(sql='BEGIN', kind='TRANSACTION', parameters=0)
+    """
+    if statement.kind == UNPARSED and (verb := transaction_verb(statement)) is not None:
+        return Statement(verb, "TRANSACTION")
+    show = _SHOW.match(statement.sql)
+    if not show or show.group(1).lower() not in duckdb_settings:
+        return None
+    name = show.group(1).lower()
+    return Statement(f"SELECT current_setting('{name}')::VARCHAR AS \"{name}\"", "SELECT")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A reply made here instead of by DuckDB: a tag, and one text value when it is a SHOW."""
+
+    tag: str
+    column: str | None = None
+    value: str | None = None
+
+
+def postgres_answer(
+    statement: Statement, settings: dict[str, str], duckdb_settings: set[str]
+) -> Answer | None:
+    """The reply to a PostgreSQL-only statement, or None when DuckDB should run it.
+
+    ``settings`` holds the session's PostgreSQL parameters (by lower-case name); a ``SET`` of
+    a parameter DuckDB does not have is stored there, a ``SHOW`` of one is answered from it.
+
+    >>> s = {"server_version": "15.0 (vcfzarr-sql)"}
+    >>> postgres_answer(Statement("SET application_name = 'x'", "SET"), s, {"threads"})
+    Answer(tag='SET', column=None, value=None)
+    >>> s["application_name"], postgres_answer(Statement("SHOW server_version", "SELECT"), s, set())
+    ('x', Answer(tag='SHOW', column='server_version', value='15.0 (vcfzarr-sql)'))
+    """
+    show = _SHOW.match(statement.sql)
+    if show and show.group(1).lower() in settings and show.group(1).lower() not in duckdb_settings:
+        return Answer("SHOW", show.group(1).lower(), settings[show.group(1).lower()])
+    if statement.kind == UNPARSED and statement.keyword in IGNORED:
+        return Answer(statement.keyword)
+    assignment = _SET.match(statement.sql)
+    if statement.kind == "SET" and assignment:
+        name = assignment.group(1).lower()
+        if name not in duckdb_settings:
+            settings[name] = assignment.group(2).strip("'\"")
+            return Answer("SET")
+    return None
