@@ -115,6 +115,17 @@ def genotype(gt: oracle.Genotype | None) -> list | None:
     return None if gt is None else list(gt.alleles)
 
 
+def allele(gt: oracle.Genotype | None, k: int) -> int | None:
+    """Allele ``k`` (1-based) of bcftools' genotype: None when missing or absent."""
+    return gt.alleles[k - 1] if gt is not None and len(gt.alleles) >= k else None
+
+
+def allele_columns(store) -> dict[str, int]:
+    """``fmt_GT_<k>`` -> k for the store's allele columns."""
+    derived = schema.genotype_columns(store.format_fields)
+    return {name: index + 1 for name, index in derived.items() if index is not None}
+
+
 def compared_fields(fields: dict, declared: dict, writer: str) -> list:
     """The store's fields that bcftools knows: all of them for our converter (bio2zarr drops
     fields the header does not declare)."""
@@ -155,6 +166,8 @@ def assert_variants_match_bcftools(vcf: str, store, writer: str) -> None:
                 expected = calls[v][s][f.name]
                 if f.name == schema.GT:
                     assert value == genotype(expected), (where, s)
+                    for column, k in allele_columns(store).items():
+                        assert row[column][s] == allele(expected, k), (where, s, column)
                 else:
                     assert same_call_value(expected, value, f, writer), (where, s, f.name)
 
@@ -246,6 +259,8 @@ def test_call_rows_match_bcftools(store_of, writer, name):
             value = row["fmt_" + f.name]
             if f.name == schema.GT:
                 assert value == genotype(expected), where
+                for column, k in allele_columns(store).items():
+                    assert row[column] == allele(expected, k), (where, column)
                 if phased_comparable(expected, writer):
                     assert row["fmt_GT_phased"] == expected.phased, where
             else:
@@ -373,14 +388,18 @@ def test_sample_selection_reads_only_the_sample_chunks_it_needs(store_of):
     assert batch.column(0).to_pylist() == [[genotype(c["GT"]) for c in r] for r in expected]
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.integers(0, 4).flatmap(
+def genotype_blocks(min_ploidy: int, lowest: int) -> st.SearchStrategy[np.ndarray]:
+    """int8 genotype blocks (calls, ploidy) with values from ``lowest`` (-2: fill; -3: also
+    values no writer should store) to 3."""
+    return st.integers(min_ploidy, 4).flatmap(
         lambda ploidy: hnp.arrays(
-            np.int8, st.tuples(st.integers(0, 40), st.just(ploidy)), elements=st.integers(-2, 3)
+            np.int8, st.tuples(st.integers(0, 40), st.just(ploidy)), elements=st.integers(lowest, 3)
         )
     )
-)
+
+
+@settings(max_examples=200, deadline=None)
+@given(genotype_blocks(0, -2))
 def test_genotype_fast_path_equals_the_general_lists(genotypes):
     """The genotype hot path gives exactly the lists the general sentinel handling gives."""
     fast = arrays.genotype_array(genotypes, pa.int8())
@@ -389,6 +408,19 @@ def test_genotype_fast_path_equals_the_general_lists(genotypes):
     assert fast.to_pylist() == general.to_pylist()
     assert fast.null_count == general.null_count
     assert fast.flatten().null_count == general.flatten().null_count
+
+
+@settings(max_examples=200, deadline=None)
+@given(genotype_blocks(1, -3))
+def test_allele_columns_are_the_elements_of_the_genotype_lists(genotypes):
+    """``fmt_GT_<k>`` is exactly what ``fmt_GT[k]`` gives: fill anywhere (also in malformed
+    rows), missing, lone missing, shorter calls."""
+    lists = arrays.list_array(genotypes, pa.int8(), arrays.NULL_IF_LONE_MISSING).to_pylist()
+    for index in range(genotypes.shape[1]):
+        column = arrays.allele_array(genotypes, index, pa.int8())
+        column.validate(full=True)
+        expected = [row[index] if row is not None and len(row) > index else None for row in lists]
+        assert column.to_pylist() == expected
 
 
 STRING_VALUES = st.sampled_from(["", ".", "A", "AT", "é", "..", "日本"])

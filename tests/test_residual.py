@@ -154,3 +154,37 @@ def test_random_filters_keep_the_rows_pyarrow_keeps(expression) -> None:
     columns = frozenset(BATCH.schema.names) - {"gt", "row"}
     got = residual.matching_rows(BATCH, parse(expression), expression, columns)
     assert got.column("row").to_pylist() == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.none() | st.integers(-1, 3), max_size=70),
+    st.integers(0, 9),
+    st.integers(-1, 3),
+    st.booleans(),
+)
+def test_masks_at_any_offset_and_length_keep_the_rows_pyarrow_keeps(values, offset, cut, drop) -> None:
+    """Bitmaps of any length (padding bits), offset (a sliced batch) and null pattern; runs,
+    scattered rows, all rows, none; with and without the filter column in the output."""
+    column = pa.array([None] * offset + values, pa.int8()).slice(offset)
+    batch = pa.record_batch({"gt": column, "row": pa.array(range(len(values)), pa.int64())})
+    expression = pc.field("gt") > cut
+    expected = batch.filter(expression)
+    keep = ["row"] if drop else None
+    got = residual.matching_rows(batch, parse(expression), expression, frozenset(["gt"]), keep)
+    got.validate(full=True)
+    assert got.column("row").to_pylist() == expected.column("row").to_pylist()
+    assert got.schema.names == (["row"] if drop else ["gt", "row"])
+    counted = residual.matching_rows(batch, parse(expression), expression, frozenset(["gt"]), [])
+    assert counted.num_rows == expected.num_rows and counted.num_columns == 0
+
+
+def test_a_mask_of_a_boolean_result_with_an_offset_is_exact() -> None:
+    """A boolean column read straight by the filter (its array may start mid-byte)."""
+    flags = pa.array([True, None, False, True, True, None, True, False, True, True, False], pa.bool_())
+    for offset in range(len(flags)):
+        sliced = flags.slice(offset)
+        batch = pa.record_batch({"flag": sliced, "row": pa.array(range(len(sliced)), pa.int64())})
+        expression = pc.field("flag")
+        got = residual.matching_rows(batch, parse(expression), expression, frozenset(["flag"]))
+        assert got.column("row").to_pylist() == batch.filter(expression).column("row").to_pylist()

@@ -142,15 +142,28 @@ def predicates(draw, store: Store, table: str):
         if f.name.startswith("info_") and (pa.types.is_integer(f.type) or pa.types.is_floating(f.type))
     ]
 
+    # the calls table's plain allele columns (fmt_GT_1, ...): integers DuckDB pushes down
+    alleles = [
+        f.name for f in full.schema
+        if f.name.startswith("fmt_GT_") and pa.types.is_integer(f.type)
+    ]
+
     def leaf():
         kind = draw(st.sampled_from(
             ["contig", "contig_in", "pos", "end", "pos_in", "between", "qual", "id_null", "like", "region"]
             + (["sample", "sample_in"] if table == "calls" else [])
             + (["info"] if info else [])
+            + (["allele", "allele_null"] if alleles else [])
         ))
         if kind == "info":
             column, value = draw(st.sampled_from(info)), draw(st.integers(-1, 5))
             return f"{column} >= {value}", pl.col(column) >= value
+        if kind == "allele":
+            column, op, value = draw(st.sampled_from(alleles)), draw(st.sampled_from(ops)), draw(st.integers(-1, 3))
+            return f"{column} {op} {value}", getattr(pl.col(column), py_ops[op])(value)
+        if kind == "allele_null":
+            column = draw(st.sampled_from(alleles))
+            return f"{column} IS NULL", pl.col(column).is_null()
         if kind in ("contig", "sample"):
             column = "contig" if kind == "contig" else "sample_id"
             op, value = draw(st.sampled_from(ops)), draw(st.sampled_from(contigs if kind == "contig" else samples))

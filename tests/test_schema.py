@@ -14,10 +14,10 @@ from vcfzarr_sql.store import FieldInfo
 DICT_STRING = pa.dictionary(pa.int32(), pa.string())
 
 
-def field(name, category, number, vcf_type, dtype, description="d") -> FieldInfo:
+def field(name, category, number, vcf_type, dtype, description="d", shape=()) -> FieldInfo:
     array = ("variant_" if category == "INFO" else "call_") + name
     return FieldInfo(name, category, array, number, vcf_type, description, np.dtype(dtype),
-                     (), (), ())
+                     shape, (), ())
 
 
 def store(info=(), fmt=()) -> SimpleNamespace:
@@ -89,6 +89,30 @@ def test_genotypes_keep_the_stored_width(dtype):
     assert variants.field("fmt_GT_phased").type == pa.list_(pa.bool_())
     assert calls.field("fmt_GT").type == pa.list_(allele)
     assert calls.field("fmt_GT_phased").type == pa.bool_()
+
+
+@pytest.mark.parametrize("dtype", ["i1", "<i4"])
+def test_one_allele_column_per_ploidy_after_gt(dtype):
+    gt = field("GT", "FORMAT", "1", "String", dtype, shape=(9, 3, 3))
+    dp = field("DP", "FORMAT", "1", "Integer", "i4", shape=(9, 3))
+    allele = pa.from_numpy_dtype(np.dtype(dtype))
+    variants, calls = schema.variants_schema(store(fmt=[gt, dp])), schema.calls_schema(store(fmt=[gt, dp]))
+    derived = ["fmt_GT_phased", "fmt_GT_1", "fmt_GT_2", "fmt_GT_3"]
+    assert variants.names[-6:] == calls.names[-6:] == ["fmt_GT", *derived, "fmt_DP"]
+    for k in (1, 2, 3):
+        assert calls.field(f"fmt_GT_{k}").type == allele
+        assert variants.field(f"fmt_GT_{k}").type == pa.list_(allele)
+        assert calls.field(f"fmt_GT_{k}").metadata[b"Description"].startswith(f"Allele {k} ".encode())
+
+
+def test_a_format_field_keeps_the_name_of_a_derived_genotype_column():
+    gt = field("GT", "FORMAT", "1", "String", "i1", shape=(9, 3, 2))
+    own = [field(n, "FORMAT", "1", "Float", "<f4", shape=(9, 3)) for n in ("GT_2", "GT_phased")]
+    for table in (schema.variants_schema, schema.calls_schema):
+        t = table(store(fmt=[gt, *own]))
+        assert len(set(t.names)) == len(t.names)
+        assert [n for n in t.names if n.startswith("fmt_GT")] == ["fmt_GT", "fmt_GT_1", "fmt_GT_2", "fmt_GT_phased"]
+        assert pa.types.is_floating(t.field("fmt_GT_2").type) or pa.types.is_floating(t.field("fmt_GT_2").type.value_type)
 
 
 def test_table_layouts():

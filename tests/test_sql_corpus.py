@@ -141,9 +141,15 @@ def _expected_genotype(gt) -> tuple[list | None, bool | None]:
     return (None, None) if gt is None else (list(gt.alleles), gt.phased)
 
 
+def _expected_alleles(gt, slots: int) -> list[int | None]:
+    """``fmt_GT_1`` ... ``fmt_GT_<slots>`` of bcftools' genotype: each allele, None past the end."""
+    alleles = [] if gt is None else list(gt.alleles)
+    return (alleles + [None] * slots)[:slots]
+
+
 def _call_rows(con, store: str, header, samples: list[str] | None) -> dict[str, list]:
     fields = "".join(f", {_quote('fmt_' + name)}" for name in header.format if name != "GT")
-    gt = ", fmt_GT, fmt_GT_phased" if "GT" in header.format else ""
+    gt = ", fmt_GT, fmt_GT_phased, COLUMNS('^fmt_GT_[0-9]+$')" if "GT" in header.format else ""
     args = _literal(store)
     if samples is not None:
         args += ", samples := [" + ", ".join(_literal(s) for s in samples) + "]"
@@ -173,12 +179,15 @@ def _assert_calls_equal(rows, path: str, header, samples: list[str] | None) -> N
     flat = [record[s] for s in range(len(names)) for record in expected]
     for name, field in header.format.items():
         if name == "GT":
-            ours = list(zip(rows["fmt_GT"], rows["fmt_GT_phased"]))
+            alleles = sorted((c for c in rows if c.startswith("fmt_GT_") and c[7:].isdigit()), key=len)
+            assert alleles, "no allele columns fmt_GT_1 ..."
+            ours = list(zip(rows["fmt_GT"], rows["fmt_GT_phased"], zip(*(rows[c] for c in alleles))))
             bad = [
                 (k, call["GT"], got)
                 for k, (call, got) in enumerate(zip(flat, ours))
                 if _expected_genotype(call["GT"])[0] != got[0]
                 or (call["GT"] is not None and call["GT"].phased != got[1])
+                or list(got[2]) != _expected_alleles(call["GT"], len(alleles))
             ]
         else:
             column = rows["fmt_" + name]
@@ -226,6 +235,42 @@ def test_calls(con, stores, corpus_file) -> None:
         _assert_all_genotypes_equal(con, store, path)
     subset = header.samples[-1:] + header.samples[:SUBSET_SAMPLES - 1]  # out of store order
     _assert_calls_equal(_call_rows(con, store, header, subset), path, header, subset)
+
+
+#: The guide's allele count and number per site (docs/guide.md, "The allele columns"), with the
+#: allele columns of the store written out (the guide's is for a diploid store).
+ALLELE_COUNTS_SQL = """
+SELECT contig, pos, {ac} AS ac, {an} AS an
+FROM vcf_zarr_calls({store})
+GROUP BY contig, pos ORDER BY contig, pos
+"""
+
+GT_FILES = [f for f in FILES if f.records and f.samples]
+
+
+@pytest.mark.parametrize("corpus_file", GT_FILES, ids=[f.id for f in GT_FILES])
+def test_allele_counts_from_the_allele_columns(con, stores, corpus_file) -> None:
+    """count over fmt_GT_k gives each site's AC and AN as bcftools' genotypes do:
+    half-missing, haploid and mixed-ploidy calls included."""
+    path = str(corpus_file.path)
+    if "GT" not in _header(path).format:
+        pytest.skip("no GT")
+    store = stores(corpus_file)
+    columns = con.sql(f"SELECT * FROM vcf_zarr_calls({_literal(store)}) LIMIT 0").columns
+    alleles = [c for c in columns if c.startswith("fmt_GT_") and c[7:].isdigit()]
+    sql = ALLELE_COUNTS_SQL.format(
+        ac=" + ".join(f"count(*) FILTER (WHERE {c} > 0)" for c in alleles),
+        an=" + ".join(f"count({c})" for c in alleles),
+        store=_literal(store),
+    )
+    got = con.sql(sql).fetchall()
+    genotypes, _ = oracle.genotype_arrays(path)
+    expected: dict[tuple[str, int], list[int]] = {}
+    for record, calls in zip(oracle.records(path), genotypes):
+        counts = expected.setdefault((record.chrom, record.pos), [0, 0])
+        counts[0] += int((calls > 0).sum())
+        counts[1] += int((calls >= 0).sum())
+    assert sorted(got) == sorted((c, p, ac, an) for (c, p), (ac, an) in expected.items())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -313,6 +313,32 @@ def genotype_array(genotypes: np.ndarray, type_: pa.DataType) -> pa.Array:
     return _lists(_elements(flat, validity, type_), _regular_offsets(calls, ploidy), None)
 
 
+def allele_array(genotypes: np.ndarray, index: int, type_: pa.DataType) -> pa.Array:
+    """Allele ``index`` (0-based) of each row of ``genotypes`` (shape (calls, ploidy)): element
+    ``index`` of the list :func:`genotype_array` gives, null where that list is null, shorter,
+    or has a missing allele there (what DuckDB's ``fmt_GT[index + 1]`` returns), as a plain
+    column.
+
+    Without padding (most chunks) this is column ``index`` with ``missing`` -> null; with
+    mixed-ploidy padding it is the ``index``-th allele that is not fill.
+
+    >>> g = np.array([[0, 1], [-1, 1], [1, -2], [-1, -2]], dtype=np.int8)
+    >>> allele_array(g, 0, pa.int8()).to_pylist(), allele_array(g, 1, pa.int8()).to_pylist()
+    ([0, None, 1, None], [1, 1, None, None])
+    """
+    calls = genotypes.shape[0]
+    alleles = memory.empty(calls, genotypes.dtype)
+    if genotypes.size and genotypes.min() < spec.INT_MISSING:  # padded (or malformed) rows
+        kept = genotypes != spec.INT_FILL
+        at_index = kept & (np.cumsum(kept, axis=1) == index + 1)
+        found = at_index.any(axis=1)
+        alleles[:] = np.where(found, genotypes[np.arange(calls), at_index.argmax(axis=1)], -1)
+    else:
+        np.copyto(alleles, genotypes[:, index])
+    missing = alleles == spec.INT_MISSING if alleles.size and alleles.min() < 0 else None
+    return _elements(alleles, missing, type_)
+
+
 def _row_counts(mask: np.ndarray) -> np.ndarray:
     """The number of true values in each row of the 2-D boolean ``mask`` (int32).
 
@@ -410,6 +436,11 @@ def dictionary_array(
     """
     codes = _elements(indices, None if valid is None else ~valid, pa.int32())
     return pa.DictionaryArray.from_arrays(codes, dictionary, safe=False)
+
+
+def rows_only(rows: int) -> pa.RecordBatch:
+    """A batch of ``rows`` rows and no columns (what ``count(*)`` reads)."""
+    return pa.RecordBatch.from_arrays([pa.nulls(rows)], names=["_"]).select([])
 
 
 def _repeat(values: np.ndarray, times: int) -> np.ndarray:

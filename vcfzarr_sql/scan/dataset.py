@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 
 from vcfzarr_sql.errors import NotSupportedError, QueryError, StoreError
-from vcfzarr_sql.scan import decode, schema
+from vcfzarr_sql.scan import arrays, decode, schema
 from vcfzarr_sql.scan.expressions import columns_of, conjunction, parse_or_none
 from vcfzarr_sql.scan.plan import TABLES, ChunkTask, ScanPlan, ScanRequest, plan_scan
 from vcfzarr_sql.scan.prefetch import prefetched
@@ -53,11 +53,6 @@ def _sample_indexes(store: Any, samples: Sequence[str] | None) -> np.ndarray | N
     if not samples:
         raise QueryError("samples: the list is empty")
     return np.unique(np.array([position[s] for s in samples], dtype=np.int64))
-
-
-def _empty_batch(rows: int) -> pa.RecordBatch:
-    """A batch of ``rows`` rows and no columns (what count(*) reads)."""
-    return pa.RecordBatch.from_arrays([pa.nulls(rows)], names=["_"]).select([])
 
 
 class VczScanner:
@@ -94,16 +89,18 @@ class VczScanner:
     def _run(self, source: CountingSource, task: ChunkTask) -> pa.RecordBatch:
         """Decode one task, keep its matching rows, project to the output columns."""
         if not task.columns:
-            batch = _empty_batch(task.num_rows)
+            batch = arrays.rows_only(task.num_rows)
         elif task.sample_chunk is None:
             batch = decode.decode_variants(source, task.variant_chunk, task.columns, task.samples)
         else:
             batch = decode.decode_calls(
                 source, task.variant_chunk, task.sample_chunk, task.columns, task.samples
             )
-        if task.filter is not None:
-            batch = matching_rows(batch, self._filter_tree, task.filter, self._filter_columns)
-        return batch.select(self._plan.schema.names)
+        if task.filter is None:
+            return batch.select(self._plan.schema.names)
+        return matching_rows(
+            batch, self._filter_tree, task.filter, self._filter_columns, self._plan.schema.names
+        )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The batches of matching rows, one per task that has any, decoded a few ahead."""

@@ -18,7 +18,7 @@ What the values mean (bcftools' view of the record):
 * ``fmt_GT`` is the list of allele indexes; a missing allele is a NULL element (``./.`` is
   ``[NULL, NULL]``, ``./1`` is ``[NULL, 1]``); mixed-ploidy padding is trimmed (haploid ``0``
   is ``[0]``); ``.`` (one missing allele) is NULL. ``fmt_GT_phased`` is the stored phasing
-  (false when the store has none).
+  (false when the store has none). ``fmt_GT_<k>`` is ``fmt_GT[k]`` as a plain integer.
 
 ``source`` is a store (:class:`vcfzarr_sql.store.VczStore`) or anything with its metadata
 attributes, ``read_chunk``, ``array_info``, ``has_array`` and ``variant_length``; string
@@ -163,8 +163,8 @@ def _chunk_rows(source: Any, chunk_index: int) -> int:
 
 def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordBatch:
     """The batch of ``out``; its types are the schema's (field metadata is the dataset's)."""
-    if not columns:  # count(*): rows, no columns
-        return pa.RecordBatch.from_arrays([pa.nulls(rows)], names=["_"]).select([])
+    if not columns:
+        return arrays.rows_only(rows)
     return pa.RecordBatch.from_arrays(out, names=list(columns))
 
 
@@ -243,14 +243,24 @@ def _variant_array(blocks: _Blocks, name: str) -> pa.Array:
 
 
 def _call_array(blocks: _Blocks, name: str) -> pa.Array:
-    if name == schema.GT_PHASED_COLUMN and schema.GT in blocks.source.format_fields:
-        return _phased(blocks)
-    field = _field(blocks.source.format_fields, name, schema.FORMAT_PREFIX)
-    values = blocks.values(field.array)
+    fields = blocks.source.format_fields
+    derived = schema.genotype_columns(fields)
+    if name in derived:
+        allele = derived[name]
+        if allele is None:
+            return _phased(blocks)
+        gt = fields[schema.GT]
+        return arrays.allele_array(_genotypes(blocks, gt), allele, schema.value_type(gt))
+    field = _field(fields, name, schema.FORMAT_PREFIX)
     if field.name == schema.GT:
-        genotypes = values.reshape(-1, values.shape[-1])
-        return arrays.genotype_array(genotypes, schema.value_type(field))
-    return _field_values(values, field, cell_axes=2)
+        return arrays.genotype_array(_genotypes(blocks, field), schema.value_type(field))
+    return _field_values(blocks.values(field.array), field, cell_axes=2)
+
+
+def _genotypes(blocks: _Blocks, gt: Any) -> np.ndarray:
+    """The batch's genotypes, one row of alleles per call (shape (calls, ploidy))."""
+    values = blocks.values(gt.array)
+    return values.reshape(-1, values.shape[-1])
 
 
 def _phased(blocks: _Blocks) -> pa.Array:

@@ -17,10 +17,13 @@ where the filter is false or null are dropped, as Acero drops them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from vcfzarr_sql.scan import arrays
 from vcfzarr_sql.scan.expressions import Call, Column, Literal, Node
 
 #: Functions called with no options.
@@ -67,8 +70,9 @@ def _evaluate(node: Node, batch: pa.RecordBatch) -> pa.Array | pa.Scalar:
     return pc.call_function(node.function, arguments, options)
 
 
-def _selected(batch: pa.RecordBatch, tree: Node) -> np.ndarray | None:
-    """Whether each row satisfies ``tree`` (null: no), or None when this module cannot tell."""
+def _selected(batch: pa.RecordBatch, tree: Node) -> pa.BooleanArray | None:
+    """Whether each row satisfies ``tree`` (null: no) as a mask (:func:`_keep_mask`), or
+    None when this module cannot tell."""
     try:
         result = _evaluate(tree, batch)
     except (_Unknown, pa.ArrowException):  # Acero decides (or reports the error)
@@ -76,10 +80,10 @@ def _selected(batch: pa.RecordBatch, tree: Node) -> np.ndarray | None:
     if isinstance(result, pa.Scalar):
         if not pa.types.is_boolean(result.type):
             return None
-        return np.full(batch.num_rows, result.as_py() is True)
+        result = pa.array(np.full(batch.num_rows, result.as_py() is True))
     if not pa.types.is_boolean(result.type) or len(result) != batch.num_rows:
         return None
-    return pc.fill_null(result, False).to_numpy(zero_copy_only=False)
+    return _keep_mask(result)
 
 
 def matching_rows(
@@ -87,30 +91,78 @@ def matching_rows(
     tree: Node | None,
     expression: pc.Expression,
     filter_columns: frozenset[str],
+    columns: Sequence[str] | None = None,
 ) -> pa.RecordBatch:
     """The rows of ``batch`` that satisfy ``expression``, which reads ``filter_columns`` and
-    whose call tree is ``tree`` (None: it could not be parsed).
+    whose call tree is ``tree`` (None: it could not be parsed), with only ``columns`` (None:
+    all of them; columns read only by the filter are dropped before any copying).
 
     A batch whose rows all match is returned as it is, a run of matching rows as a zero-copy
-    slice, other selections by mask.
+    slice, other selections by mask (rows alone when no column is left, as for count(*)).
     """
     probe = batch.select([name for name in batch.schema.names if name in filter_columns])
-    selected = None if tree is None else _selected(probe, tree)
-    if selected is None:
-        selected = _selected_by_acero(probe, expression)
-    kept = np.flatnonzero(selected)
-    if len(kept) == batch.num_rows:
-        return batch
-    if not len(kept) or kept[-1] - kept[0] + 1 == len(kept):
-        return batch.slice(int(kept[0]) if len(kept) else 0, len(kept))
-    return batch.filter(pa.array(selected))
+    mask = None if tree is None else _selected(probe, tree)
+    if mask is None:
+        mask = _selected_by_acero(probe, expression)
+    out = batch if columns is None else batch.select(list(columns))
+    count = mask.true_count
+    if count == batch.num_rows:
+        return out
+    if count == 0:
+        return out.slice(0, 0)
+    start = _run_start(np.frombuffer(mask.buffers()[1], dtype=np.uint8), count)
+    if start is not None:
+        return out.slice(start, count)
+    if out.num_columns == 0:
+        return arrays.rows_only(count)
+    return out.filter(mask)
 
 
-def _selected_by_acero(probe: pa.RecordBatch, expression: pc.Expression) -> np.ndarray:
+def _keep_mask(result: pa.BooleanArray) -> pa.BooleanArray:
+    """``result`` with null as false: no validity bitmap, offset 0, padding bits clear.
+
+    Done on the packed bitmaps: ``fill_null`` on a boolean array with nulls measured 10 ms
+    per million rows.
+    """
+    rows = len(result)
+    validity, data = result.buffers()
+    keep = _bits(data, result.offset, rows)
+    if result.null_count:
+        keep &= _bits(validity, result.offset, rows)
+    return pa.Array.from_buffers(pa.bool_(), rows, [None, pa.py_buffer(keep)], 0)
+
+
+def _bits(bitmap: pa.Buffer, offset: int, count: int) -> np.ndarray:
+    """Bits ``offset`` to ``offset + count`` of ``bitmap`` packed into a new uint8 vector
+    (least significant bit first, as Arrow), the padding bits of its last byte clear."""
+    packed = np.frombuffer(bitmap, dtype=np.uint8)
+    if offset % 8 == 0:
+        bits = packed[offset // 8 : offset // 8 + (count + 7) // 8].copy()
+    else:
+        unpacked = np.unpackbits(packed, count=offset + count, bitorder="little")[offset:]
+        bits = np.packbits(unpacked, bitorder="little")
+    if count % 8:
+        bits[-1] &= (1 << (count % 8)) - 1
+    return bits
+
+
+def _run_start(bits: np.ndarray, count: int) -> int | None:
+    """The first set bit of the packed ``bits`` when its ``count`` (> 0) set bits are
+    consecutive, else None."""
+    occupied = bits != 0
+    first_byte = int(occupied.argmax())
+    last_byte = len(bits) - 1 - int(occupied[::-1].argmax())
+    low, high = int(bits[first_byte]), int(bits[last_byte])
+    first = 8 * first_byte + (low & -low).bit_length() - 1
+    last = 8 * last_byte + high.bit_length() - 1
+    return first if last - first + 1 == count else None
+
+
+def _selected_by_acero(probe: pa.RecordBatch, expression: pc.Expression) -> pa.BooleanArray:
     """Whether each row of ``probe`` (the filter's columns) satisfies ``expression``, by
     pyarrow's own filter of the probe plus a row number."""
     numbered = probe.append_column(_ROW_NUMBER, pa.array(np.arange(probe.num_rows, dtype=np.int64)))
     kept = numbered.filter(expression).column(_ROW_NUMBER).to_numpy()
     selected = np.zeros(probe.num_rows, dtype=bool)
     selected[kept] = True
-    return selected
+    return pa.array(selected)

@@ -5,11 +5,15 @@
     contig dictionary<int32, string>, pos int64, end int64, id string, ref string,
     alt list<string>, qual float32, filters list<string>, info_<Name>...,
     fmt_<Name>... (a list over the selected samples of the per-call value),
-    fmt_GT list<list<intN>>, fmt_GT_phased list<bool>
+    fmt_GT list<list<intN>>, fmt_GT_phased list<bool>, fmt_GT_1 ... fmt_GT_<ploidy> list<intN>
 
 ``calls`` has one row per (record, sample): the variant columns (no ``fmt_`` lists), then
 ``sample_id dictionary<int32, string>`` and the per-call ``fmt_<Name>`` values, ``fmt_GT
-list<intN>`` (allele indexes) and ``fmt_GT_phased bool``. In ``calls`` the variant string
+list<intN>`` (allele indexes), ``fmt_GT_phased bool`` and ``fmt_GT_1`` ... ``fmt_GT_<ploidy>
+intN``: allele k as a plain column, equal to ``fmt_GT[k]`` (DuckDB evaluates plain columns
+6-8x faster than list elements, and they are built from the decoded chunk with one copy).
+A FORMAT field whose own column has one of these names keeps it; the derived column is left
+out. In ``calls`` the variant string
 columns (``id``, ``ref``, String/Character ``info_``) repeat once per sample, so they are
 dictionary<int32, string> over the records of the chunk: building them costs 2x less than
 copying, and DuckDB filters and groups them 2.5-9x faster. (List columns stay lists: Arrow
@@ -67,6 +71,7 @@ class Field(Protocol):
     vcf_type: str
     description: str
     dtype: np.dtype
+    shape: tuple[int, ...]
 
 
 class Store(Protocol):
@@ -135,20 +140,52 @@ def _phased_field(type_: pa.DataType) -> pa.Field:
     )
 
 
+def genotype_columns(fields: dict[str, Field]) -> dict[str, int | None]:
+    """The columns derived from the GT field of ``fields`` (FORMAT fields by VCF name):
+    ``fmt_GT_phased`` -> None, ``fmt_GT_<k>`` -> k - 1 for k from 1 to the ploidy (the last
+    dimension of the GT array). A FORMAT field named like one (``GT_1``) keeps that column.
+
+    >>> from types import SimpleNamespace as F
+    >>> genotype_columns({"GT": F(shape=(9, 3, 2)), "GT_2": F(shape=(9, 3))})
+    {'fmt_GT_phased': None, 'fmt_GT_1': 0}
+    """
+    gt = fields.get(GT)
+    if gt is None:
+        return {}
+    ploidy = gt.shape[-1] if len(gt.shape) == 3 else 0
+    derived: dict[str, int | None] = {GT_PHASED_COLUMN: None}
+    derived.update({f"{GT_COLUMN}_{k + 1}": k for k in range(ploidy)})
+    taken = {FORMAT_PREFIX + name for name in fields}
+    return {name: index for name, index in derived.items() if name not in taken}
+
+
+def _allele_field(name: str, index: int, type_: pa.DataType) -> pa.Field:
+    description = (
+        f"Allele {index + 1} of the genotype, as fmt_GT[{index + 1}]: "
+        "NULL when missing or when the call has fewer alleles"
+    )
+    return pa.field(
+        name,
+        type_,
+        metadata={b"Number": b"1", b"Type": b"Integer", b"Description": description.encode()},
+    )
+
+
 def _format_fields(store: Store, *, over_samples: bool) -> list[pa.Field]:
+    def per_sample(type_: pa.DataType) -> pa.DataType:
+        return pa.list_(type_) if over_samples else type_
+
     fields = []
     for f in store.format_fields.values():
-        type_ = per_value_type(f)
         fields.append(
-            pa.field(
-                FORMAT_PREFIX + f.name,
-                pa.list_(type_) if over_samples else type_,
-                metadata=field_metadata(f),
-            )
+            pa.field(FORMAT_PREFIX + f.name, per_sample(per_value_type(f)), metadata=field_metadata(f))
         )
-        if f.name == GT:
-            phased = pa.list_(pa.bool_()) if over_samples else pa.bool_()
-            fields.append(_phased_field(phased))
+        if f.name == GT:  # its derived columns follow it
+            for name, index in genotype_columns(store.format_fields).items():
+                if index is None:
+                    fields.append(_phased_field(per_sample(pa.bool_())))
+                else:
+                    fields.append(_allele_field(name, index, per_sample(value_type(f))))
     return fields
 
 
