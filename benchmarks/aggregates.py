@@ -30,6 +30,8 @@ from benchmarks.sizes import Files, Size
 ALLELE_COUNT = "allele count per variant (from GT)"
 MISSINGNESS = "missing calls per sample"
 CONTIGS = "count(*) by contig"
+#: Our same answer from the genotype lists (``fmt_GT``) instead of the allele columns.
+LISTS = f"{OURS} (fmt_GT lists)"
 
 
 # --- expected answers (bcftools) ---------------------------------------------------------------
@@ -67,13 +69,13 @@ def process_case(tool: str, argv: list[str], parse: Callable[[bytes], Any], note
     return Case(tool, lambda: parse(run_process(argv).stdout), note=note)
 
 
-def our_case(session: dict, sql: str, answer: Callable[[Any], Any], note: str) -> Case:
+def our_case(session: dict, sql: str, answer: Callable[[Any], Any], note: str, tool: str = OURS) -> Case:
     def run() -> Any:
         if "con" not in session:
             session["con"] = ours.connect()
         return answer(ours.arrow_table(session["con"].sql(sql)))
 
-    return Case(OURS, run, note=note)
+    return Case(tool, run, note=note)
 
 
 def polars_bio_scan(files: Files, genotypes: bool) -> pl.LazyFrame:
@@ -99,13 +101,25 @@ def allele_count_cases(files: Files, store: Path, session: dict) -> list[Case]:
         return int(row[0]), int(row[1])
 
     bcftools = f"bcftools +fill-tags {files.bcf} -Ou -- -t AC | bcftools query -f '%AC\\n'"
+
+    def answer(table) -> tuple[int, int]:
+        return table.column(0)[0].as_py(), table.column(1)[0].as_py()
+
     return [
+        our_case(
+            session,
+            f"SELECT count(*), sum(ac) FROM (SELECT contig, pos, count(*) FILTER (WHERE fmt_GT_1 > 0) "
+            f"+ count(*) FILTER (WHERE fmt_GT_2 > 0) AS ac FROM vcf_zarr_calls('{store}') GROUP BY contig, pos)",
+            answer,
+            "GROUP BY contig, pos over `vcf_zarr_calls`, counting the allele columns `fmt_GT_1`, `fmt_GT_2`",
+        ),
         our_case(
             session,
             f"SELECT count(*), sum(ac) FROM (SELECT contig, pos, "
             f"list_count(list_filter(flatten(fmt_GT), lambda a: a > 0)) AS ac FROM vcf_zarr('{store}'))",
-            lambda t: (t.column(0)[0].as_py(), t.column(1)[0].as_py()),
+            answer,
             "per-variant `list_count(list_filter(flatten(fmt_GT), ...))` over `vcf_zarr`",
+            tool=LISTS,
         ),
         process_case("bcftools", shell(bcftools), sum_fields, "`bcftools +fill-tags -t AC | bcftools query -f %AC`"),
         Case("polars-bio VCF", polars_bio, note="`pb.scan_vcf` GT strings, count non-zero alleles per record"),
@@ -138,12 +152,16 @@ def missingness_cases(files: Files, store: Path, session: dict) -> list[Case]:
         return np.array([n for _, n in rows], dtype=np.int64)
 
     return [
-        our_case(
-            session,
-            f"SELECT sample_id, count(*) FILTER (WHERE fmt_GT[1] IS NULL) AS missing "
-            f"FROM vcf_zarr_calls('{store}') GROUP BY sample_id ORDER BY sample_id",
-            lambda t: np.asarray(t.column("missing").to_numpy(), dtype=np.int64),
-            "GROUP BY sample_id over `vcf_zarr_calls`",
+        *(
+            our_case(
+                session,
+                f"SELECT sample_id, count(*) FILTER (WHERE {first} IS NULL) AS missing "
+                f"FROM vcf_zarr_calls('{store}') GROUP BY sample_id ORDER BY sample_id",
+                lambda t: np.asarray(t.column("missing").to_numpy(), dtype=np.int64),
+                f"GROUP BY sample_id over `vcf_zarr_calls`, `{first} IS NULL`",
+                tool=tool,
+            )
+            for first, tool in (("fmt_GT_1", OURS), ("fmt_GT[1]", LISTS))
         ),
         process_case("bcftools", ["bcftools", "stats", "-s", "-", str(files.bcf)], parse_psc_missing, "`bcftools stats -s -` (PSC nMissing; computes much more)"),
         Case("polars-bio VCF", polars_bio, note="explode GT strings with sample index, group by sample"),

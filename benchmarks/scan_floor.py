@@ -206,18 +206,19 @@ def main(argv: list[str] | None = None) -> None:
     cpu: dict[str, list[float]] = {}
     results = {m.tool: m for m in measure("fmt_GT scan", cases(store, cpu), None, args.repeats)}
     floor, floor_cpu = results["floor"].median, statistics.median(cpu["floor"])
-    header = f"{'':22s} {'wall':>8s} {'/floor':>7s} {'cpu':>8s} {'/floor':>7s}"
+    width = max(map(len, results))
+    header = f"{'':{width}s} {'wall':>8s} {'/floor':>7s} {'cpu':>8s} {'/floor':>7s}"
     print(f"{header}  (medians of {args.repeats})")
     for tool, result in results.items():
         if result.ok:
             wall = f"{result.median:7.3f}s {result.median / floor:6.2f}x"
             if tool in cpu:
                 used = statistics.median(cpu[tool])
-                print(f"{tool:22s} {wall} {used:7.3f}s {used / floor_cpu:6.2f}x")
+                print(f"{tool:{width}s} {wall} {used:7.3f}s {used / floor_cpu:6.2f}x")
             else:  # another process: its CPU time is not this process's
-                print(f"{tool:22s} {wall} {'-':>8s} {'-':>7s}")
+                print(f"{tool:{width}s} {wall} {'-':>8s} {'-':>7s}")
         else:
-            print(f"{tool:22s} {result.status}")
+            print(f"{tool:{width}s} {result.status}")
     if args.store is None:
         print_regions(region_results(store, args.repeats))
 

@@ -188,3 +188,35 @@ def test_a_mask_of_a_boolean_result_with_an_offset_is_exact() -> None:
         expression = pc.field("flag")
         got = residual.matching_rows(batch, parse(expression), expression, frozenset(["flag"]))
         assert got.column("row").to_pylist() == batch.filter(expression).column("row").to_pylist()
+
+
+_NUMERIC = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float32(), pa.float64()]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from(_NUMERIC),
+    st.sampled_from(_NUMERIC + [pa.uint8(), pa.float16()]),
+    st.lists(st.none() | st.floats(-300, 300, width=32) | st.sampled_from([0.1, 2**53 + 1, math.nan, -math.inf])),
+    st.none() | st.floats(allow_nan=True) | st.integers(-(2**63), 2**63 - 1) | st.sampled_from([0.1, -1, 127, 128, 2**53 + 1]),
+    st.sampled_from(["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]),
+    st.booleans(),
+    st.integers(0, 9),
+)
+def test_numeric_comparisons_equal_arrows(column_type, literal_type, values, literal, function, swap, offset):
+    """The numpy comparisons answer exactly as Arrow's kernels, for every pairing of column and
+    literal types (those numpy would compare in another type are left to Arrow)."""
+    try:
+        column = pa.array([None] * offset + values, pa.float64()).cast(column_type, safe=False).slice(offset)
+        number = pa.scalar(literal, pa.float64() if isinstance(literal, float) else pa.int64()).cast(literal_type, safe=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError):
+        return
+    arguments = [number, column] if swap else [column, number]
+    try:
+        expected = pc.call_function(function, arguments)
+    except pa.ArrowException:
+        return
+    got = residual._numeric_comparison(function, *arguments)
+    if got is not None:
+        got.validate(full=True)
+        assert got.to_pylist() == expected.to_pylist()
