@@ -22,6 +22,7 @@ from vcfzarr_sql import spec
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.scan import expressions as ex
 from vcfzarr_sql.scan.prune import Zones, prune
+from vcfzarr_sql.scan.schema import FORMAT_PREFIX
 
 TABLES = ("variants", "calls")
 
@@ -64,6 +65,13 @@ class ChunkTask:
     columns: tuple[str, ...]
     filter: pc.Expression | None
     num_rows: int
+
+    @property
+    def reads_calls(self) -> bool:
+        """Whether the task decodes per-call values: a FORMAT column, or rows of ``calls``."""
+        return self.sample_chunk is not None or any(
+            c.startswith(FORMAT_PREFIX) for c in self.columns
+        )
 
 
 @dataclass(frozen=True, eq=False)

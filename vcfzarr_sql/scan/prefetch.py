@@ -5,7 +5,8 @@ DuckDB's work on the current batch. The pool is shared by all scans and started 
 thread start costs up to ~0.1 s while DuckDB holds the GIL); its size is fixed, so scans never
 add threads. Each scan keeps at most ``depth`` tasks queued or running; when the consumer
 stops early (a LIMIT: the reader is closed or dropped), its pending tasks are cancelled and its
-running ones waited for before the generator returns. A scan of one task runs inline.
+running ones waited for before the generator returns. A scan of one task, or with ``depth``
+0, runs inline.
 
 >>> list(prefetched(lambda x: x * x, range(5)))
 [0, 1, 4, 9, 16]
@@ -26,6 +27,8 @@ R = TypeVar("R")
 
 #: Decode threads: 2 to 4, by the machine's cores.
 THREADS = min(4, max(2, os.cpu_count() or 2))
+#: Tasks a scan keeps queued or running.
+PREFETCH_DEPTH = 2 * THREADS
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
@@ -40,10 +43,10 @@ def _shared_pool() -> ThreadPoolExecutor:
 
 
 def prefetched(
-    work: Callable[[T], R], items: Sequence[T], *, depth: int = 2 * THREADS
+    work: Callable[[T], R], items: Sequence[T], *, depth: int = PREFETCH_DEPTH
 ) -> Iterator[R]:
     """``work(item)`` for each item, in order, computed up to ``depth`` items ahead."""
-    if len(items) <= 1:
+    if len(items) <= 1 or depth == 0:
         yield from map(work, items)
         return
     remaining = iter(items)
