@@ -187,6 +187,17 @@ def test_demo(capsys, tmp_path) -> None:
     assert cells[first_row][:2] == [str(len(in_targets)), str(passed)]
     assert out.count("variant chunks") == 5
     assert "read 11 of 11 variant chunks" in out  # records per contig reads everything
+    # per-sample missingness and heterozygosity on contig 2, from bcftools' genotypes
+    alleles, _ = oracle.genotype_arrays(DEMO_VCF, targets="2")
+    first, second = alleles[..., 0], alleles[..., 1]
+    missing = ((first < 0) & (second < 0)).mean(axis=0)
+    called = (first >= 0) & (second >= 0)
+    het = (called & (first != second)).sum(axis=0) / called.sum(axis=0)
+    samples = oracle.header(DEMO_VCF).samples
+    expected = sorted(zip(samples, missing.round(4), het.round(4)), key=lambda r: (-r[1], r[0]))
+    first_row = cells.index(["sample_id", "calls", "missing", "het"]) + 2
+    got = [(c[0], float(c[2]), float(c[3])) for c in cells[first_row : first_row + 5]]
+    assert got == [(s, float(m), float(h)) for s, m, h in expected[:5]]
 
 
 def test_shell_prompts_at_a_terminal(capsys, monkeypatch, store) -> None:
