@@ -64,6 +64,8 @@ _python_show_warning = warnings.showwarning
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 1 error a user can act on, 2 usage)."""
     warnings.showwarning = _show_warning
+    # A library's deprecation (numcodecs' crc32c notice, say) is not the user's to act on.
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
     try:
         cli.main(args=argv, prog_name="vcfzarr-sql", standalone_mode=False)
     except VcfZarrError as err:

@@ -235,6 +235,23 @@ def _validity(null: np.ndarray | None) -> Validity:
     return pa.py_buffer(np.invert(packed, out=packed)), null_count
 
 
+def numpy_dtype(type_: pa.DataType) -> np.dtype:
+    """The numpy dtype of a fixed-width integer or floating-point Arrow type.
+
+    (``pa.DataType.to_pandas_dtype`` imports pandas in recent pyarrow; pandas is not ours.)
+
+    >>> numpy_dtype(pa.int16()), numpy_dtype(pa.uint8()), numpy_dtype(pa.float32())
+    (dtype('int16'), dtype('uint8'), dtype('float32'))
+    """
+    if pa.types.is_integer(type_):
+        kind = "i" if pa.types.is_signed_integer(type_) else "u"
+    elif pa.types.is_floating(type_):
+        kind = "f"
+    else:
+        raise TypeError(f"no fixed-width numpy dtype for Arrow type {type_}")
+    return np.dtype(f"{kind}{type_.bit_width // 8}")
+
+
 def _elements(
     data: np.ndarray | pa.Array, null: np.ndarray | Validity | None, type_: pa.DataType
 ) -> pa.Array:
@@ -250,7 +267,7 @@ def _elements(
     if pa.types.is_boolean(type_):
         values = pa.py_buffer(np.packbits(data, bitorder="little"))
     else:
-        values = pa.py_buffer(np.ascontiguousarray(data, dtype=type_.to_pandas_dtype()))
+        values = pa.py_buffer(np.ascontiguousarray(data, dtype=numpy_dtype(type_)))
     return pa.Array.from_buffers(type_, len(data), [validity, values], null_count)
 
 
@@ -491,7 +508,7 @@ def repeat_rows(array: pa.Array, times: int) -> pa.Array:
         if valid is None:
             return dictionary_array(_repeated_rows(len(array), times, False), array)
         codes = np.cumsum(valid, dtype=np.int32) - 1
-        return dictionary_array(_repeat(codes, times), array.filter(valid), repeated_valid)
+        return dictionary_array(_repeat(codes, times), array.filter(pa.array(valid)), repeated_valid)
     if valid is not None:
         array = array.fill_null(False if pa.types.is_boolean(array.type) else 0)
     values = _repeat(array.to_numpy(zero_copy_only=False), times)

@@ -116,7 +116,7 @@ def _numeric_comparison(function: str, left: object, right: object) -> pa.Boolea
 def _numpy_dtype(type_: pa.DataType) -> np.dtype | None:
     """The numpy dtype of a signed integer or float32/float64 Arrow type, else None."""
     if pa.types.is_signed_integer(type_) or pa.types.is_float32(type_) or pa.types.is_float64(type_):
-        return np.dtype(type_.to_pandas_dtype())
+        return arrays.numpy_dtype(type_)
     return None
 
 
