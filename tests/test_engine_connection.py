@@ -198,7 +198,8 @@ def test_explain_shows_the_pushed_filter(con, store) -> None:
     plan = "".join(
         row[1] for row in con.sql(f"EXPLAIN SELECT pos FROM vcf_zarr('{store}') WHERE contig = '20'").fetchall()
     )
-    assert "Filters:\"contig\"='20'" in plan.replace(" ", "")
+    # DuckDB quotes the column name from 1.5 on: compare without quotes.
+    assert "Filters:contig='20'" in plan.replace(" ", "").replace('"', "")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,8 +28,6 @@ CLEAN = [
 ]
 
 
-# bio2zarr writes Character fields as <U1, which zarr-python flags as unstable in Zarr v3.
-@pytest.mark.filterwarnings("ignore::zarr.errors.UnstableSpecificationWarning")
 @pytest.mark.parametrize("zarr_format", [2, 3])
 @pytest.mark.parametrize("vcf", CLEAN, ids=lambda p: p.name)
 def test_bio2zarr_stores_are_valid(bio2zarr_once, vcf, zarr_format):
