@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from vcfzarr_sql.errors import NotSupportedError, QueryError, VcfZarrError
+from vcfzarr_sql.errors import AccessError, NotSupportedError, QueryError, VcfZarrError
 
 log = logging.getLogger("vcfzarr_sql.server")
 
@@ -29,6 +29,7 @@ _DUCKDB_STATES: tuple[tuple[type[BaseException], str], ...] = (
     (duckdb.ConstraintException, "23000"),        # integrity_constraint_violation
     (duckdb.TransactionException, "25P02"),       # in_failed_sql_transaction
     (duckdb.InterruptException, "57014"),         # query_canceled
+    (duckdb.PermissionException, "42501"),        # insufficient_privilege
     (duckdb.NotImplementedException, "0A000"),    # feature_not_supported
     (duckdb.OutOfMemoryException, "53200"),       # out_of_memory
     (duckdb.IOException, "58030"),                # io_error
@@ -66,6 +67,8 @@ def sql_error(err: BaseException) -> SqlError:
     """The PostgreSQL error for ``err``: our own errors keep their one-line message."""
     if isinstance(err, PgError):
         return SqlError(err.sqlstate, str(err))
+    if isinstance(err, AccessError):
+        return SqlError("42501", str(err))  # insufficient_privilege
     if isinstance(err, NotSupportedError):
         return SqlError("0A000", str(err))
     if isinstance(err, VcfZarrError):
