@@ -37,6 +37,7 @@ import duckdb
 
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import AccessError
+from vcfzarr_sql.server.config import ServerConfigError
 from vcfzarr_sql.store import VczStore, open_store
 from vcfzarr_sql.store.kvstore import DirectoryStore, is_url
 
@@ -180,11 +181,15 @@ class LockedDatabase:
     def __init__(self, policy: SessionPolicy):
         self.policy = policy
         self._shared: duckdb.DuckDBPyConnection | None = None
-        if policy.database is not None and policy.writable:
-            self._shared = duckdb.connect(policy.database, config=_instance_config(policy))
-            _lock(self._shared)
-        else:
-            self.connect().close()
+        try:
+            if policy.database is not None and policy.writable:
+                self._shared = duckdb.connect(policy.database, config=_instance_config(policy))
+                _lock(self._shared)
+            else:
+                self.connect().close()
+        except duckdb.Error as err:
+            first = str(err).strip().splitlines()[0]
+            raise ServerConfigError(f"{policy.database}: cannot open the database ({first})") from None
 
     def connect(self) -> Connection:
         """A new session: a :class:`~vcfzarr_sql.engine.connection.Connection` whose table

@@ -79,6 +79,8 @@ def sql_error(err: BaseException) -> SqlError:
         if isinstance(err, duckdb.CatalogException):
             return SqlError(_catalog_state(first), first, detail)
         state = next((code for cls, code in _DUCKDB_STATES if isinstance(err, cls)), "XX000")
+        if "configuration has been locked" in first:
+            state = "42501"  # insufficient_privilege: a server's sessions cannot change settings
         return SqlError(state, first, detail)
     log.exception("internal error")
     return SqlError("XX000", f"internal error: {type(err).__name__}: {err}".splitlines()[0])
