@@ -66,14 +66,15 @@ def command(host: str, port: int, data_dirs: tuple[str, ...], database: str, wri
     logging.getLogger("vcfzarr_sql.server").setLevel(logging.INFO)
     limits = Limits(max_connections=max_connections, statement_timeout=statement_timeout,
                     idle_timeout=idle_timeout)
-    with make_server(host, port, data_dirs=data_dirs or None, database=database,
-                     writable=writable, memory_limit=memory_limit,
-                     password=read_password(password_file), tls_cert=tls_cert, tls_key=tls_key,
-                     insecure=insecure, limits=limits) as server:
-        roots = ", ".join(server.database.policy.data_dirs.roots)
-        click.echo(f"vcfzarr-sql serving the stores under {roots} to PostgreSQL clients on "
-                   f"{host}:{server.port} (Ctrl-C stops)", err=True)
-        try:
+    password = read_password(password_file)
+    try:
+        with make_server(host, port, data_dirs=data_dirs or None, database=database,
+                         writable=writable, memory_limit=memory_limit, password=password,
+                         tls_cert=tls_cert, tls_key=tls_key, insecure=insecure,
+                         limits=limits) as server:
+            roots = ", ".join(server.database.policy.data_dirs.roots)
+            click.echo(f"vcfzarr-sql serving the stores under {roots} to PostgreSQL clients on "
+                       f"{host}:{server.port} (Ctrl-C stops)", err=True)
             server.serve_forever()
-        except KeyboardInterrupt:
-            click.echo("vcfzarr-sql serve: stopped", err=True)
+    except KeyboardInterrupt:
+        click.echo("vcfzarr-sql serve: stopped", err=True)

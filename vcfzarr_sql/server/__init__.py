@@ -116,12 +116,22 @@ class PgServer(socketserver.ThreadingTCPServer):
         if full:
             log.warning("refused a connection from %s: %d clients already", client_address[0],
                         self.limits.max_connections)
-            with contextlib.suppress(OSError):
-                request.settimeout(1)
-                request.sendall(protocol.error_response("FATAL", "53300", "sorry, too many clients already"))
-            self.shutdown_request(request)
+            threading.Thread(target=self._refuse, args=(request,), daemon=True).start()
             return
         super().process_request(request, client_address)
+
+    def _refuse(self, request: socket.socket) -> None:
+        """Tell a client there is no room (after declining TLS, so libpq shows the reason)."""
+        with contextlib.suppress(OSError, protocol.ProtocolError):
+            request.settimeout(1)
+            stream = request.makefile("rb", buffering=0)
+            code, _ = protocol.read_startup(stream, self.limits.max_startup_packet)
+            while code in (protocol.SSL_REQUEST, protocol.GSSENC_REQUEST):
+                request.sendall(b"N")
+                code, _ = protocol.read_startup(stream, self.limits.max_startup_packet)
+            stream.close()
+            request.sendall(protocol.error_response("FATAL", "53300", "sorry, too many clients already"))
+        self.shutdown_request(request)
 
     def process_request_thread(self, request: socket.socket, client_address: tuple) -> None:  # type: ignore[override]
         try:

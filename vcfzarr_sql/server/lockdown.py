@@ -54,6 +54,7 @@ _INSTANCE_CONFIG = {
 }
 #: Set last, in this order (the lock must come last, external access off just before it).
 _LOCK_STATEMENTS = (
+    "SET enable_progress_bar = false",  # it would print on the server's terminal
     "SET python_enable_replacements = false",
     "SET enable_external_access = false",
     "SET lock_configuration = true",

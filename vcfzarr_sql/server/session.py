@@ -364,15 +364,27 @@ class ClientSession:
 
     # -- running statements ------------------------------------------------------------------
 
-    def _free_connection(self) -> None:
+    def _free_connection(self, rolling_back: bool = False) -> None:
         """Read any suspended portal's rows into memory: DuckDB runs one result at a time.
-        All the portals together hold at most ``Limits.max_held_rows_bytes``."""
-        streams = [portal.result.rows for portal in self._portals.values()
-                   if portal.result is not None and portal.result.rows is not None]
-        held = sum(rows.held_bytes for rows in streams)
-        for rows in streams:
-            rows.detach(self._limits.max_held_rows_bytes - held + rows.held_bytes)
-            held = sum(rows.held_bytes for rows in streams)
+
+        All the portals together hold at most ``Limits.max_held_rows_bytes``: past that the
+        statement fails (PgError 54000), unless it rolls back, which drops the cursor that
+        does not fit (as PostgreSQL drops a WITH HOLD cursor when its transaction aborts).
+        """
+        budget = self._limits.max_held_rows_bytes
+        for name, portal in list(self._portals.items()):
+            rows = portal.result.rows if portal.result is not None else None
+            if rows is None:
+                continue
+            others = sum(p.result.rows.held_bytes for p in self._portals.values()
+                         if p is not portal and p.result is not None and p.result.rows is not None)
+            try:
+                rows.detach(budget - others)
+            except PgError:
+                if not rolling_back:
+                    raise
+                portal.close()
+                del self._portals[name]
 
     def _run(self, statement: Statement, parameters: Sequence[object]) -> Result:
         """Run one statement: rows to stream, or a tag."""
@@ -393,7 +405,7 @@ class ClientSession:
             table = pa.table({answer.column: pa.array([answer.value], pa.string())})
             return Result(answer.tag, RowStream(table.to_reader()))
         assert self._con is not None
-        self._free_connection()
+        self._free_connection(rolling_back=verb == "ROLLBACK")
         relation = self._con.sql(statement.sql, params=list(parameters) or None)
         self._status = transaction_status(statement, self._status)
         if relation is None:
@@ -411,7 +423,7 @@ class ClientSession:
             raise PgError("25P02", "current transaction is aborted, "
                                    "commands ignored until end of transaction block")
         assert self._con is not None
-        self._free_connection()
+        self._free_connection(rolling_back=True)
         with contextlib.suppress(duckdb.TransactionException):  # DuckDB already ended it
             self._con.sql("ROLLBACK")
         self._status = "I"

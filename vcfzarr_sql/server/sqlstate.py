@@ -63,8 +63,13 @@ def _catalog_state(message: str) -> str:
     return "42704"  # undefined_object
 
 
+#: Where DuckDB appends the Python traceback of an error raised in a scan (not for clients).
+_PYTHON_TRACEBACK = ". Detail: Python exception"
+
+
 def sql_error(err: BaseException) -> SqlError:
-    """The PostgreSQL error for ``err``: our own errors keep their one-line message."""
+    """The PostgreSQL error for ``err``: our own errors keep their one-line message; the
+    server's Python tracebacks never reach the client."""
     if isinstance(err, PgError):
         return SqlError(err.sqlstate, str(err))
     if isinstance(err, AccessError):
@@ -74,8 +79,9 @@ def sql_error(err: BaseException) -> SqlError:
     if isinstance(err, VcfZarrError):
         return SqlError("22023", str(err))
     if isinstance(err, duckdb.Error):
-        first, _, rest = str(err).strip().partition("\n")
-        detail = "\n".join(line for line in rest.splitlines() if line.strip()) or None
+        text, python, _ = str(err).strip().partition(_PYTHON_TRACEBACK)
+        first, _, rest = text.strip().partition("\n")
+        detail = None if python else "\n".join(line for line in rest.splitlines() if line.strip()) or None
         if isinstance(err, duckdb.CatalogException):
             return SqlError(_catalog_state(first), first, detail)
         state = next((code for cls, code in _DUCKDB_STATES if isinstance(err, cls)), "XX000")
