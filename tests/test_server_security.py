@@ -21,6 +21,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import oracle
 from vcfzarr_sql.server import Limits, make_server
@@ -398,3 +400,46 @@ def test_busy_port_and_ctrl_c_end_with_one_line(data_dir) -> None:
     _, err = running.communicate(timeout=60)
     assert running.returncode == 0
     assert err.strip().splitlines() == ["vcfzarr-sql serve: stopped"]
+
+
+# -- fuzz: whatever a client sends, the server neither crashes nor hangs, and serves others -----
+
+_KINDS = st.sampled_from(list(b"QPBDEHSCXpdcfF") + [0, 255]).map(lambda k: bytes([k]))
+_FRAMED = st.builds(_msg, _KINDS, st.binary(max_size=64))
+_RAW = st.binary(min_size=1, max_size=64)
+_STARTUPS = st.one_of(
+    st.just(_startup()),
+    st.just(struct.pack(">ii", 8, 80877103)),  # SSLRequest
+    st.builds(lambda code, rest: struct.pack(">ii", 8 + len(rest), code) + rest,
+              st.integers(-(1 << 31), (1 << 31) - 1), st.binary(max_size=32)),
+    _RAW,
+)
+
+
+@pytest.fixture(scope="module")
+def fuzzed_server(tmp_path_factory):
+    server = _running(data_dirs=[tmp_path_factory.mktemp("fuzz")], password=None,
+                      limits=Limits(auth_timeout=2, idle_timeout=5, statement_timeout=5))
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@settings(max_examples=40, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(startup=_STARTUPS, messages=st.lists(st.one_of(_FRAMED, _RAW), max_size=6))
+def test_wire_protocol_fuzz(fuzzed_server, caplog, startup: bytes, messages: list[bytes]) -> None:
+    caplog.set_level(logging.ERROR, logger="vcfzarr_sql.server")
+    with socket.create_connection(("127.0.0.1", fuzzed_server.port), timeout=5) as sock:
+        try:
+            sock.sendall(startup + b"".join(messages))
+            sock.shutdown(socket.SHUT_WR)
+            while sock.recv(65536):  # the server answers, then ends the session: never hangs
+                pass
+        except TimeoutError:
+            raise
+        except OSError:  # the server hung up first (a reset): fine
+            pass
+    with _connect(fuzzed_server, connect_timeout=5) as con:
+        assert con.execute("SELECT 1").fetchone() == (1,)
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]  # no bug of ours
