@@ -212,7 +212,8 @@ class LockedDatabase:
                 self.connect().close()
         except duckdb.Error as err:
             first = str(err).strip().splitlines()[0]
-            raise ServerConfigError(f"{policy.database}: cannot open the database ({first})") from None
+            what = "DuckDB sessions" if policy.database is None else policy.database
+            raise ServerConfigError(f"cannot open {what} ({first})") from None
 
     def connect(self) -> Connection:
         """A new session: a :class:`~vcfzarr_sql.engine.connection.Connection` whose table
