@@ -195,6 +195,11 @@ def test_writable_database_is_shared(serving, data_dir, tmp_path) -> None:
         assert b.execute("SELECT note FROM notes").fetchall() == [("kept",)]
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             b.execute("SET memory_limit = '1MB'")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            b.execute("SELECT * FROM read_text('/etc/hostname')")
+        for name in ("self", "server", "session", "query"):  # the server's Python objects
+            with pytest.raises(psycopg.errors.UndefinedTable):
+                b.execute(f"SELECT * FROM {name}")
 
 
 # -- the door: address, TLS, passwords ----------------------------------------------------------
@@ -316,6 +321,15 @@ def test_connections_and_logins_are_limited(serving, data_dir) -> None:
             assert sock.recv(1) == b""
     assert _wait_for(lambda: not server.sessions)
     with _connect(server) as con:
+        assert con.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_cancel_request_served_when_full(serving, data_dir) -> None:
+    server = serving(data_dirs=[data_dir], limits=Limits(max_connections=1))
+    with _connect(server) as con:
+        threading.Timer(0.5, con.cancel_safe).start()
+        with pytest.raises(psycopg.errors.QueryCanceled, match="user request"):
+            con.execute("SELECT count(*) FROM range(100000000) a, range(100000000) b")
         assert con.execute("SELECT 1").fetchone() == (1,)
 
 

@@ -24,6 +24,7 @@ import os
 import secrets
 import socket
 import socketserver
+import struct
 import threading
 from collections.abc import Sequence
 
@@ -121,15 +122,19 @@ class PgServer(socketserver.ThreadingTCPServer):
         super().process_request(request, client_address)
 
     def _refuse(self, request: socket.socket) -> None:
-        """Tell a client there is no room (after declining TLS, so libpq shows the reason)."""
+        """Tell a client there is no room (after declining TLS, so libpq shows the reason);
+        a CancelRequest is still served."""
         with contextlib.suppress(OSError, protocol.ProtocolError):
             request.settimeout(1)
             stream = request.makefile("rb", buffering=0)
-            code, _ = protocol.read_startup(stream, self.limits.max_startup_packet)
+            code, payload = protocol.read_startup(stream, self.limits.max_startup_packet)
             while code in (protocol.SSL_REQUEST, protocol.GSSENC_REQUEST):
                 request.sendall(b"N")
-                code, _ = protocol.read_startup(stream, self.limits.max_startup_packet)
+                code, payload = protocol.read_startup(stream, self.limits.max_startup_packet)
             stream.close()
+            if code == protocol.CANCEL_REQUEST and len(payload) >= 8:  # still honoured when full
+                self.cancel(struct.unpack(">ii", payload[:8]))
+                raise protocol.ProtocolError("cancel request served")
             request.sendall(protocol.error_response("FATAL", "53300", "sorry, too many clients already"))
         self.shutdown_request(request)
 

@@ -53,11 +53,12 @@ _INSTANCE_CONFIG = {
     "allow_community_extensions": False,
     "allow_unsigned_extensions": False,
     "temp_directory": "",  # no spilling: a query that needs more memory fails instead
+    # no scans of the server's Python objects by name (as a SET, cursors would not inherit it)
+    "python_enable_replacements": False,
 }
 #: Set last, in this order (the lock must come last, external access off just before it).
 _LOCK_STATEMENTS = (
     "SET enable_progress_bar = false",  # it would print on the server's terminal
-    "SET python_enable_replacements = false",
     "SET enable_external_access = false",
     "SET lock_configuration = true",
 )
