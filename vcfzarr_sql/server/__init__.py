@@ -69,6 +69,9 @@ class PgServer(socketserver.ThreadingTCPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128
+    #: Refusals ("too many clients") in flight at once; beyond, connections are just closed.
+    max_refusing = 64
 
     def __init__(self, host: str, port: int, *, database: LockedDatabase, security: Security,
                  limits: Limits):
@@ -79,6 +82,7 @@ class PgServer(socketserver.ThreadingTCPServer):
         self.sessions: dict[tuple[int, int], ClientSession] = {}
         self.sessions_lock = threading.Lock()
         self._connections = 0
+        self._refusing = threading.BoundedSemaphore(self.max_refusing)
         self._stop_watching = threading.Event()
         if ":" in host:
             self.address_family = socket.AF_INET6
@@ -117,7 +121,10 @@ class PgServer(socketserver.ThreadingTCPServer):
         if full:
             log.warning("refused a connection from %s: %d clients already", client_address[0],
                         self.limits.max_connections)
-            threading.Thread(target=self._refuse, args=(request,), daemon=True).start()
+            if self._refusing.acquire(blocking=False):
+                threading.Thread(target=self._refuse, args=(request,), daemon=True).start()
+            else:
+                self.shutdown_request(request)
             return
         super().process_request(request, client_address)
 
@@ -137,6 +144,7 @@ class PgServer(socketserver.ThreadingTCPServer):
                 raise protocol.ProtocolError("cancel request served")
             request.sendall(protocol.error_response("FATAL", "53300", "sorry, too many clients already"))
         self.shutdown_request(request)
+        self._refusing.release()
 
     def process_request_thread(self, request: socket.socket, client_address: tuple) -> None:  # type: ignore[override]
         try:
