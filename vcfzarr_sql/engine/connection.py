@@ -17,7 +17,7 @@ from vcfzarr_sql.engine.relations import Registry
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
 from vcfzarr_sql.engine.rules.inline_parameters import Parameters
 from vcfzarr_sql.engine.stats import sum_stats
-from vcfzarr_sql.store import VczStore, open_store
+from vcfzarr_sql.store import VczStore
 
 
 class Connection:
@@ -33,7 +33,7 @@ class Connection:
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection,
-                 opener: Callable[[str], VczStore] = open_store):
+                 opener: Callable[[str], VczStore] | None = None):
         self._con = connection
         self._registry = Registry(connection, opener)
         self._stats_before: dict[str, Mapping] = {}

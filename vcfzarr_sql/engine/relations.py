@@ -34,11 +34,12 @@ def open_relation(spec: ScanSpec, store: Any) -> Any:
 class Registry:
     """The stores a DuckDB connection opened and the relations it registered, by stable name.
 
-    ``opener`` opens a store from the path a query names (the server's confines the paths).
+    ``opener`` opens a store from the path a query names (default :func:`open_store`; the
+    server's confines the paths).
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection,
-                 opener: Callable[[str], VczStore] = open_store):
+                 opener: Callable[[str], VczStore] | None = None):
         self._con = connection
         self._open = opener
         self._stores: dict[str, VczStore] = {}
@@ -55,7 +56,7 @@ class Registry:
     def _opened(self, path: str) -> VczStore:
         key = canonical_path(path)
         if key not in self._stores:
-            self._stores[key] = self._open(path)
+            self._stores[key] = (self._open or open_store)(path)
         return self._stores[key]
 
     def relations(self) -> Iterator[tuple[str, Any]]:
