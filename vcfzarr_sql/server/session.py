@@ -1,8 +1,9 @@
 """One client connection: startup, then simple and extended queries on its own connection.
 
 Every session has its own locked-down connection (:mod:`.lockdown`), so ``vcf_zarr(...)`` and
-the other table functions work as in Python, over the served data directories only. Errors become ErrorResponses and the session goes
-on (in the extended protocol, after the client's next Sync, as the protocol requires).
+the other table functions work as in Python, over the served data directories only. Errors
+become ErrorResponses and the session goes on (in the extended protocol, after the client's
+next Sync, as the protocol requires).
 """
 
 from __future__ import annotations
