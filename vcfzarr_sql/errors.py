@@ -32,6 +32,10 @@ class QueryError(VcfZarrError):
     """A query argument is wrong: bad region string, unknown sample, unknown parameter, bad type."""
 
 
+class AccessError(VcfZarrError):
+    """A path or URL that a server does not serve (outside its data directories)."""
+
+
 class NotSupportedError(VcfZarrError):
     """A feature that vcfzarr-sql does not implement (yet); the message says which."""
 

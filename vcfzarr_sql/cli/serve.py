@@ -2,28 +2,79 @@
 
 from __future__ import annotations
 
+import logging
+
 import click
 
 from vcfzarr_sql.cli import options
-from vcfzarr_sql.server import DEFAULT_HOST, DEFAULT_PORT, make_server
+from vcfzarr_sql.server import DEFAULT_HOST, DEFAULT_PORT, Limits, make_server
+from vcfzarr_sql.server.auth import PASSWORD_ENV, read_password
+from vcfzarr_sql.server.lockdown import DEFAULT_MEMORY_LIMIT
+
+_LIMITS = Limits()
+
+
+def _refuse_password_argument(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        raise click.BadParameter(
+            f"a password on the command line shows in `ps`: use --password-file or ${PASSWORD_ENV}")
 
 
 @click.command("serve")
 @click.option("--host", default=DEFAULT_HOST, show_default=True,
-              help="Address to listen on (0.0.0.0: every interface; set --password then).")
+              help="Address to listen on. Any address other machines reach needs --tls-cert, "
+                   "--tls-key and a password, or --insecure.")
 @click.option("--port", "-p", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
               help="TCP port (0: any free port).")
+@click.option("--data-dir", "data_dirs", multiple=True,
+              type=click.Path(exists=True, file_okay=False), metavar="DIR",
+              help="Serve the stores under DIR (repeatable; default: the current directory). "
+                   "Relative store paths are taken from the first one.")
 @options.database
-@click.option("--password", envvar="VCFZARR_SQL_PASSWORD", default=None,
-              help="Require this password (cleartext authentication; also $VCFZARR_SQL_PASSWORD).")
-def command(host: str, port: int, database: str, password: str | None) -> None:
-    """Serve SQL over VCF Zarr on the PostgreSQL wire protocol until interrupted.
+@click.option("--writable", is_flag=True,
+              help="Let clients change the --database file (otherwise it is read-only).")
+@click.option("--password-file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help=f"Require the password on this file's first line (SCRAM-SHA-256); "
+                   f"else ${PASSWORD_ENV} if set.")
+@click.option("--password", hidden=True, expose_value=False, callback=_refuse_password_argument)
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="PEM certificate (chain): clients must then connect with TLS.")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="PEM private key of --tls-cert.")
+@click.option("--insecure", is_flag=True,
+              help="Allow a --host other machines reach without TLS and a password.")
+@click.option("--max-connections", type=click.IntRange(min=1), default=_LIMITS.max_connections,
+              show_default=True, help="Clients connected at once.")
+@click.option("--memory-limit", default=DEFAULT_MEMORY_LIMIT, show_default=True,
+              help="DuckDB memory limit of each session (of all, with --writable).")
+@click.option("--statement-timeout", type=click.FloatRange(min=0), default=_LIMITS.statement_timeout,
+              show_default=True, help="Seconds a statement may run (0: no limit).")
+@click.option("--idle-timeout", type=click.FloatRange(min=0), default=_LIMITS.idle_timeout,
+              show_default=True, help="Seconds a client may stay silent (0: no limit).")
+def command(host: str, port: int, data_dirs: tuple[str, ...], database: str, writable: bool,
+            password_file: str | None, tls_cert: str | None, tls_key: str | None, insecure: bool,
+            max_connections: int, memory_limit: str, statement_timeout: float,
+            idle_timeout: float) -> None:
+    """Serve SQL over the VCF Zarr stores under --data-dir on the PostgreSQL wire protocol
+    until interrupted (Ctrl-C).
 
     \b
-    vcfzarr-sql serve --port 5433
+    vcfzarr-sql serve --data-dir /data --port 5433
     psql -h 127.0.0.1 -p 5433 -c "SELECT count(*) FROM vcf_zarr('calls.zarr')"
     """
-    with make_server(host, port, database=database, password=password) as server:
-        click.echo(f"vcfzarr-sql serving PostgreSQL clients on {host}:{server.port} (Ctrl-C stops)",
-                   err=True)
-        server.serve_forever()
+    logging.basicConfig(format="%(asctime)s vcfzarr-sql serve: %(message)s")
+    logging.getLogger("vcfzarr_sql.server").setLevel(logging.INFO)
+    limits = Limits(max_connections=max_connections, statement_timeout=statement_timeout,
+                    idle_timeout=idle_timeout)
+    password = read_password(password_file)
+    try:
+        with make_server(host, port, data_dirs=data_dirs or None, database=database,
+                         writable=writable, memory_limit=memory_limit, password=password,
+                         tls_cert=tls_cert, tls_key=tls_key, insecure=insecure,
+                         limits=limits) as server:
+            roots = ", ".join(server.database.policy.data_dirs.roots)
+            click.echo(f"vcfzarr-sql serving the stores under {roots} to PostgreSQL clients on "
+                       f"{host}:{server.port} (Ctrl-C stops)", err=True)
+            server.serve_forever()
+    except KeyboardInterrupt:
+        click.echo("vcfzarr-sql serve: stopped", err=True)

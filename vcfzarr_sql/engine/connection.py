@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import duckdb
@@ -29,11 +29,13 @@ class Connection:
     connection's own. Each distinct call is registered once, under a stable name, for the
     connection's lifetime, so views over the table functions keep working; a store that
     changes on disk is opened again before the next query (see :mod:`.relations`).
+    ``opener`` opens the store a call names (:func:`~vcfzarr_sql.store.open_store` by default).
     """
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection):
+    def __init__(self, connection: duckdb.DuckDBPyConnection,
+                 opener: Callable[[str], VczStore] | None = None):
         self._con = connection
-        self._registry = Registry(connection)
+        self._registry = Registry(connection, opener)
         self._stats_before: dict[str, Mapping] = {}
 
     @property

@@ -10,7 +10,7 @@ again under the same names, so no query (not even one through a view) reads a st
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import duckdb
@@ -32,10 +32,16 @@ def open_relation(spec: ScanSpec, store: Any) -> Any:
 
 
 class Registry:
-    """The stores a DuckDB connection opened and the relations it registered, by stable name."""
+    """The stores a DuckDB connection opened and the relations it registered, by stable name.
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection):
+    ``opener`` opens a store from the path a query names (default :func:`open_store`; the
+    server's confines the paths).
+    """
+
+    def __init__(self, connection: duckdb.DuckDBPyConnection,
+                 opener: Callable[[str], VczStore] | None = None):
         self._con = connection
+        self._open = opener
         self._stores: dict[str, VczStore] = {}
         #: name -> (call, the store it was built over, relation)
         self._relations: dict[str, tuple[ScanSpec, VczStore, Any]] = {}
@@ -50,7 +56,7 @@ class Registry:
     def _opened(self, path: str) -> VczStore:
         key = canonical_path(path)
         if key not in self._stores:
-            self._stores[key] = open_store(path)
+            self._stores[key] = (self._open or open_store)(path)
         return self._stores[key]
 
     def relations(self) -> Iterator[tuple[str, Any]]:

@@ -13,6 +13,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from typing import BinaryIO
 
+from vcfzarr_sql.server.sqlstate import PgError
 from vcfzarr_sql.server.types import PgType
 
 PROTOCOL_3_0 = 196608
@@ -20,8 +21,8 @@ SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
 CANCEL_REQUEST = 80877102
 
-#: Largest message a client may send (PostgreSQL's own limit is 1 GB).
-MAX_MESSAGE = 1 << 30
+#: Bytes read from the socket at a time: memory follows what a client sent, not what it claimed.
+_READ_STEP = 1 << 16
 
 
 class ProtocolError(Exception):
@@ -29,34 +30,40 @@ class ProtocolError(Exception):
 
 
 def _read_exact(stream: BinaryIO, n: int) -> bytes:
-    data = stream.read(n)
-    if len(data) != n:
-        raise ProtocolError("client closed the connection")
-    return data
+    data = bytearray()
+    while len(data) < n:
+        piece = stream.read(min(n - len(data), _READ_STEP))
+        if not piece:
+            raise ProtocolError("client closed the connection")
+        data += piece
+    return bytes(data)
 
 
-def _read_length(stream: BinaryIO) -> int:
+def _read_length(stream: BinaryIO, max_length: int) -> int:
     (length,) = struct.unpack(">i", _read_exact(stream, 4))
-    if length < 4 or length > MAX_MESSAGE:
+    if length < 4 or length > max_length:
         raise ProtocolError(f"bad message length {length}")
     return length - 4
 
 
-def read_startup(stream: BinaryIO) -> tuple[int, bytes]:
-    """The startup packet: (request code or protocol version, rest of the payload)."""
-    payload = _read_exact(stream, _read_length(stream))
+def read_startup(stream: BinaryIO, max_length: int) -> tuple[int, bytes]:
+    """The startup packet: (request code or protocol version, rest of the payload).
+
+    ``max_length``: the largest packet accepted (a longer claim ends the session).
+    """
+    payload = _read_exact(stream, _read_length(stream, max_length))
     if len(payload) < 4:
         raise ProtocolError("startup packet too short")
     (code,) = struct.unpack(">i", payload[:4])
     return code, payload[4:]
 
 
-def read_message(stream: BinaryIO) -> tuple[bytes, bytes]:
-    """One regular message: (type byte, payload)."""
+def read_message(stream: BinaryIO, max_length: int) -> tuple[bytes, bytes]:
+    """One regular message: (type byte, payload), at most ``max_length`` bytes long."""
     kind = stream.read(1)
     if not kind:
         raise ProtocolError("client closed the connection")
-    return kind, _read_exact(stream, _read_length(stream))
+    return kind, _read_exact(stream, _read_length(stream, max_length))
 
 
 class Payload:
@@ -70,9 +77,16 @@ class Payload:
         end = self._data.find(b"\x00", self._at)
         if end < 0:
             raise ProtocolError("unterminated string in message")
-        text = self._data[self._at:end].decode()
+        try:
+            text = self._data[self._at:end].decode()
+        except UnicodeDecodeError:
+            raise PgError("22021", "invalid byte sequence for encoding \"UTF8\"") from None
         self._at = end + 1
         return text
+
+    def rest(self) -> bytes:
+        """The bytes not read yet."""
+        return self._data[self._at:]
 
     def byte(self) -> bytes:
         self._at += 1
@@ -114,7 +128,10 @@ def startup_parameters(payload: bytes) -> dict[str, str]:
     """The name/value pairs of a StartupMessage (user, database, options...)."""
     fields = payload.split(b"\x00")
     pairs = zip(fields[0::2], fields[1::2])
-    return {name.decode(): value.decode() for name, value in pairs if name}
+    try:
+        return {name.decode(): value.decode() for name, value in pairs if name}
+    except UnicodeDecodeError:
+        raise ProtocolError("startup parameters are not UTF-8") from None
 
 
 def message(kind: bytes, payload: bytes = b"") -> bytes:
@@ -126,9 +143,29 @@ def _cstring(text: str) -> bytes:
     return text.encode() + b"\x00"
 
 
-def authentication(code: int) -> bytes:
-    """AuthenticationOk (0) or AuthenticationCleartextPassword (3)."""
-    return message(b"R", struct.pack(">i", code))
+AUTH_OK = 0
+AUTH_SASL = 10
+AUTH_SASL_CONTINUE = 11
+AUTH_SASL_FINAL = 12
+
+
+def authentication(code: int, data: bytes = b"") -> bytes:
+    """An Authentication message: Ok (0), SASL with its mechanisms (10), SASLContinue (11) or
+    SASLFinal (12) with their SASL data."""
+    return message(b"R", struct.pack(">i", code) + data)
+
+
+def sasl_mechanisms(*names: str) -> bytes:
+    """The data of AuthenticationSASL: each mechanism's name, then an empty one."""
+    return b"".join(_cstring(name) for name in names) + b"\x00"
+
+
+def sasl_initial_response(payload: bytes) -> tuple[str, bytes]:
+    """(mechanism, client's first message) of a SASLInitialResponse."""
+    data = Payload(payload)
+    mechanism = data.cstring()
+    length = data.int32()
+    return mechanism, data.rest()[:max(length, 0)]
 
 
 def parameter_status(name: str, value: str) -> bytes:

@@ -7,6 +7,7 @@ count), so a billion-row result never sits in memory.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -24,6 +25,8 @@ class RowStream:
         self._reader: pa.RecordBatchReader | None = reader
         self._batches: Iterator[pa.RecordBatch] = iter(reader)
         self._pending: pa.RecordBatch | None = None
+        #: Bytes of rows read from DuckDB ahead of the client (by :meth:`detach`).
+        self.held_bytes = 0
         self.schema = reader.schema
         self.codecs: list[ColumnCodec] = [column_codec(field.type) for field in self.schema]
         self.formats: list[int] = [0] * len(self.codecs)
@@ -52,9 +55,14 @@ class RowStream:
         if self._pending is not None:
             batch, self._pending = self._pending, None
             return batch
-        for batch in self._batches:
-            if batch.num_rows:
-                return batch
+        try:
+            for batch in self._batches:
+                if batch.num_rows:
+                    return batch
+        except OSError as err:  # DuckDB's error while streaming, as pyarrow's reader raises it
+            self.close()
+            message = str(err).strip().splitlines()[0]
+            raise PgError("57014" if "INTERRUPT" in message else "XX000", message) from None
         self.close()
         return None
 
@@ -82,12 +90,24 @@ class RowStream:
         """Whether DuckDB still streams this result (no other query can run meanwhile)."""
         return self._reader is not None
 
-    def detach(self) -> None:
-        """Read the rest of the result into memory, freeing DuckDB for other queries."""
-        if self._reader is not None:
-            rest = list(self._batches)
-            self.close()
-            self._batches = iter(rest)
+    def detach(self, max_bytes: int) -> None:
+        """Read the rest of the result into memory, freeing DuckDB for other queries.
+
+        When the rest is more than ``max_bytes``, PgError 54000: what was read stays ahead
+        of the rows still streaming, so the client may fetch them or close the cursor.
+        """
+        if self._reader is None:
+            return
+        rest: list[pa.RecordBatch] = []
+        for batch in self._batches:
+            rest.append(batch)
+            self.held_bytes += batch.nbytes
+            if self.held_bytes > max_bytes:
+                self._batches = itertools.chain(rest, self._batches)
+                raise PgError("54000", f"an open cursor holds more than {max_bytes >> 20} MB of rows "
+                                       f"not fetched yet: fetch them or close it first")
+        self.close()
+        self._batches = iter(rest)
 
     def close(self) -> None:
         if self._reader is not None:

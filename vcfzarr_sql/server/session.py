@@ -1,17 +1,18 @@
 """One client connection: startup, then simple and extended queries on its own connection.
 
-Every session has its own :func:`vcfzarr_sql.connect` connection, so ``vcf_zarr(...)`` and
-the other table functions work as in Python. Errors become ErrorResponses and the session goes
-on (in the extended protocol, after the client's next Sync, as the protocol requires).
+Every session has its own locked-down connection (:mod:`.lockdown`), so ``vcf_zarr(...)`` and
+the other table functions work as in Python, over the served data directories only. Errors
+become ErrorResponses and the session goes on (in the extended protocol, after the client's
+next Sync, as the protocol requires).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hmac
 import logging
 import socket
 import struct
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -19,9 +20,11 @@ from typing import BinaryIO
 import duckdb
 import pyarrow as pa
 
-import vcfzarr_sql
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.server import protocol
+from vcfzarr_sql.server.auth import MECHANISM, AuthenticationFailed, ScramExchange
+from vcfzarr_sql.server.config import Limits, Security
+from vcfzarr_sql.server.lockdown import LockedDatabase
 from vcfzarr_sql.server.protocol import Payload, ProtocolError
 from vcfzarr_sql.server.cursors import CursorCommand, cursor_command
 from vcfzarr_sql.server.results import Result, RowStream
@@ -101,23 +104,35 @@ class Portal:
 
 
 class ClientSession:
-    """Serves one client over ``stream`` (reads) and ``sock`` (writes) until it leaves.
+    """Serves one client over ``sock`` until it leaves.
 
-    ``password``: when set, the client must send it (cleartext password authentication).
-    ``key``: (process id, secret) sent in BackendKeyData; a connection that brings a
+    ``sessions`` opens its locked-down DuckDB session; ``security``: TLS (then required),
+    the password's SCRAM secret (then required) and the login throttle; ``limits``: sizes and
+    timeouts. ``key``: (process id, secret) sent in BackendKeyData; a connection that brings a
     CancelRequest instead of a StartupMessage passes the key it names to ``cancel``.
+    ``peer``: the client's address (for the log and the login throttle).
     """
 
-    def __init__(self, stream: BinaryIO, sock: socket.socket, *, database: str = ":memory:",
-                 password: str | None = None, key: tuple[int, int] = (0, 0),
-                 cancel: Callable[[tuple[int, int]], None] | None = None):
-        self._in = stream
+    def __init__(self, sock: socket.socket, *, sessions: LockedDatabase,
+                 security: Security | None = None, limits: Limits | None = None,
+                 key: tuple[int, int] = (0, 0),
+                 cancel: Callable[[tuple[int, int]], None] | None = None, peer: str = ""):
         self._sock = sock
+        # unbuffered until logged in: nothing a client sends early is read past a TLS switch
+        self._in: BinaryIO = sock.makefile("rb", buffering=0)
         self._out = bytearray()
-        self._database = database
-        self._password = password
+        self._sessions = sessions
+        self._security = security or Security()
+        self._limits = limits or Limits()
         self.key = key
         self._cancel = cancel
+        self.peer = peer
+        #: When the connection was made, and whether the client logged in (the auth timeout).
+        self.connected_at = time.monotonic()
+        self.logged_in = False
+        #: When the message being handled arrived (None: waiting for the client).
+        self.busy_since: float | None = None
+        self._cancel_reason: str | None = None
         self._con: Connection | None = None
         self._status = "I"
         self._settings: dict[str, str] = {}
@@ -139,6 +154,9 @@ class ClientSession:
             self._out.clear()
 
     def _send_error(self, err: BaseException, severity: str = "ERROR") -> None:
+        if self._cancel_reason and isinstance(err, (duckdb.InterruptException, PgError)) \
+                and getattr(err, "sqlstate", "57014") == "57014":
+            err = PgError("57014", f"canceling statement due to {self._cancel_reason}")
         error = sql_error(err)
         self._send(protocol.error_response(severity, error.sqlstate, error.message, error.detail))
 
@@ -149,6 +167,10 @@ class ClientSession:
         try:
             if self._start():
                 self._loop()
+        except TimeoutError:
+            self._end_with("57P05" if self.logged_in else "08006",
+                           "terminating connection due to idle-session timeout" if self.logged_in
+                           else "timeout expired before the client logged in")
         except (ProtocolError, ConnectionError, OSError) as err:
             log.debug("session %s ended: %s", self.key[0], err)
         except Exception:  # a bug of ours outside any query: this session ends, the server goes on
@@ -156,8 +178,17 @@ class ClientSession:
         finally:
             self.close()
 
-    def interrupt(self) -> None:
-        """Cancel the running query (a client's CancelRequest; called from another thread)."""
+    def _end_with(self, sqlstate: str, message: str) -> None:
+        """A FATAL error as the last word to the client, if it still listens."""
+        with contextlib.suppress(OSError):
+            self._out.clear()
+            self._sock.settimeout(1)
+            self._sock.sendall(protocol.error_response("FATAL", sqlstate, message))
+
+    def interrupt(self, reason: str = "user request") -> None:
+        """Cancel the running query (a client's CancelRequest, the statement timeout, the
+        client gone); called from another thread."""
+        self._cancel_reason = reason
         con = self._con
         if con is not None:
             with contextlib.suppress(duckdb.Error):  # the session closed meanwhile
@@ -168,11 +199,33 @@ class ClientSession:
         if self._con is not None:
             self._con.close()
             self._con = None
+        with contextlib.suppress(OSError):
+            self._in.close()
+            self._sock.close()  # after TLS, the only handle on the connection
+
+    def fileno(self) -> int:
+        """The connection's file descriptor (-1 once closed)."""
+        return self._sock.fileno()
+
+    def drop(self) -> None:
+        """Hang up on the client (from another thread): its reads and writes end."""
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
 
     def _start(self) -> bool:
         """The startup phase; False when the client only probed (SSL, cancel) or failed."""
+        self._sock.settimeout(self._limits.auth_timeout or None)
+        tls = self._security.tls
+        encrypted = False
         while True:
-            code, payload = protocol.read_startup(self._in)
+            code, payload = protocol.read_startup(self._in, self._limits.max_startup_packet)
+            if code == protocol.SSL_REQUEST and tls is not None and not encrypted:
+                self._sock.sendall(b"S")
+                self._in.close()
+                self._sock = tls.wrap_socket(self._sock, server_side=True)
+                self._in = self._sock.makefile("rb", buffering=0)
+                encrypted = True
+                continue
             if code in (protocol.SSL_REQUEST, protocol.GSSENC_REQUEST):
                 self._sock.sendall(b"N")
                 continue
@@ -187,19 +240,25 @@ class ClientSession:
                                                f"unsupported frontend protocol {version}"))
             self._flush()
             return False
+        if tls is not None and not encrypted:
+            self._end_with("28000", "this server accepts TLS connections only (sslmode=require)")
+            return False
         params = protocol.startup_parameters(payload)
         unknown = [name for name in params if name.startswith("_pq_.")]
         if code & 0xFFFF or unknown:
             self._send(protocol.negotiate_protocol_version(0, unknown))
         user = params.get("user", "")
-        if self._password is not None and not self._authenticate(user):
+        if self._security.secret is not None and not self._authenticate(user):
             return False
         try:
-            self._con = vcfzarr_sql.connect(self._database)
+            self._con = self._sessions.connect()
         except Exception as err:  # a database file that cannot be opened
             self._send_error(err, "FATAL")
             self._flush()
             return False
+        self.logged_in = True
+        self._in.close()
+        self._in = self._sock.makefile("rb")
         self._duckdb_settings = {
             name.lower() for (name,) in self._con.duckdb_connection.sql(
                 "SELECT name FROM duckdb_settings()").fetchall()
@@ -219,17 +278,35 @@ class ClientSession:
         return True
 
     def _authenticate(self, user: str) -> bool:
-        self._send(protocol.authentication(3))
+        """SCRAM-SHA-256; a failure is logged, and slows the next attempt from the host."""
+        secret, throttle = self._security.secret, self._security.throttle
+        assert secret is not None
+        throttle.wait(self.peer)
+        exchange = ScramExchange(secret)
+        self._send(protocol.authentication(protocol.AUTH_SASL, protocol.sasl_mechanisms(MECHANISM)))
         self._flush()
-        kind, payload = protocol.read_message(self._in)
-        given = payload.rstrip(b"\x00")
-        assert self._password is not None
-        if kind == b"p" and hmac.compare_digest(given, self._password.encode()):
-            return True
-        self._send(protocol.error_response("FATAL", "28P01",
-                                           f'password authentication failed for user "{user}"'))
-        self._flush()
-        return False
+        try:
+            mechanism, first = protocol.sasl_initial_response(self._sasl_message())
+            if mechanism != MECHANISM:
+                raise AuthenticationFailed(f"unsupported SASL mechanism {mechanism!r}")
+            server_first = exchange.server_first(first.decode())
+            self._send(protocol.authentication(protocol.AUTH_SASL_CONTINUE, server_first.encode()))
+            self._flush()
+            server_final = exchange.server_final(self._sasl_message().decode())
+        except (AuthenticationFailed, UnicodeDecodeError, PgError) as err:
+            throttle.failed(self.peer)
+            log.warning('failed login for user "%s" from %s: %s', user, self.peer, err)
+            self._end_with("28P01", f'password authentication failed for user "{user}"')
+            return False
+        throttle.succeeded(self.peer)
+        self._send(protocol.authentication(protocol.AUTH_SASL_FINAL, server_final.encode()))
+        return True
+
+    def _sasl_message(self) -> bytes:
+        kind, payload = protocol.read_message(self._in, self._limits.max_startup_packet)
+        if kind != b"p":
+            raise AuthenticationFailed(f"expected a password message, not {kind!r}")
+        return payload
 
     def _ready(self) -> None:
         self._send(protocol.ready_for_query(self._status))
@@ -242,7 +319,8 @@ class ClientSession:
             b"S": lambda _: self._sync(),
         }
         while True:
-            kind, payload = protocol.read_message(self._in)
+            self._sock.settimeout(self._limits.idle_timeout or None)
+            kind, payload = protocol.read_message(self._in, self._limits.max_message)
             if kind == b"X":
                 return
             handler = handlers.get(kind)
@@ -252,6 +330,8 @@ class ClientSession:
                 continue
             if handler is None:
                 raise ProtocolError(f"unexpected message type {kind!r}")
+            self._cancel_reason = None
+            self.busy_since = time.monotonic()
             try:
                 handler(Payload(payload))
             except (ProtocolError, ConnectionError, OSError):
@@ -262,6 +342,8 @@ class ClientSession:
                     self._ready()
                 else:
                     self._skip_to_sync = True
+            finally:
+                self.busy_since = None
 
     def _close_portals(self, held_too: bool = True) -> None:
         for name, portal in list(self._portals.items()):
@@ -283,11 +365,27 @@ class ClientSession:
 
     # -- running statements ------------------------------------------------------------------
 
-    def _free_connection(self) -> None:
-        """Read any suspended portal's rows into memory: DuckDB runs one result at a time."""
-        for portal in self._portals.values():
-            if portal.result is not None and portal.result.rows is not None:
-                portal.result.rows.detach()
+    def _free_connection(self, rolling_back: bool = False) -> None:
+        """Read any suspended portal's rows into memory: DuckDB runs one result at a time.
+
+        All the portals together hold at most ``Limits.max_held_rows_bytes``: past that the
+        statement fails (PgError 54000), unless it rolls back, which drops the cursor that
+        does not fit (as PostgreSQL drops a WITH HOLD cursor when its transaction aborts).
+        """
+        budget = self._limits.max_held_rows_bytes
+        for name, portal in list(self._portals.items()):
+            rows = portal.result.rows if portal.result is not None else None
+            if rows is None:
+                continue
+            others = sum(p.result.rows.held_bytes for p in self._portals.values()
+                         if p is not portal and p.result is not None and p.result.rows is not None)
+            try:
+                rows.detach(budget - others)
+            except PgError:
+                if not rolling_back:
+                    raise
+                portal.close()
+                del self._portals[name]
 
     def _run(self, statement: Statement, parameters: Sequence[object]) -> Result:
         """Run one statement: rows to stream, or a tag."""
@@ -308,7 +406,7 @@ class ClientSession:
             table = pa.table({answer.column: pa.array([answer.value], pa.string())})
             return Result(answer.tag, RowStream(table.to_reader()))
         assert self._con is not None
-        self._free_connection()
+        self._free_connection(rolling_back=verb == "ROLLBACK")
         relation = self._con.sql(statement.sql, params=list(parameters) or None)
         self._status = transaction_status(statement, self._status)
         if relation is None:
@@ -326,7 +424,7 @@ class ClientSession:
             raise PgError("25P02", "current transaction is aborted, "
                                    "commands ignored until end of transaction block")
         assert self._con is not None
-        self._free_connection()
+        self._free_connection(rolling_back=True)
         with contextlib.suppress(duckdb.TransactionException):  # DuckDB already ended it
             self._con.sql("ROLLBACK")
         self._status = "I"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from vcfzarr_sql.errors import NotSupportedError, QueryError, VcfZarrError
+from vcfzarr_sql.errors import AccessError, NotSupportedError, QueryError, VcfZarrError
 
 log = logging.getLogger("vcfzarr_sql.server")
 
@@ -29,6 +29,7 @@ _DUCKDB_STATES: tuple[tuple[type[BaseException], str], ...] = (
     (duckdb.ConstraintException, "23000"),        # integrity_constraint_violation
     (duckdb.TransactionException, "25P02"),       # in_failed_sql_transaction
     (duckdb.InterruptException, "57014"),         # query_canceled
+    (duckdb.PermissionException, "42501"),        # insufficient_privilege
     (duckdb.NotImplementedException, "0A000"),    # feature_not_supported
     (duckdb.OutOfMemoryException, "53200"),       # out_of_memory
     (duckdb.IOException, "58030"),                # io_error
@@ -62,20 +63,30 @@ def _catalog_state(message: str) -> str:
     return "42704"  # undefined_object
 
 
+#: Where DuckDB appends the Python traceback of an error raised in a scan (not for clients).
+_PYTHON_TRACEBACK = ". Detail: Python exception"
+
+
 def sql_error(err: BaseException) -> SqlError:
-    """The PostgreSQL error for ``err``: our own errors keep their one-line message."""
+    """The PostgreSQL error for ``err``: our own errors keep their one-line message; the
+    server's Python tracebacks never reach the client."""
     if isinstance(err, PgError):
         return SqlError(err.sqlstate, str(err))
+    if isinstance(err, AccessError):
+        return SqlError("42501", str(err))  # insufficient_privilege
     if isinstance(err, NotSupportedError):
         return SqlError("0A000", str(err))
     if isinstance(err, VcfZarrError):
         return SqlError("22023", str(err))
     if isinstance(err, duckdb.Error):
-        first, _, rest = str(err).strip().partition("\n")
-        detail = "\n".join(line for line in rest.splitlines() if line.strip()) or None
+        text, python, _ = str(err).strip().partition(_PYTHON_TRACEBACK)
+        first, _, rest = text.strip().partition("\n")
+        detail = None if python else "\n".join(line for line in rest.splitlines() if line.strip()) or None
         if isinstance(err, duckdb.CatalogException):
             return SqlError(_catalog_state(first), first, detail)
         state = next((code for cls, code in _DUCKDB_STATES if isinstance(err, cls)), "XX000")
+        if "configuration has been locked" in first:
+            state = "42501"  # insufficient_privilege: a server's sessions cannot change settings
         return SqlError(state, first, detail)
     log.exception("internal error")
     return SqlError("XX000", f"internal error: {type(err).__name__}: {err}".splitlines()[0])

@@ -31,15 +31,17 @@ from vcfzarr_sql.store.metadata import ArrayInfo, parse_v2, parse_v3
 _REQUIRED_ARRAYS = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.CONTIG_ID)
 
 
-def open_store(path: str | os.PathLike, *, storage_options: dict | None = None) -> VczStore:
+def open_store(path: str | os.PathLike, *, storage_options: dict | None = None,
+               kv: KeyValueStore | None = None) -> VczStore:
     """Open the VCF Zarr store at ``path``: a local directory, a ``.zip`` file or an fsspec URL.
 
     Zarr v2 or v3; VCF Zarr 0.2 to 0.5. Raises StoreError (one line naming ``path``) when the
-    path is missing or is not a VCF Zarr store.
+    path is missing or is not a VCF Zarr store. ``kv``: read the store's bytes through this
+    key/value store instead of the one ``path`` names (the server's confined reader).
     """
     location = os.fspath(path)
     fingerprint = metadata_fingerprint(location)  # before reading: a change while opening shows
-    kv = open_kv(location, storage_options)
+    kv = kv or open_kv(location, storage_options)
     try:
         return VczStore(location, kv, fingerprint=fingerprint)
     except BaseException:
