@@ -201,6 +201,10 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
         spec.ATTR_VERSION: spec.WRITE_VERSION,
         spec.ATTR_HEADER: seen.header_text,
         spec.ATTR_SOURCE: f"vcfzarr-sql {__version__}",
+        spec.ATTR_HEADER_ADDED: [
+            line for line in seen.header_text.splitlines() if line.startswith("##")
+            and line not in header.meta_lines
+        ],
     }
     write_group(store, attrs, arrays + [a for a, _ in small])
     for array, values in small:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from vcfzarr_sql import spec
 from vcfzarr_sql.errors import NotSupportedError
 
 #: The lines bcftools adds when it recomputes INFO/AC and INFO/AN for a sample subset.
@@ -15,7 +16,8 @@ FIXED_COLUMNS = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO"]
 
 
 def header_text(store, samples: Sequence[str], *, add_counts: bool = False) -> str:
-    """The header of the store (``vcf_header``) with ``samples`` as the sample columns.
+    """The header of the store (``vcf_header``) with ``samples`` as the sample columns,
+    without the lines htslib added while the converter read the records.
 
     ``add_counts``: declare INFO/AC and INFO/AN if the store does not (bcftools does so when
     it recomputes them for a subset of samples).
@@ -23,7 +25,8 @@ def header_text(store, samples: Sequence[str], *, add_counts: bool = False) -> s
     text = store.vcf_header
     if not text:
         raise NotSupportedError(f"{store.path}: the store has no vcf_header to write VCF with")
-    meta = [line for line in text.splitlines() if line.startswith("##")]
+    added = set(store.attrs.get(spec.ATTR_HEADER_ADDED, ()))  # bcftools writes the header first
+    meta = [line for line in text.splitlines() if line.startswith("##") and line not in added]
     if add_counts:
         meta += [COUNT_LINES[n] for n in ("AC", "AN") if n not in store.info_fields]
     columns = FIXED_COLUMNS + (["FORMAT", *samples] if samples else [])

@@ -112,7 +112,12 @@ def _format_columns(store, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.
             text = vt.cells(values if values.ndim == 3 else values[..., None], field.vcf_type)
         names.append(name)
         cells.append(text)
-        shown.append(vt.present(everyone.read(field.array)[rows], field.vcf_type))
+        # The store cannot tell a key absent from a record from one whose values are all
+        # missing: GT is written always (as nearly every record has it), others when set.
+        shown.append(
+            np.ones(len(rows), bool) if name == "GT"
+            else vt.present(everyone.read(field.array)[rows], field.vcf_type)
+        )
     out = []
     for k in range(len(rows)):
         which = [j for j in range(len(names)) if shown[j][k]]
