@@ -3,7 +3,7 @@
 >>> import gzip, io
 >>> out = io.BytesIO()
 >>> with BgzfWriter(out) as w:
-...     w.write(b"hello\\n")
+...     _ = w.write(b"hello\\n")
 >>> gzip.decompress(out.getvalue())
 b'hello\\n'
 >>> out.getvalue().endswith(EOF_BLOCK)

@@ -2,15 +2,15 @@
 
 The supported subset: comparisons (``= == != < <= > >=``) of ``QUAL``, ``POS``, ``CHROM``,
 ``ID``, ``REF``, ``INFO/TAG`` (or a bare ``TAG``) and ``FORMAT/TAG`` (``FMT/TAG``) with
-numbers or quoted strings; ``FILTER="PASS"`` (``=``/``!=`` an exact set such as ``"q10;s50"``,
-``~``/``!~`` containment, ``"."`` for no filter); a bare INFO Flag; ``&&``, ``||``
+numbers or quoted strings (a Flag: ``INFO/DB=1``); ``FILTER="PASS"`` (``=``/``!=`` an exact set such as ``"q10;s50"``,
+``~``/``!~`` containment, ``"."`` for no filter); ``&&``, ``||``
 (``&``/``|`` too), ``!( )`` and parentheses. As in bcftools, a comparison with a vector
 (``INFO/AF``, ``FORMAT/DP``) holds when any value satisfies it, and a missing value satisfies
 nothing. Anything else is a :class:`~vcfzarr_sql.errors.NotSupportedError` naming it.
 
 >>> fields = {"DP": ("INFO", "1", "Integer"), "AF": ("INFO", "A", "Float")}
 >>> to_sql('QUAL>=30 && (INFO/DP>10 || AF<0.1) && FILTER="PASS"', fields)
-"(coalesce(qual >= 30, false) AND (coalesce(info_DP > 10, false) OR coalesce(len(list_filter(info_AF, x -> x < 0.1)) > 0, false)) AND coalesce(filters = ['PASS'], false))"
+"(coalesce(qual >= 30, false) AND (coalesce(info_DP > 10, false) OR coalesce(list_min(info_AF) < 0.1, false)) AND coalesce(filters = ['PASS'], false))"
 """
 
 from __future__ import annotations
@@ -111,18 +111,14 @@ class _Parser:
             raise NotSupportedError(f"filter expression {self.text!r}: a comparison must start with a field name, got {left!r}")
         following = self.peek()
         if following is None or following[0] != "op" or following[1] not in (*_SQL_OP, "~", "!~"):
-            return f"coalesce({self.flag(left)}, false)"
+            raise NotSupportedError(
+                f"filter expression {self.text!r}: {left} alone is not supported (write {left}=1 for a Flag)"
+            )
         _, op = self.take()
         value_kind, value = self.take()
         if value_kind not in ("number", "string"):
             raise NotSupportedError(f"filter expression {self.text!r}: only numbers and quoted strings can be compared with, got {value!r}")
         return f"coalesce({self.compare(left, op, value_kind, value)}, false)"
-
-    def flag(self, name: str) -> str:
-        category, number, vcf_type = self.field(name)
-        if category != "INFO" or vcf_type != "Flag":
-            raise NotSupportedError(f"filter expression {self.text!r}: {name} alone is not an INFO Flag")
-        return f"info_{name.split('/')[-1]}"
 
     def field(self, name: str) -> tuple[str, str, str]:
         prefix, _, tag = name.rpartition("/")
@@ -153,10 +149,10 @@ class _Parser:
             column = f"info_{tag}"
             if number == "1" or vcf_type == "Flag":
                 return f"{column} {_SQL_OP[op]} {literal}"
-            return f"len(list_filter({column}, x -> x {_SQL_OP[op]} {literal})) > 0"
+            return _any(column, op, literal)
         if number != "1" or tag == "GT":
             raise NotSupportedError(f"filter expression {self.text!r}: FORMAT/{tag} (Number={number}) comparisons are not supported")
-        return f"len(list_filter(fmt_{tag}, x -> x {_SQL_OP[op]} {literal})) > 0"
+        return _any(f"fmt_{tag}", op, literal)
 
     def filter_test(self, op: str, value_kind: str, value: str) -> str:
         if value_kind != "string":
@@ -173,6 +169,18 @@ class _Parser:
         else:
             raise NotSupportedError(f"filter expression {self.text!r}: FILTER {op} is not supported")
         return f"NOT coalesce({test}, false)" if op in ("!=", "!~") else test
+
+
+def _any(column: str, op: str, literal: str) -> str:
+    """Some non-missing value of list ``column`` satisfies ``op literal`` (no lambdas: their
+    syntax differs between DuckDB 1.1 and 2.0)."""
+    if op in (">", ">="):
+        return f"list_max({column}) {op} {literal}"
+    if op in ("<", "<="):
+        return f"list_min({column}) {op} {literal}"
+    if op in ("=", "=="):
+        return f"list_contains({column}, {literal})"
+    return f"(list_min({column}) <> {literal} OR list_max({column}) <> {literal})"
 
 
 def to_sql(expression: str, fields: Fields) -> str:

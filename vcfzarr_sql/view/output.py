@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import io
+import os
+import tempfile
 from collections.abc import Iterator
 from typing import IO
 
@@ -40,7 +41,13 @@ def open_output(path: str | None, output_type: str, header: str, stdout: IO[str]
     if output_type in ("b", "u"):
         import cyvcf2
 
-        writer = cyvcf2.Writer.from_string(path or "-", header, mode="wb" if output_type == "b" else "wbu")
+        # A template file, not Writer.from_string: that one rewrites ##fileformat to VCFv4.2.
+        with tempfile.TemporaryDirectory(prefix="vcfzarr-sql-") as tmp:
+            template = os.path.join(tmp, "header.vcf")
+            with open(template, "w") as f:
+                f.write(header)
+            mode = "wb" if output_type == "b" else "wbu"
+            writer = cyvcf2.Writer(path or "-", cyvcf2.VCF(template), mode=mode)
         writer.write_header()
         try:
             yield _BcfSink(writer)
@@ -48,7 +55,7 @@ def open_output(path: str | None, output_type: str, header: str, stdout: IO[str]
             writer.close()
         return
     raw: IO[bytes] = open(path, "wb") if path is not None else stdout.buffer
-    stream = BgzfWriter(raw) if output_type == "z" else io.BufferedWriter(raw, 1 << 20) if path is None else raw
+    stream = BgzfWriter(raw) if output_type == "z" else raw
     try:
         stream.write(header.encode())
         yield _TextSink(stream)
