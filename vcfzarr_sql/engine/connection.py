@@ -15,6 +15,7 @@ import duckdb
 
 from vcfzarr_sql.engine.relations import Registry
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
+from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
 from vcfzarr_sql.engine.rules.inline_parameters import Parameters
 from vcfzarr_sql.engine.stats import sum_stats
 from vcfzarr_sql.store import VczStore
@@ -31,8 +32,9 @@ class Connection:
     changes on disk is opened again before the next query (see :mod:`.relations`).
     """
 
-    def __init__(self, connection: duckdb.DuckDBPyConnection):
+    def __init__(self, connection: duckdb.DuckDBPyConnection, defaults: ScanDefaults | None = None):
         self._con = connection
+        self._defaults = defaults
         self._registry = Registry(connection)
         self._stats_before: dict[str, Mapping] = {}
 
@@ -46,7 +48,7 @@ class Connection:
         return self._registry.store(path)
 
     def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
-        rewritten = rewrite(query, parameters)
+        rewritten = rewrite(query, parameters, self._defaults)
         self._registry.refresh(rewritten.relations)
         self._stats_before = self._scan_stats()
         return rewritten
@@ -107,12 +109,14 @@ class Connection:
         return f"<vcfzarr_sql.Connection over {self._con!r}>"
 
 
-def connect(database: str = ":memory:", *, read_only: bool = False, **config: Any) -> Connection:
+def connect(database: str = ":memory:", *, read_only: bool = False,
+            defaults: ScanDefaults | None = None, **config: Any) -> Connection:
     """Open a DuckDB database (in memory by default) with the vcfzarr-sql table functions.
 
-    ``config`` is DuckDB's configuration (``threads=2``, ``memory_limit="4GB"``, ...).
+    ``defaults``: a region and samples for every ``vcf_zarr``/``vcf_zarr_calls`` call that
+    gives none of its own. ``config`` is DuckDB's configuration (``threads=2``, ...).
     """
-    return Connection(duckdb.connect(database, read_only=read_only, config=config))
+    return Connection(duckdb.connect(database, read_only=read_only, config=config), defaults)
 
 
 def register(connection: duckdb.DuckDBPyConnection) -> Connection:

@@ -22,7 +22,9 @@ from vcfzarr_sql.engine.call_sites import (
 )
 from vcfzarr_sql.engine.functions import ScanSpec
 from vcfzarr_sql.engine.rules import (
+    ScanDefaults,
     bind_arguments,
+    default_arguments,
     inline_parameters,
     placeholder_keys,
     reference_relation,
@@ -75,7 +77,7 @@ def _remaining_parameters(
     return renumbered, [values[n - 1] for n in kept]
 
 
-def rewrite(sql: str, parameters: Parameters = None) -> RewrittenQuery:
+def rewrite(sql: str, parameters: Parameters = None, defaults: ScanDefaults | None = None) -> RewrittenQuery:
     """Replace every table-function call of ``sql`` by its registered relation's name.
 
     >>> q = rewrite("SELECT count(*) FROM vcf_zarr('/d/x.zarr') WHERE contig = '1'")
@@ -91,19 +93,20 @@ def rewrite(sql: str, parameters: Parameters = None) -> RewrittenQuery:
         return RewrittenQuery(sql, {}, parameters)
     if parameters is None:
         # Relation names depend on the working and home directories (relative store paths).
-        text, relations = _rewrite_text(sql, os.getcwd(), os.path.expanduser("~"))
+        text, relations = _rewrite_text(sql, os.getcwd(), os.path.expanduser("~"), defaults)
         return RewrittenQuery(text, dict(relations), None)
-    return _rewrite(sql, parameters)
+    return _rewrite(sql, parameters, defaults)
 
 
 @functools.lru_cache(maxsize=256)
-def _rewrite_text(sql: str, cwd: str, home: str) -> tuple[str, tuple[tuple[str, ScanSpec], ...]]:
+def _rewrite_text(sql: str, cwd: str, home: str, defaults: ScanDefaults | None,
+                  ) -> tuple[str, tuple[tuple[str, ScanSpec], ...]]:
     """The rewrite of a query without parameters, remembered: a warm session repeats queries."""
-    rewritten = _rewrite(sql, None)
+    rewritten = _rewrite(sql, None, defaults)
     return rewritten.sql, tuple(rewritten.relations.items())
 
 
-def _rewrite(sql: str, parameters: Parameters) -> RewrittenQuery:
+def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = None) -> RewrittenQuery:
     tokens = tokenize(sql)
     sites = find_call_sites(sql, tokens)
     replacements = []
@@ -112,7 +115,7 @@ def _rewrite(sql: str, parameters: Parameters) -> RewrittenQuery:
     for site in sites:
         consumed.update(placeholder_keys(site.call, site.first_placeholder))
         call = inline_parameters(site.call, parameters, site.first_placeholder)
-        spec = bind_arguments(call)
+        spec = default_arguments(bind_arguments(call), defaults)
         relations[spec.relation_name] = spec
         reference = reference_relation(site.call, spec.relation_name, site.needs_alias)
         replacements.append((site.start, site.stop, reference.sql("duckdb")))
