@@ -50,6 +50,8 @@ class Connection:
     def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
         rewritten = rewrite(query, parameters, self._defaults)
         self._registry.refresh(rewritten.relations)
+        for names in rewritten.unions:
+            self._registry.check_same_samples(names)
         self._stats_before = self._scan_stats()
         return rewritten
 
