@@ -22,7 +22,7 @@ import vcfzarr_sql
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import QueryError
 
-FORMATS = ("table", "csv", "tsv", "json", "parquet")
+FORMATS = ("table", "csv", "tsv", "json", "parquet", "vcf")
 #: DuckDB COPY options of each file format
 COPY_OPTIONS = {
     "csv": "FORMAT csv, HEADER true",
@@ -117,6 +117,27 @@ def print_query(
         write_relation(con, relation, fmt, output, max_rows)
 
 
+def print_vcf(con: Connection, sql: str, output: str | None) -> None:
+    """Run ``sql`` and write its rows as VCF, with the header of its first ``vcf_zarr`` store."""
+    from vcfzarr_sql.view.output import open_output
+    from vcfzarr_sql.view.table import table_vcf_lines
+
+    scans = [s for s in con.rewrite(sql).relations.values() if s.table == "variants"]
+    if not scans:
+        raise QueryError("--format vcf needs a query over vcf_zarr(...) (its store gives the header)")
+    relation = run_sql(con, sql)
+    if relation is None:
+        raise QueryError("--format vcf needs a query that returns rows")
+    try:
+        reader = relation.to_arrow_table()
+    except duckdb.Error as err:
+        raise QueryError(str(err).strip()) from None
+    lines = table_vcf_lines(reader.to_batches(), reader.schema, con.store(scans[0].path), scans[0].samples)
+    with open_output(output, "v", next(lines), sys.stdout) as out:
+        for line in lines:
+            out.write(line)
+
+
 def print_stats(con: Connection) -> None:
     """The last query's scan statistics as one JSON object on standard error."""
     click.echo(json.dumps(con.last_stats), err=True)
@@ -168,6 +189,10 @@ def command(sql: str | None, file: str | None, region: str | None, samples: str 
         listed = None if samples is None else tuple(n for n in samples.split(",") if n)
         defaults = ScanDefaults(region=region, samples=listed)
     con = vcfzarr_sql.connect(defaults=defaults)
-    print_query(con, read_sql(sql, file), fmt, output, max_rows)
+    text = read_sql(sql, file)
+    if fmt == "vcf":
+        print_vcf(con, text, output)
+    else:
+        print_query(con, text, fmt, output, max_rows)
     if stats:
         print_stats(con)

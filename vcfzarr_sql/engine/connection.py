@@ -47,8 +47,12 @@ class Connection:
         """The opened store at ``path`` (opened once per connection, again when it changed)."""
         return self._registry.store(path)
 
+    def rewrite(self, query: str, parameters: Parameters = None) -> RewrittenQuery:
+        """What :meth:`sql` would run for ``query`` (the table-function calls it makes)."""
+        return rewrite(query, parameters, self._defaults)
+
     def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
-        rewritten = rewrite(query, parameters, self._defaults)
+        rewritten = self.rewrite(query, parameters)
         self._registry.refresh(rewritten.relations)
         for names in rewritten.unions:
             self._registry.check_same_samples(names)
