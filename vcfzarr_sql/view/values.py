@@ -57,6 +57,39 @@ def _vector_text(vector: tuple, missing: tuple, fill: tuple, vcf_type: str) -> s
     return ",".join(parts) if parts else MISSING
 
 
+#: largest key space formatted through a lookup table instead of a sort
+_TABLE_KEYS = 1 << 22
+
+
+def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one row of each distinct row value, inverse: which distinct value each row is).
+
+    Small integer rows (genotypes, depths) are keyed arithmetically and looked up in a table
+    (no sort); others go through ``np.unique``.
+
+    >>> first, inverse = distinct_rows(np.array([[0, 1], [1, 1], [0, 1]], dtype=np.int8))
+    >>> first.tolist(), inverse.tolist()
+    ([0, 1], [0, 1, 0])
+    """
+    width = flat.shape[1]
+    if flat.dtype.kind in "iub" and len(flat):
+        low, high = int(flat.min()), int(flat.max())
+        base = high - low + 1
+        if base ** width <= _TABLE_KEYS:
+            keys = np.zeros(len(flat), dtype=np.int64)
+            for column in range(width):
+                keys = keys * base + (flat[:, column].astype(np.int64) - low)
+            first_of = np.full(base ** width, -1, dtype=np.int64)
+            first_of[keys[::-1]] = np.arange(len(keys) - 1, -1, -1)
+            present = np.flatnonzero(first_of >= 0)
+            number = np.zeros(base ** width, dtype=np.int64)
+            number[present] = np.arange(len(present))
+            return first_of[present], number[keys]
+    view = np.ascontiguousarray(flat).view(np.dtype((np.void, flat.dtype.itemsize * width))).ravel()
+    _, first, inverse = np.unique(view, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
 def cells(values: np.ndarray, vcf_type: str) -> np.ndarray:
     """One VCF text per cell of ``values``; the last axis is the vector of one cell when
     ``values`` has more than one dimension (``(rows, width)`` or ``(rows, samples, width)``)."""
@@ -67,10 +100,9 @@ def cells(values: np.ndarray, vcf_type: str) -> np.ndarray:
     missing, fill = flags(flat, vcf_type)
     if flat.dtype.kind == "O":
         keys = ["\x00".join(map(str, row)) for row in flat]
-        unique, first, inverse = np.unique(np.array(keys, dtype=object), return_index=True, return_inverse=True)
+        _, first, inverse = np.unique(np.array(keys, dtype=object), return_index=True, return_inverse=True)
     else:
-        view = flat.view(np.dtype((np.void, flat.dtype.itemsize * width))).ravel()
-        unique, first, inverse = np.unique(view, return_index=True, return_inverse=True)
+        first, inverse = distinct_rows(flat)
     texts = np.array(
         [_vector_text(tuple(flat[k]), tuple(missing[k]), tuple(fill[k]), vcf_type) for k in first],
         dtype=object,
@@ -98,9 +130,7 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None) -> np.ndarr
     keyed = np.concatenate(
         [genotypes.astype(np.int32, copy=False), phase[..., None].astype(np.int32)], axis=2
     ).reshape(-1, ploidy + 1)
-    keyed = np.ascontiguousarray(keyed)
-    view = keyed.view(np.dtype((np.void, keyed.dtype.itemsize * (ploidy + 1)))).ravel()
-    _, first, inverse = np.unique(view, return_index=True, return_inverse=True)
+    first, inverse = distinct_rows(keyed)
     texts = np.array([_genotype_text(keyed[k]) for k in first], dtype=object)
     return texts[inverse.ravel()].reshape(rows, samples)
 
