@@ -75,12 +75,21 @@ def vcf_lines(store, selection: Selection = Selection()) -> Iterator[str]:
     counts = options.subsets and options.update_counts and "GT" in store.format_fields
     yield header_text(store, names, add_counts=counts)
     expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
-    pruning = regions if regions is not None else targets
-    for chunk in _chunks(store, pruning):
-        keep = chunk_mask(store, chunk, [s for s in (regions, targets) if s is not None])
-        if expression is not None and keep.any():
-            keep &= expression.mask(store, chunk)
-        yield from chunk_lines(store, chunk, np.flatnonzero(keep), options)
+    for selected in _passes(regions, targets):
+        for chunk in _chunks(store, selected):
+            keep = chunk_mask(store, chunk, [] if selected is None else [selected])
+            if expression is not None and keep.any():
+                keep &= expression.mask(store, chunk)
+            yield from chunk_lines(store, chunk, np.flatnonzero(keep), options)
+
+
+def _passes(regions: Intervals | None, targets: Intervals | None) -> list[Intervals | None]:
+    """The selections to write one after the other: with ``-r``, one per contig in the order
+    the regions name them (as bcftools does); otherwise one pass in store order."""
+    if regions is None:
+        return [targets]
+    contigs = dict.fromkeys(region.contig for region in regions.regions)
+    return [Intervals(tuple(r for r in regions.regions if r.contig == contig)) for contig in contigs]
 
 
 def view(store_or_path, output: str | os.PathLike | None = None, selection: Selection = Selection(),
