@@ -148,3 +148,12 @@ def test_unsupported_or_wrong_options_are_clear_errors(selection, error, message
     store = convert_once(SAMPLE)
     with pytest.raises(error, match=message):
         _ours(store, **selection)
+
+
+def test_samples_subset_recomputes_counts_and_declares_them(convert_once):
+    """bcftools adds INFO/AC and INFO/AN (and their header lines) for a subset of samples."""
+    mixed = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/mixed_ploidy.vcf.gz"
+    store = convert_once(mixed)
+    ours = _ours(store, samples="S3,S1")
+    assert "##INFO=<ID=AN," in ours
+    assert _normalised(ours) == _normalised(_bcftools_view(mixed, "-s", "S3,S1"))
