@@ -23,7 +23,7 @@ from vcfzarr_sql.cli import options
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to FILE (default: standard output).")
 def command(store, regions, regions_file, targets, targets_file, samples, samples_file, include,
             exclude, no_update, output_type, output):
-    """Write the records of STORE as VCF or BCF, like ``bcftools view`` on the original file.
+    """Write the records of STORE as VCF or BCF, as bcftools view does for the original file.
 
     \b
     vcfzarr-sql view x.zarr -r 20:1-200000 -s NA00001 -i 'QUAL>20' -Oz -o out.vcf.gz
