@@ -138,7 +138,8 @@ def test_cli_writes_vcf_to_stdout(convert_once, capfd):
     [
         ({"include": "GT=\"het\""}, NotSupportedError, "FORMAT/GT"),
         ({"include": "DB"}, NotSupportedError, "DB=1"),
-        ({"include": "INFO/DP>10 && TYPE=\"snp\""}, QueryError, "no field TYPE"),
+        ({"include": "INFO/DP>10 && TYPE=\"snp\""}, NotSupportedError, "TYPE is not supported"),
+        ({"include": "INFO/NOPE>1"}, QueryError, "no field INFO/NOPE"),
         ({"include": "FILTER~\"q\" && REF~\"A\""}, NotSupportedError, "FILTER only"),
         ({"samples": "NOPE"}, QueryError, "'NOPE' is not in the store"),
         ({"regions": "20", "targets": "20"}, QueryError, "cannot be used together"),

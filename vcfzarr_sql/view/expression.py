@@ -136,6 +136,8 @@ class _Parser:
         upper = name.upper()
         if upper == "FILTER":
             return self.filter_test(op, value_kind, value)
+        if upper in ("TYPE", "GT", "N_ALT", "N_SAMPLES", "AC", "AF") and upper not in self.fields:
+            raise NotSupportedError(f"filter expression {self.text!r}: {name} is not supported (not a stored field)")
         if op in ("~", "!~"):
             raise NotSupportedError(f"filter expression {self.text!r}: regular expressions (~) are supported for FILTER only")
         literal = _literal(value_kind, value)
