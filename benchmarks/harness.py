@@ -161,6 +161,7 @@ class ProcessResult:
     wall_s: float
     max_rss_bytes: int
     stdout: bytes
+    cpu_s: float = 0.0  # user + system time of the process and the children it waited for
 
 
 def run_process(argv: Sequence[str], *, capture: bool = True, env: dict[str, str] | None = None) -> ProcessResult:
@@ -182,7 +183,8 @@ def run_process(argv: Sequence[str], *, capture: bool = True, env: dict[str, str
             message = err.read().decode(errors="replace").strip().splitlines()
             raise RuntimeError(f"{Path(argv[0]).name} exited {proc.returncode}: {message[-1] if message else ''}")
         out.seek(0)
-        return ProcessResult(wall, usage.ru_maxrss * 1024, out.read() if capture else b"")
+        return ProcessResult(wall, usage.ru_maxrss * 1024, out.read() if capture else b"",
+                             usage.ru_utime + usage.ru_stime)
 
 
 def shell(script: str) -> list[str]:

@@ -99,6 +99,8 @@ REGION_INDEX_FIELDS = 6
 ATTR_VERSION = "vcf_zarr_version"
 ATTR_HEADER = "vcf_header"
 ATTR_SOURCE = "source"
+#: ## lines htslib added to the header while reading records (undeclared contigs and fields)
+ATTR_HEADER_ADDED = "vcfzarr_sql_header_added_lines"
 ATTR_META_INFORMATION = "vcf_meta_information"  # 0.4+
 ARRAY_DIMENSIONS = "_ARRAY_DIMENSIONS"
 

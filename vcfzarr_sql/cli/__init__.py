@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "shell",
     "demo",
     "serve",
+    "view",
 )
 
 

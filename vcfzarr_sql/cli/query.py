@@ -22,9 +22,14 @@ import vcfzarr_sql
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import QueryError
 
-FORMATS = ("table", "csv", "json", "parquet")
+FORMATS = ("table", "csv", "tsv", "json", "parquet", "vcf")
 #: DuckDB COPY options of each file format
-COPY_OPTIONS = {"csv": "FORMAT csv, HEADER true", "json": "FORMAT json", "parquet": "FORMAT parquet"}
+COPY_OPTIONS = {
+    "csv": "FORMAT csv, HEADER true",
+    "tsv": "FORMAT csv, HEADER true, DELIMITER '\t'",
+    "json": "FORMAT json",
+    "parquet": "FORMAT parquet",
+}
 #: rows shown by the ``table`` format unless --max-rows says otherwise
 DEFAULT_MAX_ROWS = 1000
 
@@ -112,13 +117,53 @@ def print_query(
         write_relation(con, relation, fmt, output, max_rows)
 
 
+def print_vcf(con: Connection, sql: str, output: str | None) -> None:
+    """Run ``sql`` and write its rows as VCF, with the header of its first ``vcf_zarr`` store."""
+    from vcfzarr_sql.view.output import open_output
+    from vcfzarr_sql.view.table import table_vcf_lines
+
+    scans = [s for s in con.rewrite(sql).relations.values() if s.table == "variants"]
+    if not scans:
+        raise QueryError("--format vcf needs a query over vcf_zarr(...) (its store gives the header)")
+    relation = run_sql(con, sql)
+    if relation is None:
+        raise QueryError("--format vcf needs a query that returns rows")
+    try:
+        reader = relation.to_arrow_table()
+    except duckdb.Error as err:
+        raise QueryError(str(err).strip()) from None
+    lines = table_vcf_lines(reader.to_batches(), reader.schema, con.store(scans[0].path), scans[0].samples)
+    with open_output(output, "v", next(lines), sys.stdout) as out:
+        for line in lines:
+            out.write(line)
+
+
 def print_stats(con: Connection) -> None:
     """The last query's scan statistics as one JSON object on standard error."""
     click.echo(json.dumps(con.last_stats), err=True)
 
 
+def read_sql(sql: str | None, file: str | None) -> str:
+    """The SQL text: the argument, or the contents of ``file`` (``-``: standard input)."""
+    if (sql is None) == (file is None):
+        raise click.UsageError("give the SQL either as an argument or with --file (not both)")
+    if file is None:
+        return sql
+    if file == "-":
+        return sys.stdin.read()
+    try:
+        with open(file) as f:
+            return f.read()
+    except OSError as err:
+        raise QueryError(f"{file}: {err.strerror}") from None
+
+
 @click.command("query")
-@click.argument("sql")
+@click.argument("sql", required=False)
+@click.option("--file", "-F", "file", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Read the SQL from FILE ('-': standard input).")
+@click.option("--region", "-r", help="Region for every vcf_zarr(...) call without its own (bcftools -r).")
+@click.option("--samples", "-s", help="Comma-separated samples for every call without its own.")
 @click.option(
     "--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
     help="Output format (json: one object per line).",
@@ -129,13 +174,25 @@ def print_stats(con: Connection) -> None:
     "--max-rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS, show_default=True,
     help="Rows shown by the table format.",
 )
-def command(sql: str, fmt: str, output: str | None, stats: bool, max_rows: int) -> None:
+def command(sql: str | None, file: str | None, region: str | None, samples: str | None, fmt: str,
+            output: str | None, stats: bool, max_rows: int) -> None:
     """Run SQL over VCF Zarr stores and print the result.
 
     \b
     vcfzarr-sql query "SELECT contig, count(*) FROM vcf_zarr('x.zarr') GROUP BY contig"
+    vcfzarr-sql query -r 20:1-2000000 -s NA00001 -f tsv --file q.sql
     """
-    con = vcfzarr_sql.connect()
-    print_query(con, sql, fmt, output, max_rows)
+    from vcfzarr_sql.engine.rules import ScanDefaults
+
+    defaults = None
+    if region is not None or samples is not None:
+        listed = None if samples is None else tuple(n for n in samples.split(",") if n)
+        defaults = ScanDefaults(region=region, samples=listed)
+    con = vcfzarr_sql.connect(defaults=defaults)
+    text = read_sql(sql, file)
+    if fmt == "vcf":
+        print_vcf(con, text, output)
+    else:
+        print_query(con, text, fmt, output, max_rows)
     if stats:
         print_stats(con)

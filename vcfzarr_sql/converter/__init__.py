@@ -12,8 +12,10 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import warnings
 from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
@@ -23,6 +25,7 @@ import numpy as np
 from vcfzarr_sql import __version__, spec
 from vcfzarr_sql.converter.arrays import Layout, build_arrays, header_deviations, whole_array
 from vcfzarr_sql.converter.encode import Piece, encode_variant_chunk
+from vcfzarr_sql.converter.inputs import STDIN, check_inputs, single_input
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, merged_header_text
 from vcfzarr_sql.converter.partitions import plan_partitions
 from vcfzarr_sql.converter.reader import PartitionResult, block_path, read_file_header, read_partition
@@ -31,7 +34,7 @@ from vcfzarr_sql.converter.workers import WorkerPool
 from vcfzarr_sql.converter.zarr_v2 import write_group, write_whole
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError, VcfZarrWarning
 
-__all__ = ["convert"]
+__all__ = ["ConvertSummary", "convert"]
 
 _BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
 
@@ -201,14 +204,36 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
         spec.ATTR_VERSION: spec.WRITE_VERSION,
         spec.ATTR_HEADER: seen.header_text,
         spec.ATTR_SOURCE: f"vcfzarr-sql {__version__}",
+        spec.ATTR_HEADER_ADDED: [
+            line for line in seen.header_text.splitlines() if line.startswith("##")
+            and line not in header.meta_lines
+        ],
     }
     write_group(store, attrs, arrays + [a for a, _ in small])
     for array, values in small:
         write_whole(store, array, values)
 
 
+@dataclass(frozen=True)
+class ConvertSummary:
+    """What a conversion wrote."""
+
+    records: int
+    samples: int
+    store_bytes: int
+    seconds: float
+
+    def __str__(self) -> str:
+        return (f"{self.records} records, {self.samples} samples, "
+                f"{self.store_bytes / 1e6:.1f} MB store, {self.seconds:.1f} s")
+
+
+def _tree_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
 def convert(
-    input: str | os.PathLike,
+    input: str | os.PathLike | Sequence[str | os.PathLike],
     output: str | os.PathLike,
     *,
     variants_chunk_size: int = spec.DEFAULT_VARIANTS_CHUNK_SIZE,
@@ -217,8 +242,11 @@ def convert(
     force: bool = False,
     show_progress: bool | None = None,
     compressor=None,
-) -> None:
+) -> ConvertSummary:
     """Convert a VCF, bgzipped VCF or BCF file to a VCF Zarr 0.3 store (Zarr v2) at ``output``.
+
+    ``input`` may also be ``"-"`` (standard input) or a list of files converted as their
+    concatenation (their headers must agree: :mod:`.inputs`). Returns a :class:`ConvertSummary`.
 
     ``compressor``: a numcodecs codec for every array (default: Blosc zstd 7, bit-shuffled for
     genotypes and bool arrays, byte-shuffled otherwise). ``show_progress``: a progress bar on
@@ -228,21 +256,24 @@ def convert(
 
     >>> convert("sample.vcf.gz", "sample.vcz", workers=2)  # doctest: +SKIP
     """
-    input_path = Path(input)
+    started = time.perf_counter()
+    inputs = [str(input)] if isinstance(input, (str, os.PathLike)) else [str(p) for p in input]
     output_path = Path(output)
     if variants_chunk_size < 1 or samples_chunk_size < 1 or workers < 1:
         raise VcfZarrError("variants_chunk_size, samples_chunk_size and workers must be >= 1")
-    if not input_path.is_file():
-        raise VcfParseError(str(input_path), "no such file")
+    check_inputs(inputs)
     if os.path.lexists(output_path) and not force:
         raise VcfZarrError(f"{output_path}: already exists (use --force to replace it)")
-    _check_bgzf_eof(input_path)
+    for path in inputs:
+        if path != STDIN:
+            _check_bgzf_eof(Path(path))
     if show_progress is None:
         show_progress = sys.stderr.isatty()
     output_path.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{output_path.name}.", suffix=".tmp", dir=output_path.parent))
     try:
         store = work / "store"
+        input_path = single_input(inputs, work)
         with WorkerPool(str(input_path), workers, work) as pool:
             progress = _Progress(show_progress, pool)
             try:
@@ -259,3 +290,8 @@ def convert(
         os.replace(store, output_path)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    from vcfzarr_sql.store import open_store
+
+    with open_store(output_path) as written:
+        records, samples = written.num_variants, written.num_samples
+    return ConvertSummary(records, samples, _tree_bytes(output_path), time.perf_counter() - started)

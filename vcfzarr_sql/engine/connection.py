@@ -15,6 +15,7 @@ import duckdb
 
 from vcfzarr_sql.engine.relations import Registry
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
+from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
 from vcfzarr_sql.engine.rules.inline_parameters import Parameters
 from vcfzarr_sql.engine.stats import sum_stats
 from vcfzarr_sql.store import VczStore
@@ -33,8 +34,10 @@ class Connection:
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection,
-                 opener: Callable[[str], VczStore] | None = None):
+                 opener: Callable[[str], VczStore] | None = None,
+                 defaults: ScanDefaults | None = None):
         self._con = connection
+        self._defaults = defaults
         self._registry = Registry(connection, opener)
         self._stats_before: dict[str, Mapping] = {}
 
@@ -47,9 +50,15 @@ class Connection:
         """The opened store at ``path`` (opened once per connection, again when it changed)."""
         return self._registry.store(path)
 
+    def rewrite(self, query: str, parameters: Parameters = None) -> RewrittenQuery:
+        """What :meth:`sql` would run for ``query`` (the table-function calls it makes)."""
+        return rewrite(query, parameters, self._defaults)
+
     def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
-        rewritten = rewrite(query, parameters)
+        rewritten = self.rewrite(query, parameters)
         self._registry.refresh(rewritten.relations)
+        for names in rewritten.unions:
+            self._registry.check_same_samples(names)
         self._stats_before = self._scan_stats()
         return rewritten
 
@@ -109,12 +118,14 @@ class Connection:
         return f"<vcfzarr_sql.Connection over {self._con!r}>"
 
 
-def connect(database: str = ":memory:", *, read_only: bool = False, **config: Any) -> Connection:
+def connect(database: str = ":memory:", *, read_only: bool = False,
+            defaults: ScanDefaults | None = None, **config: Any) -> Connection:
     """Open a DuckDB database (in memory by default) with the vcfzarr-sql table functions.
 
-    ``config`` is DuckDB's configuration (``threads=2``, ``memory_limit="4GB"``, ...).
+    ``defaults``: a region and samples for every ``vcf_zarr``/``vcf_zarr_calls`` call that
+    gives none of its own. ``config`` is DuckDB's configuration (``threads=2``, ...).
     """
-    return Connection(duckdb.connect(database, read_only=read_only, config=config))
+    return Connection(duckdb.connect(database, read_only=read_only, config=config), defaults=defaults)
 
 
 def register(connection: duckdb.DuckDBPyConnection) -> Connection:

@@ -17,7 +17,7 @@ import duckdb
 
 from vcfzarr_sql.engine.functions import ScanSpec, canonical_path
 from vcfzarr_sql.engine.metadata import METADATA_TABLES
-from vcfzarr_sql.errors import VcfZarrError
+from vcfzarr_sql.errors import QueryError, VcfZarrError
 from vcfzarr_sql.scan import dataset
 from vcfzarr_sql.store import VczStore, open_store
 
@@ -87,6 +87,19 @@ class Registry:
         for name, spec in wanted.items():
             if name not in self._relations:
                 self._register(name, spec)
+
+    def check_same_samples(self, names: tuple[str, ...]) -> None:
+        """QueryError unless the stores under the relations ``names`` (one scan call over
+        several stores) have the same samples in the same order."""
+        first_spec, first_store, _ = self._relations[names[0]]
+        for name in names[1:]:
+            spec, store, _ = self._relations[name]
+            if spec.table in ("variants", "calls") and list(store.samples) != list(first_store.samples):
+                raise QueryError(
+                    f"{spec.function}(): {spec.path} and {first_spec.path} have different samples "
+                    f"({store.num_samples} vs {first_store.num_samples}); one table over several "
+                    "stores needs the same samples in the same order"
+                )
 
     def _register(self, name: str, spec: ScanSpec) -> None:
         store = self._opened(spec.path)

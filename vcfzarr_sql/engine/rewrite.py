@@ -22,11 +22,14 @@ from vcfzarr_sql.engine.call_sites import (
 )
 from vcfzarr_sql.engine.functions import ScanSpec
 from vcfzarr_sql.engine.rules import (
+    ScanDefaults,
     bind_arguments,
+    default_arguments,
     inline_parameters,
     placeholder_keys,
     reference_relation,
 )
+from vcfzarr_sql.engine.rules.expand_stores import expand_stores, is_glob, union_reference
 from vcfzarr_sql.engine.rules.inline_parameters import Parameters
 
 
@@ -37,6 +40,10 @@ class RewrittenQuery:
     sql: str
     relations: dict[str, ScanSpec]
     parameters: Parameters
+    #: relation names of each call over several stores (they must have the same samples)
+    unions: tuple[tuple[str, ...], ...] = ()
+    #: whether a glob was expanded (then the rewrite is not remembered: files may come and go)
+    globbed: bool = False
 
 
 def _splice(sql: str, replacements: list[tuple[int, int, str]]) -> str:
@@ -75,7 +82,7 @@ def _remaining_parameters(
     return renumbered, [values[n - 1] for n in kept]
 
 
-def rewrite(sql: str, parameters: Parameters = None) -> RewrittenQuery:
+def rewrite(sql: str, parameters: Parameters = None, defaults: ScanDefaults | None = None) -> RewrittenQuery:
     """Replace every table-function call of ``sql`` by its registered relation's name.
 
     >>> q = rewrite("SELECT count(*) FROM vcf_zarr('/d/x.zarr') WHERE contig = '1'")
@@ -91,32 +98,41 @@ def rewrite(sql: str, parameters: Parameters = None) -> RewrittenQuery:
         return RewrittenQuery(sql, {}, parameters)
     if parameters is None:
         # Relation names depend on the working and home directories (relative store paths).
-        text, relations = _rewrite_text(sql, os.getcwd(), os.path.expanduser("~"))
-        return RewrittenQuery(text, dict(relations), None)
-    return _rewrite(sql, parameters)
+        remembered = _rewrite_text(sql, os.getcwd(), os.path.expanduser("~"), defaults)
+        if not remembered.globbed:
+            return RewrittenQuery(remembered.sql, dict(remembered.relations), None, remembered.unions)
+    return _rewrite(sql, parameters, defaults)
 
 
 @functools.lru_cache(maxsize=256)
-def _rewrite_text(sql: str, cwd: str, home: str) -> tuple[str, tuple[tuple[str, ScanSpec], ...]]:
-    """The rewrite of a query without parameters, remembered: a warm session repeats queries."""
-    rewritten = _rewrite(sql, None)
-    return rewritten.sql, tuple(rewritten.relations.items())
+def _rewrite_text(sql: str, cwd: str, home: str, defaults: ScanDefaults | None) -> RewrittenQuery:
+    """The rewrite of a query without parameters, remembered: a warm session repeats queries.
+    (Callers copy ``relations``: the remembered value must not change.)"""
+    return _rewrite(sql, None, defaults)
 
 
-def _rewrite(sql: str, parameters: Parameters) -> RewrittenQuery:
+def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = None) -> RewrittenQuery:
     tokens = tokenize(sql)
     sites = find_call_sites(sql, tokens)
     replacements = []
     relations: dict[str, ScanSpec] = {}
     consumed: set[int | str] = set()
+    unions, globbed = [], False
     for site in sites:
         consumed.update(placeholder_keys(site.call, site.first_placeholder))
         call = inline_parameters(site.call, parameters, site.first_placeholder)
-        spec = bind_arguments(call)
-        relations[spec.relation_name] = spec
-        reference = reference_relation(site.call, spec.relation_name, site.needs_alias)
-        replacements.append((site.start, site.stop, reference.sql("duckdb")))
+        calls = expand_stores(call)
+        globbed |= is_glob(call)
+        specs = [default_arguments(bind_arguments(c), defaults) for c in calls]
+        relations.update((spec.relation_name, spec) for spec in specs)
+        if len(specs) == 1:
+            reference = reference_relation(site.call, specs[0].relation_name, site.needs_alias).sql("duckdb")
+        else:
+            names = [spec.relation_name for spec in specs]
+            unions.append(tuple(names))
+            reference = union_reference(names, site.call.name.lower() if site.needs_alias else None)
+        replacements.append((site.start, site.stop, reference))
     if consumed:
         renumbered, parameters = _remaining_parameters(tokens, sites, parameters, consumed)
         replacements += renumbered
-    return RewrittenQuery(_splice(sql, replacements), relations, parameters)
+    return RewrittenQuery(_splice(sql, replacements), relations, parameters, tuple(unions), globbed)

@@ -1,0 +1,38 @@
+"""``vcfzarr-sql view STORE``: the store as VCF/BCF, as ``bcftools view`` writes it."""
+
+from __future__ import annotations
+
+import click
+
+from vcfzarr_sql.cli import options
+
+
+@click.command("view")
+@options.store_path
+@click.option("--regions", "-r", help="Records overlapping chr|chr:pos|chr:beg-end, comma-separated.")
+@click.option("--regions-file", "-R", type=click.Path(dir_okay=False), help="Regions from a file (CHROM[ POS| BEG END] or .bed).")
+@click.option("--targets", "-t", help="Records whose POS is in the targets ('^' excludes).")
+@click.option("--targets-file", "-T", type=click.Path(dir_okay=False), help="Targets from a file.")
+@click.option("--samples", "-s", help="Comma-separated samples, in output order ('^' excludes).")
+@click.option("--samples-file", "-S", type=click.Path(dir_okay=False), help="Samples from a file, one per line.")
+@click.option("--include", "-i", help="Keep records for which the bcftools expression holds.")
+@click.option("--exclude", "-e", help="Drop records for which the bcftools expression holds.")
+@click.option("--no-update", "-I", is_flag=True, help="Do not recompute INFO/AC and INFO/AN for -s.")
+@click.option("--output-type", "-O", type=click.Choice(["v", "z", "b", "u"]), default="v",
+              show_default=True, help="v: VCF, z: bgzipped VCF, b: BCF, u: uncompressed BCF.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to FILE (default: standard output).")
+def command(store, regions, regions_file, targets, targets_file, samples, samples_file, include,
+            exclude, no_update, output_type, output):
+    """Write the records of STORE as VCF or BCF, as bcftools view does for the original file.
+
+    \b
+    vcfzarr-sql view x.zarr -r 20:1-200000 -s NA00001 -i 'QUAL>20' -Oz -o out.vcf.gz
+    """
+    from vcfzarr_sql.view import Selection, view
+
+    selection = Selection(
+        regions=regions, regions_file=regions_file, targets=targets, targets_file=targets_file,
+        samples=samples, samples_file=samples_file, include=include, exclude=exclude,
+        update_counts=not no_update,
+    )
+    view(store, output, selection, output_type)

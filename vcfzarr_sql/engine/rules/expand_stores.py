@@ -1,0 +1,72 @@
+"""Rule: a call over several stores becomes one call per store.
+
+``vcf_zarr(['chr1.zarr', 'chr2.zarr'])`` and ``vcf_zarr('chr*.zarr')`` (a glob of local
+paths, expanded in sorted order) stand for the union of the stores' tables; each store keeps
+its own pushdown. The stores of one scan call must have the same samples (checked when they
+are opened, :meth:`~vcfzarr_sql.engine.relations.Registry.check_same_samples`).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from sqlglot import exp
+
+from vcfzarr_sql.errors import QueryError
+
+_GLOB_CHARACTERS = set("*?[")
+
+
+def is_glob(call: exp.Anonymous) -> bool:
+    """Whether ``call``'s store argument is a glob pattern."""
+    first = call.expressions[0] if call.expressions else None
+    return (isinstance(first, exp.Literal) and first.is_string and "://" not in first.this
+            and bool(_GLOB_CHARACTERS & set(first.this)))
+
+
+def _paths(function: str, node: exp.Expression) -> list[str] | None:
+    """The store paths a path argument names, or None when it is not a list or a glob."""
+    if isinstance(node, exp.Array):
+        paths = [e.this for e in node.expressions if isinstance(e, exp.Literal) and e.is_string]
+        if len(paths) != len(node.expressions) or not paths:
+            raise QueryError(f"{function}(): a list of stores must be a non-empty list of strings")
+        return paths
+    if not (isinstance(node, exp.Literal) and node.is_string and "://" not in node.this
+            and _GLOB_CHARACTERS & set(node.this)):
+        return None
+    paths = sorted(glob.glob(os.path.expanduser(node.this)))
+    if not paths:
+        raise QueryError(f"{function}(): no store matches {node.this!r}")
+    return paths
+
+
+def expand_stores(call: exp.Anonymous) -> list[exp.Anonymous]:
+    """One call per store named by ``call``'s first argument (``[call]`` for one store).
+
+    >>> import sqlglot
+    >>> calls = expand_stores(sqlglot.parse_one("vcf_zarr(['a.zarr', 'b.zarr'], region := '1')", read="duckdb"))
+    >>> [c.sql("duckdb") for c in calls]
+    ["VCF_ZARR('a.zarr', region := '1')", "VCF_ZARR('b.zarr', region := '1')"]
+    """
+    if not call.expressions or isinstance(call.expressions[0], (exp.PropertyEQ, exp.EQ, exp.Kwarg)):
+        return [call]
+    paths = _paths(call.name.lower(), call.expressions[0])
+    if paths is None:
+        return [call]
+    out = []
+    for path in paths:
+        single = call.copy()
+        single.expressions[0].replace(exp.Literal.string(path))
+        out.append(single)
+    return out
+
+
+def union_reference(relation_names: list[str], alias: str | None) -> str:
+    """The SQL that stands for the union of several registered relations.
+
+    >>> union_reference(["r1", "r2"], "vcf_zarr")
+    '(SELECT * FROM r1 UNION ALL SELECT * FROM r2) AS vcf_zarr'
+    """
+    union = " UNION ALL ".join(f"SELECT * FROM {name}" for name in relation_names)
+    return f"({union})" + (f" AS {alias}" if alias else "")

@@ -1,0 +1,106 @@
+"""VCF/BCF out of a VCF Zarr store, as ``bcftools view`` writes it: :func:`view`.
+
+>>> from vcfzarr_sql.view import view
+>>> view("sample.zarr", "out.vcf.gz", regions="20:1-20000", samples="NA00001",
+...      output_type="z")                                                  # doctest: +SKIP
+
+Records and header equal what ``bcftools view`` prints for the original file with the same
+options, except that INFO keys come in header order (bcftools keeps each record's order).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from vcfzarr_sql import spec
+from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.view.header import header_text
+from vcfzarr_sql.view.output import OUTPUT_TYPES, open_output
+from vcfzarr_sql.view.records import RecordOptions, chunk_lines
+from vcfzarr_sql.view.rows import ExpressionFilter
+from vcfzarr_sql.view.select import Intervals, chunk_mask, intervals, sample_indexes
+
+__all__ = ["OUTPUT_TYPES", "Selection", "view", "vcf_lines"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to write: bcftools' ``-r/-R``, ``-t/-T``, ``-s/-S``, ``-i``/``-e``, ``-I``."""
+
+    regions: str | None = None
+    regions_file: str | None = None
+    targets: str | None = None
+    targets_file: str | None = None
+    samples: str | None = None
+    samples_file: str | None = None
+    include: str | None = None
+    exclude: str | None = None
+    update_counts: bool = True
+
+
+def _chunks(store, selection: Intervals | None) -> list[int]:
+    """Variant chunks that may hold selected records (the region index prunes ``-r``)."""
+    if selection is None or selection.exclude:
+        return list(range(store.num_variant_chunks))
+    index = store.region_index
+    contig_ids = {name: k for k, name in enumerate(store.contigs)}
+    keep = np.zeros(len(index), bool)
+    for region in selection.regions:
+        if region.contig not in contig_ids:
+            continue
+        hit = index[:, 1] == contig_ids[region.contig]
+        if region.end is not None:
+            hit &= index[:, 2] <= region.end
+        hit &= index[:, 4 if not selection.by_start else 3] >= region.start
+        keep |= hit
+    return sorted(set(index[keep, 0].tolist()))
+
+
+def vcf_lines(store, selection: Selection = Selection()) -> Iterator[str]:
+    """The VCF text of ``store`` (an open :class:`~vcfzarr_sql.store.VczStore`), header first."""
+    regions = intervals(selection.regions, selection.regions_file, targets=False)
+    targets = intervals(selection.targets, selection.targets_file, targets=True)
+    if regions is not None and targets is not None:
+        raise QueryError("-r/-R and -t/-T cannot be used together (as in bcftools)")
+    if selection.include is not None and selection.exclude is not None:
+        raise QueryError("-i and -e cannot be used together")
+    samples = sample_indexes(list(store.samples), selection.samples, selection.samples_file)
+    options = RecordOptions(samples, selection.update_counts)
+    names = list(store.samples) if samples is None else [store.samples[k] for k in samples]
+    counts = options.subsets and options.update_counts and "GT" in store.format_fields
+    yield header_text(store, names, add_counts=counts)
+    expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
+    for selected in _passes(regions, targets):
+        for chunk in _chunks(store, selected):
+            keep = chunk_mask(store, chunk, [] if selected is None else [selected])
+            if expression is not None and keep.any():
+                keep &= expression.mask(store, chunk)
+            yield from chunk_lines(store, chunk, np.flatnonzero(keep), options)
+
+
+def _passes(regions: Intervals | None, targets: Intervals | None) -> list[Intervals | None]:
+    """The selections to write one after the other: with ``-r``, one per contig in the order
+    the regions name them (as bcftools does); otherwise one pass in store order."""
+    if regions is None:
+        return [targets]
+    contigs = dict.fromkeys(region.contig for region in regions.regions)
+    return [Intervals(tuple(r for r in regions.regions if r.contig == contig)) for contig in contigs]
+
+
+def view(store_or_path, output: str | os.PathLike | None = None, selection: Selection = Selection(),
+         output_type: str = "v") -> None:
+    """Write the records of a store as VCF (``v``), BGZF VCF (``z``), BCF (``b``) or
+    uncompressed BCF (``u``) to ``output`` (None: standard output)."""
+    from vcfzarr_sql.store import open_store
+
+    store = open_store(store_or_path) if isinstance(store_or_path, (str, os.PathLike)) else store_or_path
+    lines = vcf_lines(store, selection)
+    header = next(lines)
+    with open_output(None if output is None else str(output), output_type, header, sys.stdout) as out:
+        for line in lines:
+            out.write(line)

@@ -1,0 +1,167 @@
+"""One variant chunk of a store -> VCF record lines, as ``bcftools view`` prints them.
+
+Values come from the stored arrays (not the SQL tables), so what htslib would print is still
+known: a missing value (``.``) differs from padding, and a vector of missing values keeps its
+length. INFO keys are written in header order (the store does not keep each record's own
+order); a FORMAT key is written when any sample of the record has a value for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from vcfzarr_sql import spec
+from vcfzarr_sql.scan.blocks import BatchBlocks
+from vcfzarr_sql.store.fields import FieldInfo
+from vcfzarr_sql.view import values as vt
+
+
+@dataclass(frozen=True)
+class RecordOptions:
+    """What to write: ``samples`` (store indexes in output order; None: all), and whether to
+    recompute INFO/AC and INFO/AN over them (bcftools does unless ``--no-update``)."""
+
+    samples: np.ndarray | None = None
+    update_counts: bool = True
+
+    @property
+    def subsets(self) -> bool:
+        return self.samples is not None
+
+
+def _sorted_blocks(store, chunk: int, samples: np.ndarray | None) -> tuple[BatchBlocks, np.ndarray | None]:
+    """Blocks over the sorted selected samples, and the permutation back to output order."""
+    if samples is None:
+        return BatchBlocks(store, chunk, None), None
+    order = np.unique(samples)
+    return BatchBlocks(store, chunk, order), np.searchsorted(order, samples)
+
+
+def _alt_text(alleles: np.ndarray) -> list[str]:
+    out = []
+    for row in alleles[:, 1:]:
+        alts = [a for a in row if a != spec.STR_FILL]
+        out.append(",".join(alts) if alts else vt.MISSING)
+    return out
+
+
+def _filter_text(filters: np.ndarray, names: list[str]) -> list[str]:
+    return [";".join(n for n, on in zip(names, row) if on) or vt.MISSING for row in filters]
+
+
+def _counts(genotypes: np.ndarray, num_alleles: np.ndarray) -> tuple[list[str], list[str]]:
+    """INFO/AC and INFO/AN texts over the given calls (bcftools ``bcf_calc_ac``)."""
+    an = (genotypes >= 0).reshape(len(genotypes), -1).sum(axis=1)
+    ac_texts = []
+    for row, n in zip(genotypes.reshape(len(genotypes), -1), num_alleles):
+        counts = np.bincount(row[row > 0], minlength=n)[1:n]
+        ac_texts.append(",".join(map(str, counts)) if len(counts) else "")
+    return ac_texts, [str(v) for v in an]
+
+
+def _info_column(store, blocks: BatchBlocks, rows: np.ndarray, counts) -> list[str]:
+    parts: list[list[str]] = [[] for _ in range(len(rows))]
+    fields: dict[str, FieldInfo] = store.info_fields
+    for name, field in fields.items():
+        if counts is not None and name in ("AC", "AN"):
+            texts = counts[0] if name == "AC" else counts[1]
+            for k, text in enumerate(texts):
+                if text:
+                    parts[k].append(f"{name}={text}")
+            continue
+        values = blocks.read(field.array)[rows]
+        if field.vcf_type == "Flag":
+            for k in np.flatnonzero(values.reshape(len(rows), -1).any(axis=1)):
+                parts[k].append(name)
+            continue
+        shown = vt.present(values, field.vcf_type)
+        if not shown.any():
+            continue
+        texts = vt.cells(values[shown], field.vcf_type)
+        for k, text in zip(np.flatnonzero(shown), texts):
+            parts[k].append(f"{name}={text}")
+    if counts is not None:  # AC/AN not declared in the store: bcftools appends them
+        for name, texts in (("AC", counts[0]), ("AN", counts[1])):
+            if name not in fields:
+                for k, text in enumerate(texts):
+                    if text:
+                        parts[k].append(f"{name}={text}")
+    return [";".join(p) if p else vt.MISSING for p in parts]
+
+
+def _format_columns(store, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
+                    order: np.ndarray | None) -> list[str]:
+    """The FORMAT column and the sample columns of each row (tab-joined)."""
+    names, cells, shown = [], [], []
+    fields: dict[str, FieldInfo] = store.format_fields
+    for name in sorted(fields, key=lambda n: n != "GT"):
+        field = fields[name]
+        values = blocks.read(field.array)[rows]
+        if order is not None:
+            values = values[:, order]
+        if name == "GT":
+            phased = None
+            if store.has_array(spec.CALL_GENOTYPE_PHASED):
+                phased = blocks.read(spec.CALL_GENOTYPE_PHASED)[rows]
+                phased = phased if order is None else phased[:, order]
+            text = vt.genotype_cells(values, phased)
+        else:
+            text = vt.cells(values if values.ndim == 3 else values[..., None], field.vcf_type)
+        names.append(name)
+        cells.append(text)
+        # The store cannot tell a key absent from a record from one whose values are all
+        # missing: GT is written always (as nearly every record has it), others when set.
+        shown.append(
+            np.ones(len(rows), bool) if name == "GT"
+            else vt.present(everyone.read(field.array)[rows], field.vcf_type)
+        )
+    out = []
+    for k in range(len(rows)):
+        which = [j for j in range(len(names)) if shown[j][k]]
+        if not which:
+            out.append("\t".join([vt.MISSING] + [vt.MISSING] * cells[0].shape[1]) if names else "")
+            continue
+        key = ":".join(names[j] for j in which)
+        if len(which) == 1:
+            samples = "\t".join(cells[which[0]][k].tolist())
+        else:
+            samples = "\t".join(map(":".join, zip(*(cells[j][k].tolist() for j in which))))
+        out.append(f"{key}\t{samples}")
+    return out
+
+
+def chunk_lines(store, chunk: int, rows: np.ndarray, options: RecordOptions) -> Iterator[str]:
+    """The VCF lines (with newline) of rows ``rows`` (indexes) of variant chunk ``chunk``."""
+    if not len(rows):
+        return
+    blocks, order = _sorted_blocks(store, chunk, options.samples)
+    everyone = BatchBlocks(store, chunk, None) if options.subsets else blocks
+    contigs = np.asarray(store.contigs, dtype=object)[blocks.read(spec.VARIANT_CONTIG)[rows]]
+    positions = blocks.read(spec.VARIANT_POSITION)[rows]
+    ids = blocks.read(spec.VARIANT_ID)[rows] if store.has_array(spec.VARIANT_ID) else None
+    alleles = blocks.read(spec.VARIANT_ALLELE)[rows]
+    quality = blocks.read(spec.VARIANT_QUALITY)[rows] if store.has_array(spec.VARIANT_QUALITY) else None
+    quals = [vt.MISSING] * len(rows) if quality is None else vt.cells(quality, "Float").tolist()
+    filters = (
+        _filter_text(blocks.read(spec.VARIANT_FILTER)[rows], list(store.filters))
+        if store.has_array(spec.VARIANT_FILTER) else [vt.MISSING] * len(rows)
+    )
+    counts = None
+    if options.subsets and options.update_counts and "GT" in store.format_fields:
+        genotypes = blocks.read(spec.CALL_GENOTYPE)[rows]
+        genotypes = genotypes if order is None else genotypes[:, order]
+        counts = _counts(genotypes, (alleles != spec.STR_FILL).sum(axis=1))
+    info = _info_column(store, blocks, rows, counts)
+    formats = _format_columns(store, blocks, everyone, rows, order) if store.format_fields else None
+    alts = _alt_text(alleles)
+    for k in range(len(rows)):
+        line = [
+            contigs[k], str(positions[k]), vt.MISSING if ids is None else ids[k],
+            alleles[k, 0], alts[k], quals[k], filters[k], info[k],
+        ]
+        if formats is not None and formats[k]:
+            line.append(formats[k])
+        yield "\t".join(line) + "\n"

@@ -1,0 +1,141 @@
+"""Stored values -> VCF text, the way htslib prints them.
+
+Integers print as decimals, floats as htslib's ``kputd`` does (``%g``: six significant
+digits), missing values as ``.``; fill (padding) values end a vector and never print.
+Formatting is vectorised: each distinct stored value (or vector) is formatted once.
+
+>>> import numpy as np
+>>> cells(np.array([[1, -1], [3, -2], [-1, -2]], dtype=np.int8), "Integer").tolist()
+['1,.', '3', '.']
+>>> cells(np.array([0.5, 1e-5, 1234567.0, -0.0], dtype=np.float32), "Float").tolist()
+['0.5', '1e-05', '1.23457e+06', '-0']
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vcfzarr_sql import spec
+
+MISSING = "."
+
+
+def float_text(value: float) -> str:
+    """One float as htslib's ``kputd`` prints it (``%g``)."""
+    return "%g" % value
+
+
+def _float_flags(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    bits = values.view(np.uint32 if values.dtype == np.float32 else np.uint64)
+    if values.dtype == np.float32:
+        return bits == spec.FLOAT32_MISSING_BITS, bits == spec.FLOAT32_FILL_BITS
+    return bits == spec.FLOAT64_MISSING_BITS, bits == spec.FLOAT64_FILL_BITS
+
+
+def flags(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, np.ndarray]:
+    """(missing, fill) masks of stored values."""
+    if values.dtype.kind == "f":
+        return _float_flags(values)
+    if values.dtype.kind in "iu":
+        return values == spec.INT_MISSING, values == spec.INT_FILL
+    if values.dtype.kind == "b":
+        return np.zeros(values.shape, bool), np.zeros(values.shape, bool)
+    return values == spec.STR_MISSING, values == spec.STR_FILL
+
+
+def _vector_text(vector: tuple, missing: tuple, fill: tuple, vcf_type: str) -> str:
+    parts = []
+    for value, is_missing, is_fill in zip(vector, missing, fill):
+        if is_fill:
+            break
+        if is_missing:
+            parts.append(MISSING)
+        elif vcf_type == "Float":
+            parts.append(float_text(float(value)))
+        else:
+            parts.append(str(value))
+    return ",".join(parts) if parts else MISSING
+
+
+#: largest key space formatted through a lookup table instead of a sort
+_TABLE_KEYS = 1 << 22
+
+
+def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one row of each distinct row value, inverse: which distinct value each row is).
+
+    Small integer rows (genotypes, depths) are keyed arithmetically and looked up in a table
+    (no sort); others go through ``np.unique``.
+
+    >>> first, inverse = distinct_rows(np.array([[0, 1], [1, 1], [0, 1]], dtype=np.int8))
+    >>> first.tolist(), inverse.tolist()
+    ([0, 1], [0, 1, 0])
+    """
+    width = flat.shape[1]
+    if flat.dtype.kind in "iub" and len(flat):
+        low, high = int(flat.min()), int(flat.max())
+        base = high - low + 1
+        if base ** width <= _TABLE_KEYS:
+            keys = np.zeros(len(flat), dtype=np.int64)
+            for column in range(width):
+                keys = keys * base + (flat[:, column].astype(np.int64) - low)
+            first_of = np.full(base ** width, -1, dtype=np.int64)
+            first_of[keys[::-1]] = np.arange(len(keys) - 1, -1, -1)
+            present = np.flatnonzero(first_of >= 0)
+            number = np.zeros(base ** width, dtype=np.int64)
+            number[present] = np.arange(len(present))
+            return first_of[present], number[keys]
+    view = np.ascontiguousarray(flat).view(np.dtype((np.void, flat.dtype.itemsize * width))).ravel()
+    _, first, inverse = np.unique(view, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
+
+
+def cells(values: np.ndarray, vcf_type: str) -> np.ndarray:
+    """One VCF text per cell of ``values``; the last axis is the vector of one cell when
+    ``values`` has more than one dimension (``(rows, width)`` or ``(rows, samples, width)``)."""
+    if values.ndim == 1:
+        values = values[:, None]
+    shape, width = values.shape[:-1], values.shape[-1]
+    flat = np.ascontiguousarray(values.reshape(-1, width))
+    missing, fill = flags(flat, vcf_type)
+    if flat.dtype.kind == "O":
+        keys = ["\x00".join(map(str, row)) for row in flat]
+        _, first, inverse = np.unique(np.array(keys, dtype=object), return_index=True, return_inverse=True)
+    else:
+        first, inverse = distinct_rows(flat)
+    texts = np.array(
+        [_vector_text(tuple(flat[k]), tuple(missing[k]), tuple(fill[k]), vcf_type) for k in first],
+        dtype=object,
+    )
+    return texts[inverse.ravel()].reshape(shape)
+
+
+def present(values: np.ndarray, vcf_type: str) -> np.ndarray:
+    """Per row: whether any value of the row is set (a Flag: True), i.e. the field prints."""
+    if values.dtype.kind == "b":
+        return values.reshape(len(values), -1).any(axis=1)
+    missing, fill = flags(values, vcf_type)
+    return (~(missing | fill)).reshape(len(values), -1).any(axis=1)
+
+
+def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None) -> np.ndarray:
+    """GT text of each call: alleles joined by ``|`` (phased) or ``/``; ``.`` for missing.
+
+    >>> g = np.array([[[0, 1], [-1, -1], [2, -2]]], dtype=np.int8)
+    >>> genotype_cells(g, np.array([[True, False, False]])).tolist()
+    [['0|1', './.', '2']]
+    """
+    rows, samples, ploidy = genotypes.shape
+    phase = np.zeros((rows, samples), bool) if phased is None else phased
+    keyed = np.concatenate(
+        [genotypes.astype(np.int32, copy=False), phase[..., None].astype(np.int32)], axis=2
+    ).reshape(-1, ploidy + 1)
+    first, inverse = distinct_rows(keyed)
+    texts = np.array([_genotype_text(keyed[k]) for k in first], dtype=object)
+    return texts[inverse.ravel()].reshape(rows, samples)
+
+
+def _genotype_text(row: np.ndarray) -> str:
+    alleles, is_phased = row[:-1], bool(row[-1])
+    parts = [MISSING if a == spec.INT_MISSING else str(a) for a in alleles if a != spec.INT_FILL]
+    return ("|" if is_phased else "/").join(parts) if parts else MISSING
