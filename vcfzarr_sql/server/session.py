@@ -21,7 +21,7 @@ import pyarrow as pa
 
 import vcfzarr_sql
 from vcfzarr_sql.engine.connection import Connection
-from vcfzarr_sql.server import protocol
+from vcfzarr_sql.server import pg_catalog, protocol
 from vcfzarr_sql.server.protocol import Payload, ProtocolError
 from vcfzarr_sql.server.cursors import CursorCommand, cursor_command
 from vcfzarr_sql.server.results import Result, RowStream
@@ -200,6 +200,7 @@ class ClientSession:
             self._send_error(err, "FATAL")
             self._flush()
             return False
+        pg_catalog.install(self._con.duckdb_connection)
         self._duckdb_settings = {
             name.lower() for (name,) in self._con.duckdb_connection.sql(
                 "SELECT name FROM duckdb_settings()").fetchall()
@@ -384,7 +385,7 @@ class ClientSession:
     # -- simple query protocol ---------------------------------------------------------------
 
     def _simple_query(self, payload: Payload) -> None:
-        text = payload.cstring()
+        text = pg_catalog.rewrite(payload.cstring())
         assert self._con is not None
         statements = split(self._con.duckdb_connection, text)
         if not statements:
@@ -405,7 +406,7 @@ class ClientSession:
     # -- extended query protocol -------------------------------------------------------------
 
     def _parse(self, payload: Payload) -> None:
-        name, text, oids = payload.cstring(), payload.cstring(), payload.int32s()
+        name, text, oids = payload.cstring(), pg_catalog.rewrite(payload.cstring()), payload.int32s()
         assert self._con is not None
         statements = split(self._con.duckdb_connection, text)
         if len(statements) > 1:

@@ -18,7 +18,8 @@ import duckdb
 UNPARSED = "UNPARSED"
 
 #: Statements accepted and ignored when DuckDB does not know them (PostgreSQL session state).
-IGNORED = ("SET", "RESET", "DISCARD", "DEALLOCATE", "LISTEN", "UNLISTEN")
+#: ``SAVEPOINT``/``RELEASE`` (psycopg's nested transactions) are accepted as no-ops.
+IGNORED = ("SET", "RESET", "DISCARD", "DEALLOCATE", "LISTEN", "UNLISTEN", "SAVEPOINT", "RELEASE")
 
 _SET = re.compile(r"\s*SET\s+(?:SESSION\s+|LOCAL\s+)?([\w.]+)\s*(?:=|\s+TO\s+)\s*(.*?)\s*;?\s*$",
                   re.IGNORECASE | re.DOTALL)
