@@ -25,6 +25,7 @@ from vcfzarr_sql.server import pg_catalog, protocol
 from vcfzarr_sql.server.protocol import Payload, ProtocolError
 from vcfzarr_sql.server.cursors import CursorCommand, cursor_command
 from vcfzarr_sql.server.results import Result, RowStream
+from vcfzarr_sql.server.rows import data_rows
 from vcfzarr_sql.server.sqlstate import PgError, sql_error
 from vcfzarr_sql.server.statements import (
     IGNORED,
@@ -368,8 +369,7 @@ class ClientSession:
         assert rows is not None
         count = 0
         for batch in rows.take(limit):
-            columns = [encode(column) for encode, column in zip(rows.encoders, batch.columns)]
-            self._send(protocol.data_rows(zip(*columns), len(columns)))
+            self._send(data_rows(batch, rows.wire))
             count += batch.num_rows
         if limit and not rows.exhausted:
             self._send(protocol.PORTAL_SUSPENDED)
