@@ -13,6 +13,7 @@ and written with the classes ``protoc`` generated from Apache Arrow's ``FlightSq
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import threading
@@ -30,7 +31,7 @@ from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.flight import FlightSql_pb2 as sql
 from vcfzarr_sql.flight import Flight_pb2
 from vcfzarr_sql.flight import catalog
-from vcfzarr_sql.flight.auth import PasswordAuth
+from vcfzarr_sql.flight.auth import HandshakeAccepted, PasswordAuth
 
 __all__ = ["FlightSqlServer", "pack", "unpack"]
 
@@ -76,6 +77,9 @@ class _Statement:
     kind: str  # DuckDB's statement type
     parameters: list[list[object]] = field(default_factory=lambda: [[]])
     reader: pa.RecordBatchReader | None = None
+    busy: bool = False  # running or streaming: closing interrupts it and waits for its end
+    closed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def is_query(self) -> bool:
@@ -103,6 +107,12 @@ class _Statement:
             .to_arrow_table().schema
 
     def close(self) -> None:
+        """Free its connection (now, or when the stream reading it ends)."""
+        with self.lock:
+            self.closed = True
+            if self.busy:
+                self.con.duckdb_connection.interrupt()
+                return
         if self.reader is not None:
             self.reader.close()
         self.con.close()
@@ -121,7 +131,7 @@ class FlightSqlServer(flight.FlightServerBase):
         self._statements: dict[bytes, _Statement] = {}
         self._lock = threading.Lock()
         super().__init__(location, tls_certificates=tls_certificates or [],
-                         middleware={"auth": PasswordAuth(password)})
+                         auth_handler=HandshakeAccepted(), middleware={"auth": PasswordAuth(password)})
 
     # -- statements --------------------------------------------------------------------------
 
@@ -148,9 +158,12 @@ class FlightSqlServer(flight.FlightServerBase):
             raise flight.FlightServerError("unknown or closed statement handle")
         return statement
 
-    def _close(self, handle: bytes) -> None:
+    def _forget(self, handle: bytes) -> _Statement | None:
         with self._lock:
-            statement = self._statements.pop(handle, None)
+            return self._statements.pop(handle, None)
+
+    def _close(self, handle: bytes) -> None:
+        statement = self._forget(handle)
         if statement is not None:
             statement.close()
 
@@ -208,7 +221,8 @@ class FlightSqlServer(flight.FlightServerBase):
             schema = self._catalog_table(command).schema
             return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(descriptor.command, [])])
         try:
-            statement.reader = statement.run()  # DuckDB starts; DoGet streams its batches
+            with _running(context, statement):
+                statement.reader = statement.run()  # DuckDB starts; DoGet streams its batches
         except duckdb.Error as err:
             raise flight.FlightServerError(str(err)) from err
         return flight.FlightInfo(statement.reader.schema, descriptor, [flight.FlightEndpoint(ticket, [])])
@@ -229,17 +243,20 @@ class FlightSqlServer(flight.FlightServerBase):
     def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
         command = unpack(ticket.ticket)
         if isinstance(command, sql.TicketStatementQuery):
-            statement = self._statement(command.statement_handle)
-            done = lambda: self._close(command.statement_handle)  # noqa: E731 (tickets are single-use)
+            handle = command.statement_handle
         elif isinstance(command, sql.CommandPreparedStatementQuery):
-            statement = self._statement(command.prepared_statement_handle)
-            done = lambda: setattr(statement, "reader", None)  # noqa: E731
+            handle = command.prepared_statement_handle
         else:
             return flight.RecordBatchStream(self._catalog_table(command))
+        statement = self._statement(handle)
         reader, statement.reader = statement.reader, None
         if reader is None:
-            reader = statement.run()
-        return flight.GeneratorStream(reader.schema, _streamed(reader, statement.con, context, done))
+            with _running(context, statement):
+                reader = statement.run()
+        if isinstance(command, sql.TicketStatementQuery):
+            self._forget(handle)  # tickets are single-use: the statement ends with its stream
+            statement.closed = True
+        return flight.GeneratorStream(reader.schema, _streamed(reader, statement, context))
 
     def do_put(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor,
                reader: flight.MetadataRecordBatchReader, writer: flight.FlightMetadataWriter) -> None:
@@ -276,13 +293,11 @@ class FlightSqlServer(flight.FlightServerBase):
             request = unpack(body)
             handle, statement = self._new_statement(request.query)
             try:
-                schema = statement.schema()
-            except duckdb.Error as err:
-                self._close(handle)
-                raise flight.FlightServerError(str(err)) from err
+                schema = statement.schema().serialize().to_pybytes()
+            except (duckdb.Error, ValueError):  # known once parameters are bound (vcf_zarr(?))
+                schema = b""
             result = sql.ActionCreatePreparedStatementResult(
-                prepared_statement_handle=handle, dataset_schema=schema.serialize().to_pybytes(),
-                is_update=not statement.is_query)
+                prepared_statement_handle=handle, dataset_schema=schema, is_update=not statement.is_query)
             return iter([pack(result)])
         if action.type == "ClosePreparedStatement":
             self._close(unpack(body).prepared_statement_handle)
@@ -312,6 +327,11 @@ class FlightSqlServer(flight.FlightServerBase):
                 cancelled = True
         return 1 if cancelled else 3
 
+    def running(self) -> int:
+        """How many statements are running or streaming now."""
+        with self._lock:
+            return sum(statement.busy for statement in self._statements.values())
+
     def shutdown(self) -> None:
         super().shutdown()
         with self._lock:
@@ -338,21 +358,37 @@ def _update(statement: _Statement) -> int:
     return total
 
 
-def _streamed(reader: pa.RecordBatchReader, con: Connection, context: flight.ServerCallContext,
-              done) -> Iterator[pa.RecordBatch]:
-    """The reader's batches; DuckDB is interrupted when the client cancels the call."""
+@contextlib.contextmanager
+def _running(context: flight.ServerCallContext, statement: _Statement) -> Iterator[None]:
+    """While the block uses the statement's connection: DuckDB is interrupted as soon as the
+    client cancels the call, and a close asked meanwhile happens at the end."""
     finished = threading.Event()
 
     def watch() -> None:
         while not finished.wait(0.1):
             if context.is_cancelled():
-                con.duckdb_connection.interrupt()
+                statement.con.duckdb_connection.interrupt()
                 return
 
+    with statement.lock:
+        statement.busy = True
     threading.Thread(target=watch, daemon=True).start()
     try:
-        yield from reader
+        yield
     finally:
         finished.set()
-        reader.close()
-        done()
+        with statement.lock:
+            statement.busy = False
+            closed = statement.closed
+        if closed:
+            statement.close()
+
+
+def _streamed(reader: pa.RecordBatchReader, statement: _Statement,
+              context: flight.ServerCallContext) -> Iterator[pa.RecordBatch]:
+    """The reader's batches, DuckDB interrupted if the client cancels."""
+    with _running(context, statement):
+        try:
+            yield from reader
+        finally:
+            reader.close()
