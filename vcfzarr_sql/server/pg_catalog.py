@@ -217,7 +217,8 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 def install(con: duckdb.DuckDBPyConnection) -> None:
     """Run :func:`session_setup` on a session's connection; a statement this DuckDB version
-    cannot run is skipped (what it defines stays missing)."""
+    cannot run is skipped (what it defines stays missing). Run it when the session starts:
+    made inside a client's transaction, the temporary objects would go with its rollback."""
     for statement in session_setup(
             lambda view: con.sql(f"SELECT * FROM pg_catalog.{view} LIMIT 0").columns):
         try:
