@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
                 results[name] = run(port, rows)
         text = results["psycopg text"][1]
         api = results["in-process API"][1]
-        print(f"\n{rows:,} rows (id BIGINT, name VARCHAR, score DOUBLE)")
+        print(f"\n{rows:,} rows (id BIGINT, name VARCHAR, score DOUBLE); load average "
+              f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
         print(f"{'path':26} {'first row':>10} {'total':>8} {'M rows/s':>9} {'vs text':>8} {'vs API':>7}")
         for name, (first, total) in results.items():
             print(f"{name:26} {first * 1000:8.1f}ms {total:7.2f}s {rows / total / 1e6:9.2f} "
