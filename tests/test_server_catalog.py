@@ -172,3 +172,17 @@ def test_pgjdbc_database_metadata(server, setup, described) -> None:
             con.execute(statement)
         first_two = con.execute("SELECT * FROM calls LIMIT 2").fetchall()
     assert sections["query"] == [[str(row[0]), str(row[1])] for row in first_two]
+
+
+def test_savepoints_are_accepted_but_not_rolled_back_to(server) -> None:
+    """psycopg nests transactions with savepoints; rolling back to one fails instead of
+    silently rolling back the whole transaction."""
+    with psycopg.connect(host="127.0.0.1", port=server.port, user="tester") as con:
+        con.execute("CREATE TABLE kept (a INT)")
+        with con.transaction():  # inside the outer transaction: SAVEPOINT ... RELEASE
+            con.execute("INSERT INTO kept VALUES (1)")
+        assert con.execute("SELECT a FROM kept").fetchall() == [(1,)]
+        con.execute("SAVEPOINT s")
+        with pytest.raises(psycopg.Error):
+            con.execute("ROLLBACK TO SAVEPOINT s")
+        assert con.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
