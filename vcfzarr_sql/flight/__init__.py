@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pyarrow.flight as flight
 
-from vcfzarr_sql.flight.server import FlightSqlServer
+from vcfzarr_sql.flight.server import FlightSqlServer, SharedDatabase
 
-__all__ = ["DEFAULT_FLIGHT_PORT", "FlightSqlServer", "make_flight_server"]
+__all__ = ["DEFAULT_FLIGHT_PORT", "FlightSqlServer", "SharedDatabase", "make_flight_server"]
 
 #: Flight SQL's customary port.
 DEFAULT_FLIGHT_PORT = 32010
@@ -38,5 +38,5 @@ def make_flight_server(host: str = "127.0.0.1", port: int = DEFAULT_FLIGHT_PORT,
     if tls_cert is not None and tls_key is not None:
         certificates = [flight.CertKeyPair(Path(tls_cert).read_bytes(), Path(tls_key).read_bytes())]
         scheme = "grpc+tls"
-    return FlightSqlServer(f"{scheme}://{host}:{port}", database=database, password=password,
+    return FlightSqlServer(f"{scheme}://{host}:{port}", SharedDatabase(database), password=password,
                            tls_certificates=certificates)

@@ -1,7 +1,8 @@
 """An Arrow Flight SQL server over :func:`vcfzarr_sql.connect`: results leave as Arrow record
 batches, straight from DuckDB's Arrow reader.
 
-Every statement runs on its own connection (a cursor of the server's database), so clients and
+Every statement runs on its own connection (by default a cursor of the server's database,
+:class:`SharedDatabase`; any object with ``connect()`` and ``close()`` may decide), so clients and
 their statements never wait on each other and one can be cancelled alone; tables and views
 created by one statement are in the database for the next, while ``vcf_zarr(...)`` calls are
 resolved per statement (a view over ``vcf_zarr(...)`` lives as long as the statement that made
@@ -33,7 +34,7 @@ from vcfzarr_sql.flight import Flight_pb2
 from vcfzarr_sql.flight import catalog
 from vcfzarr_sql.flight.auth import HandshakeAccepted, PasswordAuth
 
-__all__ = ["FlightSqlServer", "pack", "unpack"]
+__all__ = ["FlightSqlServer", "SharedDatabase", "pack", "unpack"]
 
 log = logging.getLogger("vcfzarr_sql.flight")
 
@@ -118,16 +119,31 @@ class _Statement:
         self.con.close()
 
 
+class SharedDatabase:
+    """Connections to one database: each a cursor of the first (they share its tables)."""
+
+    def __init__(self, database: str = ":memory:"):
+        self._root = vcfzarr_sql.connect(database)
+
+    def connect(self) -> Connection:
+        return Connection(self._root.duckdb_connection.cursor())
+
+    def close(self) -> None:
+        self._root.close()
+
+
 class FlightSqlServer(flight.FlightServerBase):
-    """Flight SQL over ``database`` at ``location`` (``grpc://host:port`` or ``grpc+tls://``).
+    """Flight SQL at ``location`` (``grpc://host:port`` or ``grpc+tls://``) over ``sessions``,
+    whose ``connect()`` gives each statement and catalog call its connection (the session
+    policy: which database, which files; ``close()`` at shutdown).
 
     ``password``: clients must log in with it (any user name). ``tls_certificates``: a list of
     :class:`pyarrow.flight.CertKeyPair` for a ``grpc+tls`` location.
     """
 
-    def __init__(self, location: str, *, database: str = ":memory:", password: str | None = None,
+    def __init__(self, location: str, sessions: SharedDatabase, *, password: str | None = None,
                  tls_certificates: list[flight.CertKeyPair] | None = None):
-        self._root = vcfzarr_sql.connect(database)
+        self._sessions = sessions
         self._statements: dict[bytes, _Statement] = {}
         self._lock = threading.Lock()
         super().__init__(location, tls_certificates=tls_certificates or [],
@@ -136,7 +152,7 @@ class FlightSqlServer(flight.FlightServerBase):
     # -- statements --------------------------------------------------------------------------
 
     def _new_statement(self, query: str) -> tuple[bytes, _Statement]:
-        con = Connection(self._root.duckdb_connection.cursor())
+        con = self._sessions.connect()
         try:
             parsed = con.duckdb_connection.extract_statements(query)
         except duckdb.Error as err:
@@ -169,7 +185,8 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _catalog_table(self, command: Message) -> pa.Table:
         """The answer to a catalog command, read on a connection of its own."""
-        con = self._root.duckdb_connection.cursor()
+        session = self._sessions.connect()
+        con = session.duckdb_connection
         try:
             if isinstance(command, sql.CommandGetCatalogs):
                 return catalog.catalogs(con)
@@ -182,7 +199,7 @@ class FlightSqlServer(flight.FlightServerBase):
                                       _optional(command, "table_name_filter_pattern"),
                                       list(command.table_types), include_schema=command.include_schema)
         finally:
-            con.close()
+            session.close()
         if isinstance(command, sql.CommandGetTableTypes):
             return catalog.table_types()
         if isinstance(command, sql.CommandGetPrimaryKeys):
@@ -338,7 +355,7 @@ class FlightSqlServer(flight.FlightServerBase):
             statements, self._statements = list(self._statements.values()), {}
         for statement in statements:
             statement.close()
-        self._root.close()
+        self._sessions.close()
 
 
 def _optional(message: Message, name: str) -> str | None:
