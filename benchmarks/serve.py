@@ -7,7 +7,8 @@
 - with ``--baseline DIR``: ``serve`` run from another checkout (e.g. main before this change).
 
 Each server runs in its own process (``python -m vcfzarr_sql serve``), the client here; ratios
-are against psycopg text (what BI tools get) and against the in-process API.
+are against psycopg text (what BI tools get) and against the in-process API. The server's CPU
+time per result is measured too (a busy machine changes it less than wall time).
 
     python -m benchmarks.serve                 # 1M and 10M rows
     python -m benchmarks.serve --rows 1000000 --baseline /path/to/main
@@ -51,6 +52,31 @@ def _server(protocol: str, code: Path) -> Iterator[int]:
     finally:
         process.terminate()
         process.wait(10)
+
+
+def _serve_one(binary: bool, rows: int) -> None:
+    """Serve one psycopg client (a subprocess) in this process; print the CPU seconds spent."""
+    import threading
+
+    from vcfzarr_sql.server import make_server
+
+    server = make_server("127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = ("import psycopg\n"
+              f"with psycopg.connect(host='127.0.0.1', port={server.port}, user='b', autocommit=True) as con:\n"
+              f"    assert len(con.cursor(binary={binary}).execute({QUERY.format(rows=rows)!r}).fetchall()) == {rows}\n")
+    started = time.process_time()
+    subprocess.run([sys.executable, "-c", client], check=True)
+    print(time.process_time() - started)
+
+
+def _server_cpu(code: Path, binary: bool, rows: int) -> float:
+    """CPU seconds a ``serve`` (from checkout ``code``) spends sending ``rows`` rows to psycopg
+    in another process (a busy machine changes it less than wall time)."""
+    out = subprocess.run([sys.executable, __file__, "--serve-one", "binary" if binary else "text",
+                          "--rows", str(rows)], env={**os.environ, "PYTHONPATH": str(code)},
+                         capture_output=True, text=True, check=True).stdout
+    return float(out.split()[-1])
 
 
 def _in_process(rows: int) -> tuple[float, float]:
@@ -108,7 +134,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--baseline", type=Path, help="another checkout whose serve is measured too")
+    parser.add_argument("--serve-one", choices=["text", "binary"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.serve_one:
+        _serve_one(args.serve_one == "binary", args.rows[0])
+        return
     cases: list[tuple[str, str, Path, Callable[[int, int], tuple[float, float]]]] = [
         ("psycopg text", "postgres", ROOT, _psycopg(False)),
         ("psycopg binary", "postgres", ROOT, _psycopg(True)),
@@ -129,6 +159,15 @@ def main(argv: list[str] | None = None) -> None:
         for name, (first, total) in results.items():
             print(f"{name:26} {first * 1000:8.1f}ms {total:7.2f}s {rows / total / 1e6:9.2f} "
                   f"{text / total:7.2f}x {api / total:6.2f}x")
+        print("server CPU per result (PostgreSQL protocol, psycopg client in another process):")
+        for binary in (False, True):
+            cpu = _server_cpu(ROOT, binary, rows)
+            line = f"  {'binary' if binary else 'text':6}: {cpu:6.2f} s, {rows / cpu / 1e6:5.2f} M rows/CPU s"
+            if args.baseline:
+                before = _server_cpu(args.baseline, binary, rows)
+                line += (f"; baseline {before:6.2f} s, {rows / before / 1e6:5.2f} M rows/CPU s: "
+                         f"{before / cpu:.1f}x less CPU")
+            print(line)
 
 
 if __name__ == "__main__":
