@@ -43,9 +43,6 @@ SESSION_SETUP: tuple[str, ...] = (
     "CREATE OR REPLACE TEMP MACRO pg_get_userbyid(role) AS 'vcfzarr'",
     "CREATE OR REPLACE TEMP MACRO pg_encoding_to_char(encoding) AS 'UTF8'",
     "CREATE OR REPLACE TEMP MACRO pg_get_indexdef(index_oid, column_no := 0, pretty := false) AS ''",
-    # psql passes a third argument (pretty); macro overloads need DuckDB >= 1.2
-    "CREATE OR REPLACE TEMP MACRO pg_get_expr(expr, relation) AS NULL::VARCHAR, "
-    "(expr, relation, pretty) AS NULL::VARCHAR",
     "CREATE OR REPLACE TEMP MACRO to_regtype(name) AS (SELECT oid FROM pg_type WHERE typname = name)",
     "CREATE OR REPLACE TEMP MACRO pg_get_statisticsobjdef_columns(oid) AS NULL",
     "CREATE OR REPLACE TEMP MACRO pg_get_serial_sequence(table_name, column_name) AS NULL::VARCHAR",
@@ -209,6 +206,9 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(::|\bAS)\s*(?:pg_catalog\.)?reg(?:class|type|proc|procedure|namespace|role|oper|"
                 r"operator|config|dictionary|collation)\b", re.IGNORECASE), r"\1 BIGINT"),
     (re.compile(r"\bjson_build_object\s*\(", re.IGNORECASE), "json_object("),
+    # psql's third argument (pretty printing) to DuckDB's two-argument pg_get_expr
+    (re.compile(r"\bpg_get_expr\s*\(([^(),]+),([^(),]+),\s*(?:true|false)\s*\)", re.IGNORECASE),
+     r"pg_get_expr(\1,\2)"),
     (re.compile(r"^\s*SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL\b", re.IGNORECASE),
      "SHOW transaction_isolation"),
     (re.compile(r"\bpg_catalog\s*\.\s*(?=[\"\w])", re.IGNORECASE), ""),
