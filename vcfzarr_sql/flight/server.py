@@ -29,6 +29,7 @@ from google.protobuf.message import Message
 
 import vcfzarr_sql
 from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.engine.readers import arrow_reader
 from vcfzarr_sql.flight import FlightSql_pb2 as sql
 from vcfzarr_sql.flight import Flight_pb2
 from vcfzarr_sql.flight import catalog
@@ -93,7 +94,7 @@ class _Statement:
         relation = self.con.sql(self.query, params=self.parameters[0] or None)
         if relation is None:
             return pa.RecordBatchReader.from_batches(pa.schema([]), [])
-        return relation.to_arrow_reader(BATCH_ROWS)
+        return arrow_reader(relation, BATCH_ROWS)
 
     def schema(self) -> pa.Schema:
         """The schema of its rows, without running it (parameters NULL when none are bound)."""
@@ -236,13 +237,13 @@ class FlightSqlServer(flight.FlightServerBase):
             ticket = descriptor.command
         else:
             schema = self._catalog_table(command).schema
-            return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(descriptor.command, [])])
+            return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(descriptor.command, [])], -1, -1)
         try:
             with _running(context, statement):
                 statement.reader = statement.run()  # DuckDB starts; DoGet streams its batches
         except duckdb.Error as err:
             raise flight.FlightServerError(str(err)) from err
-        return flight.FlightInfo(statement.reader.schema, descriptor, [flight.FlightEndpoint(ticket, [])])
+        return flight.FlightInfo(statement.reader.schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
 
     def get_schema(self, context: flight.ServerCallContext,
                    descriptor: flight.FlightDescriptor) -> flight.SchemaResult:
@@ -366,9 +367,9 @@ def _update(statement: _Statement) -> int:
     """Run an update once per bound parameter row: the rows changed (-1: not known)."""
     total = 0
     for row in statement.parameters:
-        relation = statement.con.sql(statement.query, params=row or None)
-        rows = relation.fetchall() if relation is not None else []
-        if relation is None or relation.columns != ["Count"]:
+        rows = statement.con.execute(statement.query, row or None).fetchall()
+        description = statement.con.duckdb_connection.description
+        if not description or description[0][0] != "Count":
             total = -1
         elif total >= 0 and rows:  # DDL: a Count column without rows
             total += rows[0][0]

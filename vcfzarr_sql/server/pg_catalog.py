@@ -117,19 +117,24 @@ def _case(subject: str, cases: dict[str, str], otherwise: str) -> str:
     return f"CASE {subject} {whens} ELSE {otherwise} END"
 
 
+def _extra_pg_types() -> str:
+    """The ``pg_type`` rows column types map to that DuckDB's lacks (text, json, arrays), as
+    a query (VALUES)."""
+    rows = [(t.oid, t.name, t.size, 0, t.array_oid, "b") for t in _FORMATTED] + \
+           [(t.array_oid, "_" + t.name, -1, t.oid, 0, "A") for t in _FORMATTED if t.array_oid]
+    values = ", ".join(f"({oid}, '{name}', {size}, {elem}, {array_oid}, '{category}')"
+                       for oid, name, size, elem, array_oid, category in rows)
+    return f"SELECT * FROM (VALUES {values}) AS v(oid, typname, typlen, typelem, typarray, typcategory)"
+
+
 def _type_macros() -> tuple[str, ...]:
-    """``pg_type_oid(duckdb_type)``, ``format_type(oid, typmod)`` and the extra ``pg_type``
-    rows (text, json, arrays) that column types map to."""
+    """``pg_type_oid(duckdb_type)`` and ``format_type(oid, typmod)``."""
     scalar = _case("regexp_replace(name, '^DECIMAL.*', 'HUGEINT')",
                    {f"'{name}'": str(t.oid) for name, t in _SCALAR_TYPES.items()}, str(pg.TEXT.oid))
     array = _case("scalar_oid", {str(t.oid): str(t.array_oid) for t in _FORMATTED if t.array_oid},
                   str(pg.TEXT.array_oid))
     formatted = {str(t.oid): f"'{name}'" for t, name in _FORMATTED.items()}
     formatted.update({str(t.array_oid): f"'{name}[]'" for t, name in _FORMATTED.items() if t.array_oid})
-    rows = [(t.oid, t.name, t.size, 0, t.array_oid, "b") for t in _FORMATTED] + \
-           [(t.array_oid, "_" + t.name, -1, t.oid, 0, "A") for t in _FORMATTED if t.array_oid]
-    values = ", ".join(f"({oid}, '{name}', {size}, {elem}, {array_oid}, '{category}')"
-                       for oid, name, size, elem, array_oid, category in rows)
     return (
         f"CREATE OR REPLACE TEMP MACRO pg_scalar_oid(name) AS {scalar}",
         f"CREATE OR REPLACE TEMP MACRO pg_array_oid(scalar_oid) AS {array}",
@@ -143,8 +148,6 @@ def _type_macros() -> tuple[str, ...]:
         "THEN format('numeric({},{})', modifier // 1000, modifier % 1000) ELSE "
         + _case("type_oid", formatted, "(SELECT typname FROM pg_catalog.pg_type WHERE oid = type_oid)")
         + " END",
-        "CREATE OR REPLACE TEMP TABLE pg_type_extra AS SELECT * FROM (VALUES "
-        f"{values}) AS v(oid, typname, typlen, typelem, typarray, typcategory)",
     )
 
 
@@ -166,16 +169,28 @@ _VIEW_PATCHES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
 }
 
 
-def session_setup(columns_of: Callable[[str], list[str]]) -> list[str]:
+#: The catalog views older DuckDB versions lack, as empty views (DuckDB 1.1 has no pg_collation).
+_EMPTY_VIEWS = {
+    "pg_collation": "SELECT NULL::BIGINT AS oid, NULL::VARCHAR AS collname, 0 AS collnamespace WHERE false",
+}
+
+
+def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
     """The statements a session runs once: :data:`SESSION_SETUP`, then temporary views that
-    extend DuckDB's catalog views (``columns_of(view)``: the columns DuckDB's view has).
+    extend DuckDB's catalog views (``columns_of(view)``: the columns DuckDB's view has, None
+    when it has no such view).
 
     >>> [s for s in session_setup(lambda view: ["oid", "relhasoids"]) if "VIEW pg_class" in s]
     ['CREATE OR REPLACE TEMP VIEW pg_class AS SELECT *, false AS relforcerowsecurity FROM pg_catalog.pg_class WHERE true']
     """
     statements = [*SESSION_SETUP, *_type_macros()]
     for view, (extra, replaced, where) in _VIEW_PATCHES.items():
-        existing = set(columns_of(view))
+        columns = columns_of(view)
+        if columns is None:
+            empty = _EMPTY_VIEWS.get(view, "SELECT 1 WHERE false")
+            statements.append(f"CREATE OR REPLACE TEMP VIEW {view} AS {empty}")
+            continue
+        existing = set(columns)
         added = "".join(f", {value} AS {name}" for name, value in extra.items() if name not in existing)
         replace = ", ".join(f"{value} AS {name}" for name, value in replaced.items() if name in existing)
         star = f"* REPLACE ({replace})" if replace else "*"
@@ -184,7 +199,8 @@ def session_setup(columns_of: Callable[[str], list[str]]) -> list[str]:
     statements[-len(_VIEW_PATCHES) + list(_VIEW_PATCHES).index("pg_type")] += (
         " UNION ALL BY NAME SELECT *, 0 AS typrelid, 'b' AS typtype, ',' AS typdelim, "
         "(SELECT typnamespace FROM pg_catalog.pg_type WHERE oid = 20) AS typnamespace "
-        "FROM pg_type_extra WHERE oid NOT IN (SELECT oid FROM pg_catalog.pg_type WHERE oid IS NOT NULL)")
+        f"FROM ({_extra_pg_types()}) WHERE oid NOT IN "
+        "(SELECT oid FROM pg_catalog.pg_type WHERE oid IS NOT NULL)")
     return statements
 
 
@@ -219,8 +235,13 @@ def install(con: duckdb.DuckDBPyConnection) -> None:
     """Run :func:`session_setup` on a session's connection; a statement this DuckDB version
     cannot run is skipped (what it defines stays missing). Run it when the session starts:
     made inside a client's transaction, the temporary objects would go with its rollback."""
-    for statement in session_setup(
-            lambda view: con.sql(f"SELECT * FROM pg_catalog.{view} LIMIT 0").columns):
+    def columns_of(view: str) -> list[str] | None:
+        try:
+            return con.sql(f"SELECT * FROM pg_catalog.{view} LIMIT 0").columns
+        except duckdb.CatalogException:
+            return None
+
+    for statement in session_setup(columns_of):
         try:
             con.execute(statement)
         except duckdb.Error as err:

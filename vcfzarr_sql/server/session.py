@@ -21,6 +21,7 @@ import pyarrow as pa
 
 import vcfzarr_sql
 from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.engine.readers import arrow_reader
 from vcfzarr_sql.server import pg_catalog, protocol
 from vcfzarr_sql.server.protocol import Payload, ProtocolError
 from vcfzarr_sql.server.cursors import CursorCommand, cursor_command
@@ -320,7 +321,7 @@ class ClientSession:
             rows = relation.fetchall()
             count = rows[0][0] if rows and relation.columns == ["Count"] else None
             return Result(command_tag(statement, count))
-        return Result("SELECT", RowStream(relation.to_arrow_reader(BATCH_ROWS)))
+        return Result("SELECT", RowStream(arrow_reader(relation, BATCH_ROWS)))
 
     def _end_failed_transaction(self, statement: Statement) -> Result:
         """In a failed transaction block only its end is accepted, and it rolls back."""
