@@ -157,3 +157,21 @@ def test_tls_and_password(certificate) -> None:
             assert cur.fetchall() == [(42,)]
     finally:
         server.shutdown()
+
+
+def test_command_line(tmp_path) -> None:
+    """``vcfzarr-sql serve --protocol flight-sql --port 0`` says where it listens and answers."""
+    import re
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-m", "vcfzarr_sql", "serve", "--protocol", "flight-sql",
+                                "--port", "0"], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        line = process.stderr.readline()
+        uri = re.search(r"grpc://\S+", line).group()
+        with flight_sql.connect(uri, autocommit=True) as con, con.cursor() as cur:
+            cur.execute("SELECT 6 * 7 AS answer")
+            assert cur.fetchall() == [(42,)]
+    finally:
+        process.terminate()
+        process.wait(30)
