@@ -4,9 +4,11 @@ user/password. Rows from stores are checked against bcftools (tests/oracle.py)."
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -16,22 +18,26 @@ flight_sql = pytest.importorskip("adbc_driver_flightsql.dbapi")
 adbc = pytest.importorskip("adbc_driver_manager")
 pytest.importorskip("google.protobuf")
 
-from vcfzarr_sql.flight import make_flight_server  # noqa: E402 (needs the flight extra)
+from vcfzarr_sql.flight import FlightSqlServer, make_flight_server  # noqa: E402 (the flight extra)
 
 SAMPLE_VCF = oracle.CORPUS_SAMPLE
 
 
-def _running(**kwargs):
+@contextlib.contextmanager
+def _serving(**kwargs) -> Iterator[FlightSqlServer]:
+    """A Flight SQL server on a free port, serving from a thread until the block ends."""
     server = make_flight_server("127.0.0.1", 0, **kwargs)
     threading.Thread(target=server.serve, daemon=True).start()
-    return server
+    try:
+        yield server
+    finally:
+        server.shutdown()
 
 
 @pytest.fixture(scope="module")
 def server():
-    server = _running()
-    yield server
-    server.shutdown()
+    with _serving() as server:
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -135,10 +141,9 @@ def certificate(tmp_path_factory):
 
 def test_tls_and_password(certificate) -> None:
     cert, key = certificate
-    server = _running(password="s3cret", tls_cert=cert, tls_key=key)
-    uri = f"grpc+tls://127.0.0.1:{server.port}"
-    tls = {"adbc.flight.sql.client_option.tls_root_certs": cert.read_text()}
-    try:
+    with _serving(password="s3cret", tls_cert=cert, tls_key=key) as server:
+        uri = f"grpc+tls://127.0.0.1:{server.port}"
+        tls = {"adbc.flight.sql.client_option.tls_root_certs": cert.read_text()}
         with pytest.raises(adbc.Error, match="(?i)unauthenticated|password"):
             with flight_sql.connect(uri, db_kwargs={**tls, "username": "me", "password": "wrong"}) as con, \
                     con.cursor() as cur:
@@ -155,8 +160,6 @@ def test_tls_and_password(certificate) -> None:
                 con.cursor() as cur:
             cur.execute("SELECT 40 + ? AS answer", parameters=(2,))
             assert cur.fetchall() == [(42,)]
-    finally:
-        server.shutdown()
 
 
 def test_command_line(tmp_path) -> None:
