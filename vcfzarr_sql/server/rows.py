@@ -4,8 +4,8 @@ Each column becomes a binary array of its values' wire form (PostgreSQL text, or
 the client asked for it); the fields' length prefixes and each row's ``D`` header are NumPy
 arrays; ``binary_join_element_wise`` then lays every row's message out in one buffer, which is
 sent as is. No Python code runs per row or per value for the common types (integers, floats,
-text, booleans, dates and timestamps without time zone, decimals in text; integers and floats
-in binary); other types use their encoder from :mod:`.types`/:mod:`.binary`, a value at a time.
+text, booleans, dates and timestamps without time zone, decimals in text; integers, floats,
+dates, times and timestamps in binary); other types use their encoder from :mod:`.types`/:mod:`.binary`, a value at a time.
 
 >>> import pyarrow as pa
 >>> batch = pa.record_batch({"n": pa.array([1, None]), "s": pa.array(["a", "bc"])})
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from vcfzarr_sql.server import types as pg
-from vcfzarr_sql.server.binary import binary_encoder
+from vcfzarr_sql.server.binary import EPOCH_DAYS, EPOCH_MICROS, binary_encoder
 from vcfzarr_sql.server.types import ColumnCodec, column_codec
 
 __all__ = ["WireValues", "data_rows", "encode_rows", "wire_values"]
@@ -58,12 +58,16 @@ def _text_of_bools(values: pa.Array) -> pa.Array:
     return pc.if_else(values, pa.scalar(b"t", pa.large_binary()), pa.scalar(b"f", pa.large_binary()))
 
 
-def _fixed_width(numpy_type: str, arrow_type: pa.DataType) -> WireValues:
-    """Values as big-endian numbers of ``numpy_type`` (PostgreSQL's binary integers, floats)."""
+def _fixed_width(numpy_type: str, *casts: pa.DataType, offset: int = 0) -> WireValues:
+    """Values cast through ``casts`` to numbers, minus ``offset``, as big-endian numbers of
+    ``numpy_type`` (PostgreSQL's binary integers, floats, dates, times and timestamps)."""
     width = np.dtype(numpy_type).itemsize
 
     def encode(values: pa.Array) -> pa.Array:
-        numbers = pc.fill_null(pc.cast(values, arrow_type), 0).to_numpy(zero_copy_only=False)
+        cast = values
+        for arrow_type in casts:  # widening, or temporal unit then integer
+            cast = pc.cast(cast, arrow_type, safe=False)
+        numbers = pc.fill_null(cast, 0).to_numpy(zero_copy_only=False) - offset
         offsets = np.arange(0, (len(values) + 1) * width, width, dtype=np.int64)
         validity = values.buffers()[0] if values.null_count else None
         if validity is not None and values.offset:
@@ -88,6 +92,11 @@ _BINARY_BY_OID: dict[int, WireValues] = {
     pg.INT2.oid: _fixed_width(">i2", pa.int16()), pg.INT4.oid: _fixed_width(">i4", pa.int32()),
     pg.INT8.oid: _fixed_width(">i8", pa.int64()), pg.FLOAT4.oid: _fixed_width(">f4", pa.float32()),
     pg.FLOAT8.oid: _fixed_width(">f8", pa.float64()), pg.TEXT.oid: _text_of_cast,
+    pg.DATE.oid: _fixed_width(">i4", pa.date32(), pa.int32(), offset=EPOCH_DAYS),
+    pg.TIME.oid: _fixed_width(">i8", pa.time64("us"), pa.int64()),
+    pg.TIMESTAMP.oid: _fixed_width(">i8", pa.timestamp("us"), pa.int64(), offset=EPOCH_MICROS),
+    pg.TIMESTAMPTZ.oid: _fixed_width(">i8", pa.timestamp("us", tz="UTC"), pa.int64(),
+                                     offset=EPOCH_MICROS),
 }
 
 
