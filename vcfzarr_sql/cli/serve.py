@@ -1,4 +1,5 @@
-"""``vcfzarr-sql serve``: answer PostgreSQL clients (psql, JDBC, psycopg, BI tools)."""
+"""``vcfzarr-sql serve``: answer PostgreSQL clients (psql, JDBC, psycopg, BI tools), or Arrow
+Flight SQL clients (ADBC, the Flight SQL JDBC driver) with ``--protocol flight-sql``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from vcfzarr_sql.server.auth import PASSWORD_ENV, read_password
 from vcfzarr_sql.server.lockdown import DEFAULT_MEMORY_LIMIT
 
 _LIMITS = Limits()
+#: Options that only the PostgreSQL protocol applies (Flight SQL has no client sessions).
+_POSTGRES_ONLY = ("max_connections", "statement_timeout", "idle_timeout")
 
 
 def _refuse_password_argument(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -24,8 +27,11 @@ def _refuse_password_argument(ctx: click.Context, param: click.Parameter, value:
 @click.option("--host", default=DEFAULT_HOST, show_default=True,
               help="Address to listen on. Any address other machines reach needs --tls-cert, "
                    "--tls-key and a password, or --insecure.")
-@click.option("--port", "-p", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
-              help="TCP port (0: any free port).")
+@click.option("--port", "-p", type=click.IntRange(0, 65535), default=None,
+              help=f"TCP port (0: any free port) [default: {DEFAULT_PORT}; flight-sql: 32010].")
+@click.option("--protocol", type=click.Choice(["postgres", "flight-sql"]), default="postgres",
+              show_default=True,
+              help="Wire protocol: PostgreSQL, or Arrow Flight SQL (needs vcfzarr-sql[flight]).")
 @click.option("--data-dir", "data_dirs", multiple=True,
               type=click.Path(exists=True, file_okay=False), metavar="DIR",
               help="Serve the stores under DIR (repeatable; default: the current directory). "
@@ -34,8 +40,8 @@ def _refuse_password_argument(ctx: click.Context, param: click.Parameter, value:
 @click.option("--writable", is_flag=True,
               help="Let clients change the --database file (otherwise it is read-only).")
 @click.option("--password-file", type=click.Path(exists=True, dir_okay=False), default=None,
-              help=f"Require the password on this file's first line (SCRAM-SHA-256); "
-                   f"else ${PASSWORD_ENV} if set.")
+              help=f"Require the password on this file's first line (SCRAM-SHA-256 for PostgreSQL "
+                   f"clients); else ${PASSWORD_ENV} if set.")
 @click.option("--password", hidden=True, expose_value=False, callback=_refuse_password_argument)
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), default=None,
               help="PEM certificate (chain): clients must then connect with TLS.")
@@ -44,37 +50,64 @@ def _refuse_password_argument(ctx: click.Context, param: click.Parameter, value:
 @click.option("--insecure", is_flag=True,
               help="Allow a --host other machines reach without TLS and a password.")
 @click.option("--max-connections", type=click.IntRange(min=1), default=_LIMITS.max_connections,
-              show_default=True, help="Clients connected at once.")
+              show_default=True, help="Clients connected at once (postgres).")
 @click.option("--memory-limit", default=DEFAULT_MEMORY_LIMIT, show_default=True,
               help="DuckDB memory limit of each session (of all, with --writable).")
 @click.option("--statement-timeout", type=click.FloatRange(min=0), default=_LIMITS.statement_timeout,
-              show_default=True, help="Seconds a statement may run (0: no limit).")
+              show_default=True, help="Seconds a statement may run (0: no limit; postgres).")
 @click.option("--idle-timeout", type=click.FloatRange(min=0), default=_LIMITS.idle_timeout,
-              show_default=True, help="Seconds a client may stay silent (0: no limit).")
-def command(host: str, port: int, data_dirs: tuple[str, ...], database: str, writable: bool,
-            password_file: str | None, tls_cert: str | None, tls_key: str | None, insecure: bool,
-            max_connections: int, memory_limit: str, statement_timeout: float,
-            idle_timeout: float) -> None:
+              show_default=True, help="Seconds a client may stay silent (0: no limit; postgres).")
+@click.pass_context
+def command(ctx: click.Context, host: str, port: int | None, protocol: str,
+            data_dirs: tuple[str, ...], database: str, writable: bool, password_file: str | None,
+            tls_cert: str | None, tls_key: str | None, insecure: bool, max_connections: int,
+            memory_limit: str, statement_timeout: float, idle_timeout: float) -> None:
     """Serve SQL over the VCF Zarr stores under --data-dir on the PostgreSQL wire protocol
-    until interrupted (Ctrl-C).
+    (or Arrow Flight SQL) until interrupted (Ctrl-C).
 
     \b
     vcfzarr-sql serve --data-dir /data --port 5433
     psql -h 127.0.0.1 -p 5433 -c "SELECT count(*) FROM vcf_zarr('calls.zarr')"
+    vcfzarr-sql serve --protocol flight-sql --data-dir /data --tls-cert cert.pem --tls-key key.pem
     """
     logging.basicConfig(format="%(asctime)s vcfzarr-sql serve: %(message)s")
     logging.getLogger("vcfzarr_sql.server").setLevel(logging.INFO)
-    limits = Limits(max_connections=max_connections, statement_timeout=statement_timeout,
-                    idle_timeout=idle_timeout)
-    password = read_password(password_file)
+    common = dict(data_dirs=data_dirs or None, database=database, writable=writable,
+                  memory_limit=memory_limit, password=read_password(password_file),
+                  tls_cert=tls_cert, tls_key=tls_key, insecure=insecure)
     try:
-        with make_server(host, port, data_dirs=data_dirs or None, database=database,
-                         writable=writable, memory_limit=memory_limit, password=password,
-                         tls_cert=tls_cert, tls_key=tls_key, insecure=insecure,
-                         limits=limits) as server:
+        if protocol == "flight-sql":
+            given = [name for name in _POSTGRES_ONLY
+                     if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
+            if given:
+                raise click.UsageError(
+                    f"--{given[0].replace('_', '-')} applies to --protocol postgres only")
+            _serve_flight_sql(host, port, common)
+            return
+        limits = Limits(max_connections=max_connections, statement_timeout=statement_timeout,
+                        idle_timeout=idle_timeout)
+        with make_server(host, DEFAULT_PORT if port is None else port, limits=limits,
+                         **common) as server:
             roots = ", ".join(server.database.policy.data_dirs.roots)
             click.echo(f"vcfzarr-sql serving the stores under {roots} to PostgreSQL clients on "
                        f"{host}:{server.port} (Ctrl-C stops)", err=True)
             server.serve_forever()
     except KeyboardInterrupt:
         click.echo("vcfzarr-sql serve: stopped", err=True)
+
+
+def _serve_flight_sql(host: str, port: int | None, common: dict) -> None:
+    try:
+        from vcfzarr_sql.flight import DEFAULT_FLIGHT_PORT, make_flight_server
+    except ImportError as err:
+        raise click.ClickException(
+            f"Flight SQL needs the flight extra: pip install 'vcfzarr-sql[flight]' ({err})") from err
+    server = make_flight_server(host, DEFAULT_FLIGHT_PORT if port is None else port, **common)
+    roots = ", ".join(server.sessions.policy.data_dirs.roots)
+    scheme = "grpc+tls" if common["tls_cert"] else "grpc"
+    click.echo(f"vcfzarr-sql serving the stores under {roots} to Flight SQL clients on "
+               f"{scheme}://{host}:{server.port} (Ctrl-C stops)", err=True)
+    try:
+        server.serve()
+    finally:
+        server.shutdown()

@@ -24,8 +24,8 @@ from vcfzarr_sql.server import types as pg
 from vcfzarr_sql.server.types import Encoder, PgType, encoded_lists, per_value
 
 #: 2000-01-01, PostgreSQL's epoch, in days and microseconds since 1970-01-01
-_EPOCH_DAYS = 10957
-_EPOCH_MICROS = _EPOCH_DAYS * 86_400 * 1_000_000
+EPOCH_DAYS = 10957
+EPOCH_MICROS = EPOCH_DAYS * 86_400 * 1_000_000
 
 _NULL = struct.pack(">i", -1)
 _NUMERIC_POSITIVE, _NUMERIC_NEGATIVE, _NUMERIC_NAN = 0x0000, 0x4000, 0xC000
@@ -102,11 +102,11 @@ def _scalar_encoder(pg_type: PgType, arrow_type: pa.DataType) -> Encoder | None:
         pg.FLOAT4.oid: lambda: _packed(">f", pa.float32()),
         pg.FLOAT8.oid: lambda: _packed(">d", pa.float64()),
         pg.NUMERIC.oid: lambda: per_value(_numeric),
-        pg.DATE.oid: lambda: _packed(">i", pa.date32(), pa.int32(), offset=_EPOCH_DAYS),
+        pg.DATE.oid: lambda: _packed(">i", pa.date32(), pa.int32(), offset=EPOCH_DAYS),
         pg.TIME.oid: lambda: _packed(">q", pa.time64("us"), pa.int64()),
-        pg.TIMESTAMP.oid: lambda: _packed(">q", pa.timestamp("us"), pa.int64(), offset=_EPOCH_MICROS),
+        pg.TIMESTAMP.oid: lambda: _packed(">q", pa.timestamp("us"), pa.int64(), offset=EPOCH_MICROS),
         pg.TIMESTAMPTZ.oid: lambda: _packed(">q", pa.timestamp("us", tz="UTC"), pa.int64(),
-                                            offset=_EPOCH_MICROS),
+                                            offset=EPOCH_MICROS),
         pg.INTERVAL.oid: lambda: per_value(_interval),
         pg.BYTEA.oid: lambda: per_value(bytes),
     }

@@ -202,24 +202,6 @@ def parameter_description(oids: Sequence[int]) -> bytes:
 _NULL = struct.pack(">i", -1)
 
 
-def data_rows(rows: Iterable[Sequence[bytes | None]], width: int) -> bytes:
-    """DataRow messages for ``rows`` of ``width`` text values each."""
-    out = bytearray()
-    count = struct.pack(">h", width)
-    for values in rows:
-        body = bytearray(count)
-        for value in values:
-            if value is None:
-                body += _NULL
-            else:
-                body += struct.pack(">i", len(value))
-                body += value
-        out += b"D"
-        out += struct.pack(">i", len(body) + 4)
-        out += body
-    return bytes(out)
-
-
 def command_complete(tag: str) -> bytes:
     return message(b"C", _cstring(tag))
 

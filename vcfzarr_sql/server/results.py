@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from vcfzarr_sql.server.binary import binary_encoder
 from vcfzarr_sql.server.sqlstate import PgError
-from vcfzarr_sql.server.types import ColumnCodec, Encoder, PgType, column_codec
+from vcfzarr_sql.server.rows import WireValues, wire_values
+from vcfzarr_sql.server.types import ColumnCodec, PgType, column_codec
 
 
 class RowStream:
@@ -30,7 +30,8 @@ class RowStream:
         self.schema = reader.schema
         self.codecs: list[ColumnCodec] = [column_codec(field.type) for field in self.schema]
         self.formats: list[int] = [0] * len(self.codecs)
-        self.encoders: list[Encoder] = [codec.encode for codec in self.codecs]
+        self.wire: list[WireValues] = [wire_values(codec, field.type, False)
+                                       for codec, field in zip(self.codecs, self.schema)]
 
     def use_formats(self, codes: Sequence[int]) -> None:
         """Bind's result format codes (0 text, 1 binary): none (all text), one for every
@@ -40,10 +41,8 @@ class RowStream:
         if codes and len(codes) != len(self.codecs):
             raise PgError("08P01", f"{len(codes)} result formats for {len(self.codecs)} columns")
         self.formats = list(codes) or [0] * len(self.codecs)
-        self.encoders = [
-            binary_encoder(codec.pg_type, field.type) if code else codec.encode
-            for code, codec, field in zip(self.formats, self.codecs, self.schema)
-        ]
+        self.wire = [wire_values(codec, field.type, bool(code))
+                     for code, codec, field in zip(self.formats, self.codecs, self.schema)]
 
     @property
     def columns(self) -> list[tuple[str, PgType, int]]:

@@ -21,13 +21,14 @@ import duckdb
 import pyarrow as pa
 
 from vcfzarr_sql.engine.connection import Connection
-from vcfzarr_sql.server import protocol
+from vcfzarr_sql.server import pg_catalog, protocol
 from vcfzarr_sql.server.auth import MECHANISM, AuthenticationFailed, ScramExchange
 from vcfzarr_sql.server.config import Limits, Security
 from vcfzarr_sql.server.lockdown import LockedDatabase
 from vcfzarr_sql.server.protocol import Payload, ProtocolError
 from vcfzarr_sql.server.cursors import CursorCommand, cursor_command
 from vcfzarr_sql.server.results import Result, RowStream
+from vcfzarr_sql.server.rows import data_rows
 from vcfzarr_sql.server.sqlstate import PgError, sql_error
 from vcfzarr_sql.server.statements import (
     IGNORED,
@@ -259,6 +260,7 @@ class ClientSession:
         self.logged_in = True
         self._in.close()
         self._in = self._sock.makefile("rb")
+        pg_catalog.install(self._con.duckdb_connection)
         self._duckdb_settings = {
             name.lower() for (name,) in self._con.duckdb_connection.sql(
                 "SELECT name FROM duckdb_settings()").fetchall()
@@ -465,8 +467,7 @@ class ClientSession:
         assert rows is not None
         count = 0
         for batch in rows.take(limit):
-            columns = [encode(column) for encode, column in zip(rows.encoders, batch.columns)]
-            self._send(protocol.data_rows(zip(*columns), len(columns)))
+            self._send(data_rows(batch, rows.wire))
             count += batch.num_rows
         if limit and not rows.exhausted:
             self._send(protocol.PORTAL_SUSPENDED)
@@ -482,7 +483,7 @@ class ClientSession:
     # -- simple query protocol ---------------------------------------------------------------
 
     def _simple_query(self, payload: Payload) -> None:
-        text = payload.cstring()
+        text = pg_catalog.rewrite(payload.cstring())
         assert self._con is not None
         statements = split(self._con.duckdb_connection, text)
         if not statements:
@@ -503,7 +504,7 @@ class ClientSession:
     # -- extended query protocol -------------------------------------------------------------
 
     def _parse(self, payload: Payload) -> None:
-        name, text, oids = payload.cstring(), payload.cstring(), payload.int32s()
+        name, text, oids = payload.cstring(), pg_catalog.rewrite(payload.cstring()), payload.int32s()
         assert self._con is not None
         statements = split(self._con.duckdb_connection, text)
         if len(statements) > 1:

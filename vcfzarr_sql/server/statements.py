@@ -18,12 +18,14 @@ import duckdb
 UNPARSED = "UNPARSED"
 
 #: Statements accepted and ignored when DuckDB does not know them (PostgreSQL session state).
-IGNORED = ("SET", "RESET", "DISCARD", "DEALLOCATE", "LISTEN", "UNLISTEN")
+#: ``SAVEPOINT``/``RELEASE`` (psycopg's nested transactions) are accepted as no-ops.
+IGNORED = ("SET", "RESET", "DISCARD", "DEALLOCATE", "LISTEN", "UNLISTEN", "SAVEPOINT", "RELEASE")
 
 _SET = re.compile(r"\s*SET\s+(?:SESSION\s+|LOCAL\s+)?([\w.]+)\s*(?:=|\s+TO\s+)\s*(.*?)\s*;?\s*$",
                   re.IGNORECASE | re.DOTALL)
 _SHOW = re.compile(r"\s*SHOW\s+([\w.]+)\s*;?\s*$", re.IGNORECASE)
 _PARAMETER = re.compile(r"\$(\d+)")
+_TO_SAVEPOINT = re.compile(r"^\s*ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,8 @@ _TRANSACTION_VERBS = {"BEGIN": "BEGIN", "START": "BEGIN", "COMMIT": "COMMIT", "E
 
 def transaction_verb(statement: Statement) -> str | None:
     """``BEGIN``, ``COMMIT`` or ``ROLLBACK`` for a statement that starts or ends a transaction."""
-    if statement.kind not in ("TRANSACTION", UNPARSED):
-        return None
+    if statement.kind not in ("TRANSACTION", UNPARSED) or _TO_SAVEPOINT.search(statement.sql):
+        return None  # ROLLBACK TO SAVEPOINT is not a rollback of the transaction (and fails)
     return _TRANSACTION_VERBS.get(statement.keyword)
 
 
