@@ -31,12 +31,11 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 
 from vcfzarr_sql.errors import NotSupportedError, QueryError, StoreError
-from vcfzarr_sql.scan import arrays, decode, schema
-from vcfzarr_sql.scan.expressions import columns_of, conjunction, parse_or_none
-from vcfzarr_sql.scan.plan import TABLES, ChunkTask, ScanPlan, ScanRequest, plan_scan
-from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, prefetched
+from vcfzarr_sql.scan import schema
+from vcfzarr_sql.scan.execute import plan_batches
+from vcfzarr_sql.scan.expressions import conjunction
+from vcfzarr_sql.scan.plan import TABLES, ScanPlan, ScanRequest, plan_scan
 from vcfzarr_sql.scan.region import parse_regions, regions_expression
-from vcfzarr_sql.scan.residual import matching_rows
 from vcfzarr_sql.scan.stats import CountingSource, nothing_read
 
 
@@ -66,8 +65,6 @@ class VczScanner:
         self._dataset = dataset
         self._plan = plan
         self._request = request
-        self._filter_columns = columns_of(request.filter, request.schema)
-        self._filter_tree = None if request.filter is None else parse_or_none(request.filter)
         self.stats = nothing_read(
             variant_chunks_total=plan.variant_chunks_total,
             sample_chunks_total=plan.sample_chunks_total,
@@ -86,38 +83,12 @@ class VczScanner:
     def dataset_schema(self) -> pa.Schema:
         return self._request.schema
 
-    def _run(self, source: CountingSource, task: ChunkTask) -> pa.RecordBatch:
-        """Decode one task, keep its matching rows, project to the output columns."""
-        if not task.columns:
-            batch = arrays.rows_only(task.num_rows)
-        elif task.sample_chunk is None:
-            batch = decode.decode_variants(source, task.variant_chunk, task.columns, task.samples)
-        else:
-            batch = decode.decode_calls(
-                source, task.variant_chunk, task.sample_chunk, task.columns, task.samples
-            )
-        if task.filter is None:
-            return batch.select(self._plan.schema.names)
-        return matching_rows(
-            batch, self._filter_tree, task.filter, self._filter_columns, self._plan.schema.names
-        )
-
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """The batches of matching rows, one per task that has any.
-
-        Tasks that decode per-call values are decoded a few ahead in the scan's threads (their
-        work is mostly codecs and numpy, which release the GIL). Others are decoded as the
-        consumer asks: small chunks of site columns are mostly Python, and in threads they
-        measured 1.6x slower (GIL hand-offs), with nothing to overlap.
-        """
+        """The batches of matching rows, one per task that has any."""
         source = CountingSource(self._dataset.store)
         started = time.perf_counter()
-        tasks = self._plan.tasks
-        ahead = PREFETCH_DEPTH if any(task.reads_calls for task in tasks) else 0
         try:
-            for batch in prefetched(lambda t: self._run(source, t), tasks, depth=ahead):
-                if batch.num_rows:
-                    yield batch
+            yield from plan_batches(source, self._plan)
         finally:
             self.stats = source.stats(
                 variant_chunks_total=self._plan.variant_chunks_total,

@@ -11,6 +11,7 @@ columns only the filter needs are not read either).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -76,13 +77,70 @@ class ChunkTask:
 
 @dataclass(frozen=True, eq=False)
 class ScanPlan:
-    """The chunk tasks of a scan, in store order, and the schema of the batches it yields."""
+    """The chunk tasks of a scan, in store order, and the schema of the batches it yields.
+
+    The tasks are held as parallel arrays (one entry per task: ``variant_chunks``,
+    ``groups`` into ``sample_groups``, ``whole``: no row filter needed, ``rows`` before
+    filtering), so a plan over a million chunks makes no Python object per chunk;
+    :meth:`task` (or ``tasks``) makes a :class:`ChunkTask` when one is run.
+    """
 
     table: str
     schema: pa.Schema
-    tasks: tuple[ChunkTask, ...]
+    #: The pushed filter, and the columns to decode when it must be evaluated (``filtered``)
+    #: or not (``unfiltered``: exactly the output columns).
+    filter: pc.Expression | None
+    filter_columns: frozenset[str]
+    filtered_columns: tuple[str, ...]
+    unfiltered_columns: tuple[str, ...]
+    #: (sample chunk or None, sorted sample indexes or None) of each sample group.
+    sample_groups: tuple[tuple[int | None, np.ndarray | None], ...]
+    variant_chunks: np.ndarray
+    groups: np.ndarray
+    whole: np.ndarray
+    rows: np.ndarray
     variant_chunks_total: int
     sample_chunks_total: int
+
+    def __len__(self) -> int:
+        return len(self.variant_chunks)
+
+    def task(self, i: int) -> ChunkTask:
+        """The ``i``-th task of the plan."""
+        sample_chunk, samples = self.sample_groups[self.groups[i]]
+        whole = bool(self.whole[i])
+        return ChunkTask(
+            variant_chunk=int(self.variant_chunks[i]),
+            sample_chunk=sample_chunk,
+            samples=samples,
+            columns=self.unfiltered_columns if whole else self.filtered_columns,
+            filter=None if whole else self.filter,
+            num_rows=int(self.rows[i]),
+        )
+
+    @property
+    def tasks(self) -> tuple[ChunkTask, ...]:
+        """Every task as a :class:`ChunkTask` (one object each: for small plans and tests)."""
+        return tuple(self.task(i) for i in range(len(self)))
+
+    @property
+    def reads_calls(self) -> bool:
+        """Whether the tasks decode per-call values: a FORMAT column, or rows of ``calls``."""
+        return self.table == "calls" or any(
+            c.startswith(FORMAT_PREFIX) for c in self.filtered_columns
+        )
+
+    def slice(self, start: int, stop: int) -> ScanPlan:
+        """The plan of tasks ``start:stop``, keeping only the sample groups they use."""
+        used, groups = np.unique(self.groups[start:stop], return_inverse=True)
+        return dataclasses.replace(
+            self,
+            sample_groups=tuple(self.sample_groups[g] for g in used),
+            variant_chunks=self.variant_chunks[start:stop],
+            groups=groups.reshape(-1).astype(np.int32),
+            whole=self.whole[start:stop],
+            rows=self.rows[start:stop],
+        )
 
 
 def _output_columns(request: ScanRequest) -> tuple[str, ...]:
@@ -95,40 +153,35 @@ def _output_columns(request: ScanRequest) -> tuple[str, ...]:
 
 
 def _sample_groups(
-    layout: StoreLayout, predicate: ex.Predicate, selected: np.ndarray
+    layout: StoreLayout, predicate: ex.Predicate, selected: np.ndarray, filters_samples: bool
 ) -> list[tuple[int, np.ndarray]]:
-    """(sample chunk, sorted sample indexes) of the selected samples the predicate might match."""
-    names = [np.array([s], dtype=object) for s in layout.samples[selected]]
-    if len(names):
+    """(sample chunk, sorted sample indexes) of the selected samples the predicate might match
+    (every selected sample when the filter does not mention ``sample_id``)."""
+    if filters_samples and len(selected):
+        names = [np.array([s], dtype=object) for s in layout.samples[selected]]
         might = prune(predicate, Zones(layout.contigs, samples=names)).can_true[0]
         selected = selected[might]
     chunk_of = selected // layout.samples_chunk_size
-    return [(int(c), selected[chunk_of == c]) for c in np.unique(chunk_of)]
+    chunks, starts = np.unique(chunk_of, return_index=True)
+    return [(int(c), part) for c, part in zip(chunks, np.split(selected, starts[1:]))]
 
 
-def _tasks(
+def _units(
     layout: StoreLayout,
-    request: ScanRequest,
     predicate: ex.Predicate,
     ri: np.ndarray,
     groups: list[tuple[int | None, np.ndarray | None]],
-    columns: tuple[str, ...],
-) -> list[ChunkTask]:
-    """One task per (variant chunk, sample group) whose zones might match, in store order."""
-    filter_columns = ex.columns_of(request.filter, request.schema)
-    filtered_columns = tuple(c for c in request.schema.names if c in set(columns) | filter_columns)
-    unfiltered_columns = tuple(c for c in request.schema.names if c in columns)
-    if not len(ri):
-        return []
+    table: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(variant chunk, sample group, whole, rows) of every (variant chunk, sample group)
+    whose zones might match, chunk-major (store order), computed over all zones at once."""
     zones = Zones(
         layout.contigs,
         contig=ri[:, spec.RI_CONTIG],
         pos_min=ri[:, spec.RI_START],
         pos_max=ri[:, spec.RI_END],
         end_max=ri[:, spec.RI_MAX_END],
-        samples=(
-            [layout.samples[s] for _, s in groups] if request.table == "calls" else None
-        ),
+        samples=[layout.samples[s] for _, s in groups] if table == "calls" else None,
     )
     truth = prune(predicate, zones)
     shape = (len(ri), len(groups))
@@ -142,21 +195,9 @@ def _tasks(
     chunk_might = np.logical_or.reduceat(might[order], starts, axis=0)
     chunk_must = np.logical_and.reduceat(must[order], starts, axis=0)
     records = np.add.reduceat(ri[order, spec.RI_COUNT], starts)
-    tasks = []
-    for c, g in zip(*np.nonzero(chunk_might)):  # chunk-major: store order
-        sample_chunk, samples = groups[g]
-        whole = bool(chunk_must[c, g])
-        tasks.append(
-            ChunkTask(
-                variant_chunk=int(chunks[c]),
-                sample_chunk=sample_chunk,
-                samples=samples,
-                columns=unfiltered_columns if whole else filtered_columns,
-                filter=None if whole else request.filter,
-                num_rows=int(records[c]) * (1 if sample_chunk is None else len(samples)),
-            )
-        )
-    return tasks
+    c, g = np.nonzero(chunk_might)  # row-major: chunk-major, store order
+    sizes = np.array([1 if s is None or table != "calls" else len(s) for _, s in groups])
+    return chunks[c], g.astype(np.int32), chunk_must[c, g], records[c] * sizes[g]
 
 
 def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:
@@ -178,19 +219,36 @@ def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:
         raise QueryError(f"table: expected one of {', '.join(TABLES)}, got {request.table!r}")
     columns = _output_columns(request)
     predicate = ex.bind_filter(request.filter, request.schema)
+    filter_columns = ex.columns_of(request.filter, request.schema)
     ri = np.asarray(layout.region_index, dtype=np.int64).reshape(-1, spec.REGION_INDEX_FIELDS)
     if request.table == "calls":
         selected = (
             np.arange(len(layout.samples)) if request.samples is None else request.samples
         )
-        groups = _sample_groups(layout, predicate, np.asarray(selected, dtype=np.int64))
+        groups = _sample_groups(
+            layout, predicate, np.asarray(selected, dtype=np.int64), "sample_id" in filter_columns
+        )
     else:
         groups = [(None, request.samples)]
-    tasks = _tasks(layout, request, predicate, ri, groups, columns) if groups else []
+    empty = np.zeros(0, np.int64)
+    chunks, group, whole, rows = (
+        _units(layout, predicate, ri, groups, request.table)
+        if groups and len(ri)
+        else (empty, empty.astype(np.int32), empty.astype(bool), empty)
+    )
+    wanted = set(columns) | filter_columns
     return ScanPlan(
         table=request.table,
         schema=pa.schema([request.schema.field(c) for c in columns]),
-        tasks=tuple(tasks),
+        filter=request.filter,
+        filter_columns=filter_columns,
+        filtered_columns=tuple(c for c in request.schema.names if c in wanted),
+        unfiltered_columns=tuple(c for c in request.schema.names if c in columns),
+        sample_groups=tuple(groups),
+        variant_chunks=chunks,
+        groups=group,
+        whole=whole,
+        rows=rows,
         variant_chunks_total=int(layout.num_variant_chunks),
         sample_chunks_total=int(layout.num_sample_chunks),
     )
