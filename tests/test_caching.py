@@ -162,10 +162,16 @@ def test_unconsolidated_store_fingerprint_covers_array_metadata(tmp_path, touche
         assert not store.is_unchanged()
 
 
-def test_url_stores_are_never_assumed_unchanged(tmp_path) -> None:
+def test_url_stores_revalidate_with_one_request_for_the_root_documents(tmp_path, monkeypatch) -> None:
     path = _convert(SAMPLE_VCF, tmp_path / "s.zarr")
     with vcfzarr_sql.open_store(f"file://{path}") as store:
         assert store.fingerprint is None
+        calls = []
+        get_many = store._kv.get_many
+        monkeypatch.setattr(store._kv, "get_many", lambda keys: calls.append(keys) or get_many(keys))
+        assert store.is_unchanged()
+        assert len(calls) == 1
+        _convert(CHRM_VCF, tmp_path / "s.zarr", force=True)
         assert not store.is_unchanged()
 
 

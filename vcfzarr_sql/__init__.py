@@ -29,6 +29,7 @@ _LAZY = {
     "validate": "vcfzarr_sql.validation",
     "open_store": "vcfzarr_sql.store",
     "dataset": "vcfzarr_sql.scan",
+    "scan_tasks": "vcfzarr_sql.scan",
     "connect": "vcfzarr_sql.engine",
     "register": "vcfzarr_sql.engine",
     "sql": "vcfzarr_sql.engine",

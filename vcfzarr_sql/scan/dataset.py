@@ -31,27 +31,11 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 
 from vcfzarr_sql.errors import NotSupportedError, QueryError, StoreError
-from vcfzarr_sql.scan import schema
 from vcfzarr_sql.scan.execute import plan_batches
 from vcfzarr_sql.scan.expressions import conjunction
-from vcfzarr_sql.scan.plan import TABLES, ScanPlan, ScanRequest, plan_scan
-from vcfzarr_sql.scan.region import parse_regions, regions_expression
+from vcfzarr_sql.scan.plan import ScanPlan, ScanRequest, plan_scan
+from vcfzarr_sql.scan.tasks import DEFAULT_TARGET_BYTES, ScanTasks, cut_plan, scan_request
 from vcfzarr_sql.scan.stats import CountingSource, nothing_read
-
-
-def _sample_indexes(store: Any, samples: Sequence[str] | None) -> np.ndarray | None:
-    """Sorted store indexes of ``samples`` (None: all); QueryError names an unknown sample."""
-    if samples is None:
-        return None
-    if isinstance(samples, str):
-        samples = [samples]
-    position = {name: i for i, name in enumerate(store.samples)}
-    unknown = [s for s in samples if s not in position]
-    if unknown:
-        raise QueryError(f"samples: no sample named {unknown[0]!r} in {store.path}")
-    if not samples:
-        raise QueryError("samples: the list is empty")
-    return np.unique(np.array([position[s] for s in samples], dtype=np.int64))
 
 
 class VczScanner:
@@ -74,6 +58,10 @@ class VczScanner:
     @property
     def plan(self) -> ScanPlan:
         return self._plan
+
+    @property
+    def request(self) -> ScanRequest:
+        return self._request
 
     @property
     def projected_schema(self) -> pa.Schema:
@@ -140,19 +128,13 @@ class VczDataset(pds.Dataset):
         filter: pc.Expression | None = None,
         columns: Sequence[str] | None = None,
     ):
-        if table not in TABLES:
-            raise QueryError(f"table: expected one of {', '.join(TABLES)}, got {table!r}")
         self.store = store
         self.table = table
         self.samples = samples
         self.region = region
-        self._sample_indexes = _sample_indexes(store, samples)
-        self._region_filter = (
-            None if region is None else regions_expression(parse_regions(region, "region"))
-        )
-        self._full_schema = (
-            schema.variants_schema(store) if table == "variants" else schema.calls_schema(store)
-        )
+        #: The table's schema, region filter and sample indexes: what every scan starts from.
+        self._base = scan_request(store, table, region=region, samples=samples)
+        self._full_schema = self._base.schema
         self._filter = filter
         self._columns = None if columns is None else tuple(columns)
         self.last_stats: dict | None = None
@@ -191,14 +173,28 @@ class VczDataset(pds.Dataset):
             outside = [c for c in columns if c not in self._columns]
             if outside:
                 raise QueryError(f"columns: {outside[0]!r} is not among the selected columns")
-        request = ScanRequest(
-            table=self.table,
-            schema=self._full_schema,
+        request = dataclasses.replace(
+            self._base,
             columns=None if columns is None else tuple(columns),
-            filter=conjunction(self._filter, filter, self._region_filter),
-            samples=self._sample_indexes,
+            filter=conjunction(self._filter, filter, self._base.filter),
         )
         return VczScanner(self, plan_scan(self.store, request), request)
+
+    def scan_tasks(
+        self,
+        columns: Sequence[str] | None = None,
+        filter: pc.Expression | None = None,
+        *,
+        target_bytes: float = DEFAULT_TARGET_BYTES,
+        min_tasks: int = 1,
+    ) -> ScanTasks:
+        """The scan :meth:`scanner` plans, cut into picklable tasks of about ``target_bytes``
+        of decoded columns (at least ``min_tasks`` when there are that many chunks); see
+        :mod:`vcfzarr_sql.scan.tasks`."""
+        scanner = self.scanner(columns, filter)
+        return cut_plan(
+            self.store, scanner.plan, scanner.request, target_bytes=target_bytes, min_tasks=min_tasks
+        )
 
     def filter(self, expression: pc.Expression) -> VczDataset:
         """A new dataset of the rows that also satisfy ``expression``."""

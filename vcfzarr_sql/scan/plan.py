@@ -132,12 +132,16 @@ class ScanPlan:
 
     def slice(self, start: int, stop: int) -> ScanPlan:
         """The plan of tasks ``start:stop``, keeping only the sample groups they use."""
-        used, groups = np.unique(self.groups[start:stop], return_inverse=True)
+        groups, sample_groups = self.groups[start:stop], self.sample_groups
+        if len(sample_groups) > 1:
+            used, groups = np.unique(groups, return_inverse=True)
+            sample_groups = tuple(sample_groups[g] for g in used)
+            groups = groups.reshape(-1).astype(np.int32)
         return dataclasses.replace(
             self,
-            sample_groups=tuple(self.sample_groups[g] for g in used),
+            sample_groups=sample_groups,
             variant_chunks=self.variant_chunks[start:stop],
-            groups=groups.reshape(-1).astype(np.int32),
+            groups=groups,
             whole=self.whole[start:stop],
             rows=self.rows[start:stop],
         )

@@ -3,7 +3,8 @@
 numcodecs releases the GIL while it decompresses, so decoding the next chunks overlaps
 DuckDB's work on the current batch. The pool is shared by all scans and started once (a
 thread start costs up to ~0.1 s while DuckDB holds the GIL); its size is fixed, so scans never
-add threads. Each scan keeps at most ``depth`` tasks queued or running; when the consumer
+add threads. A process forked from one that scanned (a Spark or multiprocessing worker) starts
+its own pool: the parent's threads do not exist in the child. Each scan keeps at most ``depth`` tasks queued or running; when the consumer
 stops early (a LIMIT: the reader is closed or dropped), its pending tasks are cancelled and its
 running ones waited for before the generator returns. A scan of one task, or with ``depth``
 0, runs inline.
@@ -40,6 +41,15 @@ def _shared_pool() -> ThreadPoolExecutor:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="vcfzarr-scan")
         return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    """In a forked child: drop the parent's pool (its threads were not copied) and lock."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def prefetched(

@@ -25,6 +25,9 @@ class KeyValueStore(Protocol):
     location: str
     #: The directory the store lives in, when it is a plain local directory (writable), else None.
     local_directory: str | None
+    #: Whether reading the root documents again tells if the store changed (not for an
+    #: archive, read once).
+    revalidates: bool
 
     def get(self, key: str) -> bytes | None:
         """The bytes stored under ``key``, or None when the key is absent."""
@@ -49,6 +52,7 @@ class DirectoryStore:
     def __init__(self, location: str, directory: str):
         self.location = location
         self.local_directory = directory
+        self.revalidates = True
 
     def get(self, key: str) -> bytes | None:
         try:
@@ -76,6 +80,7 @@ class ZipStore:
     def __init__(self, location: str, file: Any):
         self.location = location
         self.local_directory = None
+        self.revalidates = False
         self._lock = threading.Lock()
         self._file = file  # a path, or a file object this store owns
         try:
@@ -123,6 +128,7 @@ class FsspecStore:
     def __init__(self, location: str, fs: Any, root: str):
         self.location = location
         self.local_directory = None
+        self.revalidates = True
         self._fs = fs
         self._root = root.rstrip("/")
 

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import json
 import math
@@ -43,12 +44,14 @@ def open_store(path: str | os.PathLike, *, storage_options: dict | None = None,
     fingerprint = metadata_fingerprint(location)  # before reading: a change while opening shows
     kv = kv or open_kv(location, storage_options)
     try:
-        return VczStore(location, kv, fingerprint=fingerprint)
+        return VczStore(location, kv, fingerprint=fingerprint, storage_options=storage_options)
     except BaseException:
         kv.close()
         raise
 
 
+#: Documents at the root of a Zarr store: what opening it reads first.
+_ROOT_DOCUMENTS = (".zgroup", ".zattrs", ".zmetadata", ".zarray", "zarr.json")
 #: Root metadata files: rewriting or re-converting a store changes at least one of them.
 _ROOT_METADATA = (".zmetadata", ".zgroup", ".zattrs", "zarr.json")
 #: Metadata files of each array (Zarr v2, v3), read when the store has no ``.zmetadata``.
@@ -100,20 +103,42 @@ def _json(location: str, key: str, raw: bytes) -> Any:
         raise StoreError(f"{location}: {key} is not valid JSON") from None
 
 
+def _digest(documents: dict[str, bytes]) -> str:
+    """A digest of the root metadata documents (their keys and bytes)."""
+    h = hashlib.sha256()
+    for key in sorted(documents):
+        h.update(b"%d:%s:%d:" % (len(key), key.encode(), len(documents[key])) + documents[key])
+    return h.hexdigest()
+
+
 class VczStore:
     """A VCF Zarr store: its metadata, and thread-safe raw chunk reads decoded with numcodecs.
 
     Use :func:`open_store` to make one; ``with open_store(p) as store:`` closes it after use.
+    A store pickles as (path, storage options, :attr:`version_token`): unpickling opens it
+    again in the receiving process (once per process, see :func:`reopen`) and raises
+    StoreError if it is no longer the store that was pickled.
     """
 
-    def __init__(self, path: str, kv: KeyValueStore, *, fingerprint: tuple | None = None):
+    def __init__(
+        self,
+        path: str,
+        kv: KeyValueStore,
+        *,
+        fingerprint: tuple | None = None,
+        storage_options: dict | None = None,
+    ):
         self.path = path
         self._kv = kv
+        #: The fsspec options the store was opened with (credentials, endpoint...).
+        self.storage_options = dict(storage_options or {})
         #: :func:`metadata_fingerprint` of the store as it was opened (None: not checkable).
         self.fingerprint = fingerprint
         self._lock = threading.Lock()
         self._region_index: np.ndarray | None = None
-        self.zarr_format, self.attrs, self.consolidated = self._read_root()
+        root_documents = self._kv.get_many(_ROOT_DOCUMENTS)
+        self._root_digest = _digest(root_documents)
+        self.zarr_format, self.attrs, self.consolidated = self._read_root(root_documents)
         self.version = self._version()
         self._arrays = self._read_arrays()
         for name in _REQUIRED_ARRAYS:
@@ -150,10 +175,10 @@ class VczStore:
 
     # -- opening ---------------------------------------------------------------------------
 
-    def _read_root(self) -> tuple[int, dict, dict[str, Any] | None]:
-        """(zarr_format, group attributes, consolidated metadata or None) of the root group."""
-        kv, where = self._kv, self.path
-        docs = kv.get_many([".zgroup", ".zattrs", ".zmetadata", ".zarray", "zarr.json"])
+    def _read_root(self, docs: dict[str, bytes]) -> tuple[int, dict, dict[str, Any] | None]:
+        """(zarr_format, group attributes, consolidated metadata or None) of the root group,
+        from its metadata documents ``docs``."""
+        where = self.path
         if ".zgroup" in docs:
             consolidated = None
             if ".zmetadata" in docs:
@@ -365,10 +390,29 @@ class VczStore:
             )
         return index.astype(np.int64)
 
+    @property
+    def version_token(self) -> tuple:
+        """What identifies this version of the store: its :func:`metadata_fingerprint` when
+        local, else a digest of its root metadata documents (a URL). Equal tokens: the same
+        store as far as opening it can tell."""
+        if self.fingerprint is not None:
+            return ("fingerprint", self.fingerprint)
+        return ("digest", self._root_digest)
+
     def is_unchanged(self) -> bool:
-        """Whether the store on disk is still the one this object read (by its fingerprint;
-        False when that cannot be checked cheaply, e.g. a URL)."""
-        return self.fingerprint is not None and metadata_fingerprint(self.path) == self.fingerprint
+        """Whether the store is still the one this object read: by its fingerprint (local),
+        or by one request for its root metadata documents (a URL store; a zip archive at a URL
+        cannot be checked cheaply and counts as changed)."""
+        if self.fingerprint is not None:
+            return metadata_fingerprint(self.path) == self.fingerprint
+        if not self._kv.revalidates:
+            return False
+        return _digest(self._kv.get_many(_ROOT_DOCUMENTS)) == self._root_digest
+
+    def __reduce__(self) -> tuple:
+        from vcfzarr_sql.store.reopen import reopen
+
+        return reopen, (self.path, self.storage_options, self.version_token)
 
     # -- lifetime --------------------------------------------------------------------------
 
