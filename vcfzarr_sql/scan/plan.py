@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from vcfzarr_sql import spec
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.scan import expressions as ex
-from vcfzarr_sql.scan.prune import Zones, prune
+from vcfzarr_sql.scan.prune import Zones, prune, prune_compact
 from vcfzarr_sql.scan.schema import FORMAT_PREFIX
 
 TABLES = ("variants", "calls")
@@ -187,21 +187,30 @@ def _units(
         end_max=ri[:, spec.RI_MAX_END],
         samples=[layout.samples[s] for _, s in groups] if table == "calls" else None,
     )
-    truth = prune(predicate, zones)
-    shape = (len(ri), len(groups))
-    might = np.broadcast_to(truth.can_true, shape)
-    must = np.broadcast_to(truth.must_be_true, shape)
+    truth = prune_compact(predicate, zones)
+    might, must = truth.can_true, truth.must_be_true
 
     # Region index rows grouped by variant chunk: a chunk might match when any of its rows
-    # might, and needs no row filter when all of them must.
-    order = np.argsort(ri[:, spec.RI_CHUNK], kind="stable")
-    chunks, starts = np.unique(ri[order, spec.RI_CHUNK], return_index=True)
-    chunk_might = np.logical_or.reduceat(might[order], starts, axis=0)
-    chunk_must = np.logical_and.reduceat(must[order], starts, axis=0)
-    records = np.add.reduceat(ri[order, spec.RI_COUNT], starts)
-    c, g = np.nonzero(chunk_might)  # row-major: chunk-major, store order
+    # might, and needs no row filter when all of them must. Stores list a chunk's rows
+    # together, in chunk order: then no sort is needed, nor any reduction when every chunk
+    # has one row.
+    chunk_of = ri[:, spec.RI_CHUNK]
+    if len(chunk_of) > 1 and (np.diff(chunk_of) < 0).any():
+        order = np.argsort(chunk_of, kind="stable")
+        ri, chunk_of = ri[order], chunk_of[order]
+        might = might if might.shape[0] == 1 else might[order]
+        must = must if must.shape[0] == 1 else must[order]
+    starts = np.flatnonzero(np.r_[True, chunk_of[1:] != chunk_of[:-1]])
+    chunks, records = chunk_of[starts], ri[:, spec.RI_COUNT]
+    if len(starts) < len(chunk_of):
+        records = np.add.reduceat(records, starts)
+        might = might if might.shape[0] == 1 else np.logical_or.reduceat(might, starts, axis=0)
+        must = must if must.shape[0] == 1 else np.logical_and.reduceat(must, starts, axis=0)
+    shape = (len(chunks), len(groups))
+    c, g = np.nonzero(np.broadcast_to(might, shape))  # row-major: chunk-major, store order
     sizes = np.array([1 if s is None or table != "calls" else len(s) for _, s in groups])
-    return chunks[c], g.astype(np.int32), chunk_must[c, g], records[c] * sizes[g]
+    whole = np.broadcast_to(must, shape)[c, g]
+    return chunks[c], g.astype(np.int32), whole, records[c] * sizes[g]
 
 
 def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:

@@ -195,6 +195,20 @@ class _Pruner:
         return _ANYTHING
 
 
+def prune_compact(predicate: ex.Predicate, zones: Zones) -> Truth:
+    """:func:`prune` without broadcasting: each array has 1 or all variant zones (axis 0) and
+    1 or all sample zones (axis 1), so a predicate on variants alone costs one value per
+    variant zone however many sample zones there are."""
+    t = _Pruner(zones).visit(predicate)
+    rows = 1 if zones.contig is None else len(zones.contig)
+    columns = 1 if zones.samples is None else len(zones.samples)
+
+    def fitted(a: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(a, (rows if a.shape[0] > 1 else 1, columns if a.shape[1] > 1 else 1))
+
+    return Truth(*(fitted(a) for a in (t.can_true, t.can_false, t.can_null)))
+
+
 def prune(predicate: ex.Predicate, zones: Zones) -> Truth:
     """The truth values ``predicate`` may take in each zone, shape (variant zones, sample zones).
 
