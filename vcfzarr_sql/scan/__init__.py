@@ -16,7 +16,9 @@ import pyarrow.compute as pc
 from vcfzarr_sql.scan.dataset import VczDataset, VczScanner
 from vcfzarr_sql.scan.tasks import DEFAULT_TARGET_BYTES, ScanTask, ScanTasks
 
-__all__ = ["ScanTask", "ScanTasks", "VczDataset", "VczScanner", "dataset", "scan_tasks"]
+__all__ = [
+    "DEFAULT_TARGET_BYTES", "ScanTask", "ScanTasks", "VczDataset", "VczScanner", "dataset", "scan_tasks",
+]
 
 
 def dataset(

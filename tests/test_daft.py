@@ -1,0 +1,111 @@
+"""Daft over VCF Zarr (vcfzarr_sql.daft): the engine cases answer like bcftools and DuckDB on
+Daft's native runner and on Ray (a local ``ray.init()``); filters, columns and limits are
+pushed down (chunks pruned, filter-only columns read)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+daft = pytest.importorskip("daft", reason="the [daft] extra is not installed")
+
+import engine_cases  # noqa: E402
+import vcfzarr_sql  # noqa: E402
+import vcfzarr_sql.daft as vcf_daft  # noqa: E402
+
+CASES = [c.id for c in engine_cases.cases(engine_cases.SAMPLE)]
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory, convert_once) -> dict[str, tuple[engine_cases.StoreCase, str]]:
+    made = {}
+    for case in (engine_cases.SAMPLE, engine_cases.simulated(tmp_path_factory.mktemp("sim"))):
+        path = convert_once(case.vcf, variants_chunk_size=case.variants_chunk, samples_chunk_size=case.samples_chunk)
+        made[case.name] = (case, str(path))
+    return made
+
+
+def _daft_rows(case: engine_cases.Case, path: str) -> list[tuple]:
+    t = vcf_daft.read_vcf_zarr(path, case.table, region=case.region, samples=case.samples, min_tasks=3)
+    result = daft.sql(case.sql, t=t).to_pydict()
+    return engine_cases.normalised(list(zip(*result.values())))
+
+
+@pytest.mark.parametrize("store", ["sample", "msprime"])
+@pytest.mark.parametrize("case_id", CASES)
+def test_daft_answers_like_bcftools_and_duckdb(stores, store, case_id):
+    source, path = stores[store]
+    case = next(c for c in engine_cases.cases(source) if c.id == case_id)
+    expected = engine_cases.normalised(case.expected(source.vcf))
+    assert _daft_rows(case, path) == expected
+    with vcfzarr_sql.connect() as con:
+        assert engine_cases.normalised(con.sql(case.duckdb_sql(path)).fetchall()) == expected
+
+
+def test_repeated_queries_alternating_filters_stay_correct(stores):
+    source, path = stores["msprime"]
+    t = vcf_daft.read_vcf_zarr(path)
+    total = len(engine_cases.oracle.records(source.vcf))
+    first = sum(1 for r in engine_cases.oracle.records(source.vcf) if r.chrom == "1")
+    for _ in range(2):
+        assert daft.sql("SELECT count(*) AS n FROM t WHERE contig = '1'", t=t).to_pydict()["n"] == [first]
+        assert daft.sql("SELECT count(*) AS n FROM t", t=t).to_pydict()["n"] == [total]
+
+
+def test_pushdowns_reach_the_scan(stores, monkeypatch):
+    source, path = stores["msprime"]
+    seen = []
+    original = vcfzarr_sql.scan.VczDataset.scan_tasks
+
+    def spy(self, columns=None, filter=None, **kwargs):
+        tasks = original(self, columns, filter, **kwargs)
+        seen.append((columns, filter, tasks))
+        return tasks
+
+    monkeypatch.setattr(vcfzarr_sql.scan.VczDataset, "scan_tasks", spy)
+    t = vcf_daft.read_vcf_zarr(path)
+    rows = daft.sql("SELECT pos FROM t WHERE contig = '2' AND pos < 6000 ORDER BY pos", t=t).to_pydict()
+    expected = sorted(r.pos for r in engine_cases.oracle.records(source.vcf) if r.chrom == "2" and r.pos < 6000)
+    assert rows["pos"] == expected
+    columns, filter, tasks = seen[-1]
+    assert set(columns) == {"contig", "pos"} and filter is not None
+    assert tasks.variant_chunks_read < tasks.variant_chunks_total  # pruned
+    limited = daft.sql("SELECT pos FROM t LIMIT 3", t=t).to_pydict()
+    assert len(limited["pos"]) == 3
+
+
+def test_a_filter_pyarrow_cannot_express_is_still_applied(stores):
+    source, path = stores["sample"]
+    t = vcf_daft.read_vcf_zarr(path)
+    rows = daft.sql("SELECT pos FROM t WHERE ref LIKE 'G%' AND contig = '20'", t=t).to_pydict()
+    expected = [r.pos for r in engine_cases.oracle.records(source.vcf) if r.ref.startswith("G") and r.chrom == "20"]
+    assert sorted(rows["pos"]) == sorted(expected)
+
+
+_ON_RAY = """
+import daft, ray, engine_cases
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+daft.set_runner_ray(noop_if_initialized=True)
+import test_daft
+source = engine_cases.StoreCase(*{source!r})
+for case in engine_cases.cases(source):
+    if case.id in ("region", "alleles-region-samples", "calls-per-sample"):
+        assert test_daft._daft_rows(case, {path!r}) == engine_cases.normalised(case.expected(source.vcf)), case.id
+print("ok")
+"""
+
+
+@pytest.mark.slow
+def test_on_ray_local(stores):
+    """The same answers on a local Ray cluster (in a subprocess: Daft's runner is per process)."""
+    pytest.importorskip("ray", reason="ray is not installed")
+    source, path = stores["msprime"]
+    tests = str(Path(__file__).parent)
+    code = _ON_RAY.format(source=tuple(vars(source).values()), path=path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.stdout.strip().endswith("ok"), out.stderr[-2000:]
