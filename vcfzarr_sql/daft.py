@@ -146,23 +146,13 @@ def read_vcf_zarr(
     *,
     region: str | None = None,
     samples: Sequence[str] | None = None,
-    storage_options: dict | None = None,
-    target_bytes: float = DEFAULT_TARGET_BYTES,
-    min_tasks: int | None = None,
+    **options: Any,
 ) -> daft.DataFrame:
     """The ``variants`` or ``calls`` table of the store at ``path`` as a Daft DataFrame.
 
     ``region`` (a bcftools ``-r`` string) and ``samples`` restrict the rows as in
-    :func:`vcfzarr_sql.dataset`; ``storage_options`` are fsspec's for a URL. A query's scan
-    is cut into tasks of about ``target_bytes`` of decoded columns, at least ``min_tasks``
-    (default: this machine's cores) when the store has that many chunks.
+    :func:`vcfzarr_sql.dataset`. ``options`` are :class:`VczDaftSource`'s:
+    ``storage_options`` (fsspec's, for a URL), ``target_bytes`` (decoded bytes per task) and
+    ``min_tasks`` (default: this machine's cores).
     """
-    return VczDaftSource(
-        path,
-        table,
-        region=region,
-        samples=samples,
-        storage_options=storage_options,
-        target_bytes=target_bytes,
-        min_tasks=min_tasks,
-    ).read()
+    return VczDaftSource(path, table, region=region, samples=samples, **options).read()
