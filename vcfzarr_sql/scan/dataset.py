@@ -139,6 +139,10 @@ class VczDataset(pds.Dataset):
         self._columns = None if columns is None else tuple(columns)
         self.last_stats: dict | None = None
 
+    def __reduce__(self) -> tuple:
+        """Pickles as its arguments (the store as a reference, see ``VczStore``)."""
+        return _rebuilt, (self.store, self.table, self.samples, self.region, self._filter, self._columns)
+
     def _derived(self, *, filter: pc.Expression | None, columns: Sequence[str] | None) -> VczDataset:
         return VczDataset(
             self.store, self.table, self.samples, self.region, filter=filter, columns=columns
@@ -256,3 +260,14 @@ class VczDataset(pds.Dataset):
 
     def __repr__(self) -> str:
         return f"<VczDataset {self.table} of {self.store.path}>"
+
+
+def _rebuilt(
+    store: Any,
+    table: str,
+    samples: Sequence[str] | None,
+    region: str | None,
+    filter: pc.Expression | None,
+    columns: Sequence[str] | None,
+) -> VczDataset:
+    return VczDataset(store, table, samples, region, filter=filter, columns=columns)
