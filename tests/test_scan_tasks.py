@@ -179,3 +179,17 @@ def test_importing_vcfzarr_sql_imports_no_engine():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_tasks_over_a_url_store_run_in_workers_like_a_local_path(stores):
+    source, path = stores["msprime"]
+    url = f"file://{path}"
+    tasks = vcfzarr_sql.scan_tasks(url, "calls", columns=["pos"], region="1:5000-12000",
+                                   storage_options={"auto_mkdir": False}, target_bytes=500)
+    assert tasks[0].store.is_remote and tasks[0].store.version_token[0] == "digest"
+    payloads = [pickle.dumps(t) for t in tasks]
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        results = list(pool.map(_run, payloads, timeout=60))
+    local = vcfzarr_sql.scan_tasks(path, "calls", columns=["pos"], region="1:5000-12000").to_table()
+    assert sorted(p for _, ps in results for p in ps) == sorted(local.column("pos").to_pylist())
+    assert sum(n for n, _ in results) == len(oracle.records(source.vcf, region="1:5000-12000")) * 10

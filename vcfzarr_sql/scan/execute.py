@@ -37,13 +37,15 @@ def _run(source: Any, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBa
 def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
     """The batches of matching rows of ``plan``, one per task that has any, in plan order.
 
-    Plans that decode per-call values are decoded a few tasks ahead in the scan threads (their
-    work is mostly codecs and numpy, which release the GIL). Others are decoded as the
-    consumer asks: small chunks of site columns are mostly Python, and in threads they
-    measured 1.6x slower (GIL hand-offs), with nothing to overlap.
+    Plans that decode per-call values, and plans over a remote store (a URL: each chunk read
+    waits for a round trip), run a few tasks ahead in the scan threads (codecs, numpy and
+    network waits release the GIL). Others are decoded as the consumer asks: small chunks of
+    site columns are mostly Python, and in threads they measured 1.6x slower (GIL hand-offs),
+    with nothing to overlap.
     """
     tree = None if plan.filter is None else parse_or_none(plan.filter)
-    ahead = PREFETCH_DEPTH if plan.reads_calls else 0
+    overlap = plan.reads_calls or getattr(source, "is_remote", False)
+    ahead = PREFETCH_DEPTH if overlap else 0
     work = lambda i: _run(source, plan, plan.task(i), tree)  # noqa: E731
     for batch in prefetched(work, range(len(plan)), depth=ahead):
         if batch.num_rows:

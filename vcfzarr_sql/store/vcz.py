@@ -26,7 +26,7 @@ from vcfzarr_sql.store import derived
 from vcfzarr_sql.store.codecs import finished, trimmed_strings
 from vcfzarr_sql.store.fields import FORMAT, INFO, FieldInfo, describe_fields
 from vcfzarr_sql.store.header import parse_header
-from vcfzarr_sql.store.kvstore import KeyValueStore, is_url, open_kv
+from vcfzarr_sql.store.kvstore import FsspecStore, KeyValueStore, is_url, open_kv
 from vcfzarr_sql.store.metadata import ArrayInfo, parse_v2, parse_v3
 
 _REQUIRED_ARRAYS = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.CONTIG_ID)
@@ -389,6 +389,12 @@ class VczStore:
                 f"expected integers of shape (n, {spec.REGION_INDEX_FIELDS})"
             )
         return index.astype(np.int64)
+
+    @property
+    def is_remote(self) -> bool:
+        """Whether chunks are read through fsspec (a URL): each read may cost a round trip,
+        so scans keep several chunk reads in flight."""
+        return isinstance(self._kv, FsspecStore)
 
     @property
     def version_token(self) -> tuple:
