@@ -93,3 +93,11 @@ def test_projection_by_schema_and_calls_options(spark, stores):
     assert rows == expected
     with pytest.raises(Exception, match="no column named 'nope'"):
         spark.read.format("vcf_zarr").schema("nope LONG").load(path).collect()
+
+
+def test_read_with_a_schema_without_pos(spark, stores):
+    source, path = stores["sample"]
+    df = vcf_spark.read(spark, path, "calls", region="20", schema="sample_id STRING")
+    assert df.columns == ["sample_id"]
+    expected = len(engine_cases.oracle.records(source.vcf, region="20")) * len(engine_cases.oracle.header(source.vcf).samples)
+    assert df.count() == expected

@@ -53,7 +53,7 @@ from pyspark.sql.datasource import (
     Not,
 )
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.scan import DEFAULT_TARGET_BYTES, ScanTask, dataset
@@ -203,9 +203,14 @@ def read(
         reader = reader.option("samples", ",".join(samples))
     for key, value in options.items():
         reader = reader.option(key, value)
-    if schema is not None:
-        reader = reader.schema(schema)
-    return reader.load(path).where(f"pos > {_SENTINEL_BOUND}")
+    if schema is None:
+        return reader.load(path).where(f"pos > {_SENTINEL_BOUND}")
+    if isinstance(schema, str):
+        schema = _parse_datatype_string(schema)
+    columns = schema.fieldNames()
+    if "pos" not in columns:  # the sentinel filter needs it; dropped after
+        schema = StructType([*schema.fields, StructField("pos", LongType())])
+    return reader.schema(schema).load(path).where(f"pos > {_SENTINEL_BOUND}").select(*columns)
 
 
 def register(spark: SparkSession) -> None:
