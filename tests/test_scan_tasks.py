@@ -193,3 +193,25 @@ def test_tasks_over_a_url_store_run_in_workers_like_a_local_path(stores):
     local = vcfzarr_sql.scan_tasks(path, "calls", columns=["pos"], region="1:5000-12000").to_table()
     assert sorted(p for _, ps in results for p in ps) == sorted(local.column("pos").to_pylist())
     assert sum(n for n, _ in results) == len(oracle.records(source.vcf, region="1:5000-12000")) * 10
+
+
+def test_a_remote_task_fetches_its_chunks_in_batches(stores, monkeypatch):
+    _, path = stores["msprime"]
+    tasks = vcfzarr_sql.scan_tasks(f"file://{path}", "calls", columns=["pos", "fmt_GT"], target_bytes=float("inf"))
+    [task] = tasks.tasks
+    pieces = len(task.plan)
+    monkeypatch.setattr(vcfzarr_sql.scan.execute, "FETCH_WINDOW", 8)
+    assert pieces > 2 * 8
+    kv = task.store._kv
+    singles, batches = [], []
+    get, get_many = kv.get, kv.get_many
+    monkeypatch.setattr(kv, "get", lambda key: singles.append(key) or get(key))
+    monkeypatch.setattr(kv, "get_many", lambda keys: batches.append(list(keys)) or get_many(batches[-1]))
+    remote = task.to_table()
+    assert remote.equals(vcfzarr_sql.scan_tasks(path, "calls", columns=["pos", "fmt_GT"]).to_table())
+    window = vcfzarr_sql.scan.execute.FETCH_WINDOW
+    # the first window's pieces read chunk by chunk; the rest come in one batch per window
+    # (plus the one request that revalidates the store)
+    assert len(batches) == 1 + -(-(pieces - window) // window)
+    first_window = set(task.plan.variant_chunks[:window].tolist())
+    assert singles and {int(key.split("/")[1].split(".")[0]) for key in singles} <= first_window

@@ -32,6 +32,7 @@ import pyarrow.dataset as pds
 
 from vcfzarr_sql.errors import NotSupportedError, QueryError, StoreError
 from vcfzarr_sql.scan.execute import plan_batches
+from vcfzarr_sql.scan.fetch import fetching
 from vcfzarr_sql.scan.expressions import conjunction
 from vcfzarr_sql.scan.plan import ScanPlan, ScanRequest, plan_scan
 from vcfzarr_sql.scan.tasks import DEFAULT_TARGET_BYTES, ScanTasks, cut_plan, scan_request
@@ -73,7 +74,7 @@ class VczScanner:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The batches of matching rows, one per task that has any."""
-        source = CountingSource(self._dataset.store)
+        source = CountingSource(fetching(self._dataset.store))
         started = time.perf_counter()
         try:
             yield from plan_batches(source, self._plan)

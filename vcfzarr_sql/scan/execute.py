@@ -18,6 +18,9 @@ from vcfzarr_sql.scan.plan import ChunkTask, ScanPlan
 from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, prefetched
 from vcfzarr_sql.scan.residual import matching_rows
 
+#: Pieces whose chunks a scan over a remote store fetches in one batch.
+FETCH_WINDOW = 32
+
 
 def _run(source: Any, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBatch:
     """Decode one task, keep its matching rows, project to the output columns."""
@@ -44,9 +47,15 @@ def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
     with nothing to overlap.
     """
     tree = None if plan.filter is None else parse_or_none(plan.filter)
-    overlap = plan.reads_calls or getattr(source, "is_remote", False)
-    ahead = PREFETCH_DEPTH if overlap else 0
+    remote = getattr(source, "is_remote", False)
+    ahead = PREFETCH_DEPTH if plan.reads_calls or remote else 0
     work = lambda i: _run(source, plan, plan.task(i), tree)  # noqa: E731
-    for batch in prefetched(work, range(len(plan)), depth=ahead):
-        if batch.num_rows:
-            yield batch
+    # Over a remote store, the chunks of each window of pieces after the first are fetched in
+    # one batch (the first window shows which arrays the pieces read; see .fetch).
+    window = FETCH_WINDOW if remote else max(len(plan), 1)
+    for start in range(0, len(plan), window):
+        if start and hasattr(source, "prefetch"):
+            source.prefetch(plan.variant_chunks[start : start + window].tolist())
+        for batch in prefetched(work, range(start, min(start + window, len(plan))), depth=ahead):
+            if batch.num_rows:
+                yield batch

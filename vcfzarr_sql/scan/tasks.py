@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from vcfzarr_sql.errors import QueryError, StoreError
 from vcfzarr_sql.scan import schema as table_schemas
 from vcfzarr_sql.scan.execute import plan_batches
+from vcfzarr_sql.scan.fetch import fetching
 from vcfzarr_sql.scan.expressions import conjunction
 from vcfzarr_sql.scan.plan import TABLES, ScanPlan, ScanRequest
 from vcfzarr_sql.scan.region import parse_regions, regions_expression
@@ -171,7 +172,7 @@ class ScanTask:
             raise StoreError(
                 f"{self.store.path}: the store changed after the scan was planned; plan it again"
             )
-        return plan_batches(self.store, self.plan)
+        return plan_batches(fetching(self.store), self.plan)
 
     def to_table(self) -> pa.Table:
         """The matching rows of the task as one table."""

@@ -299,6 +299,19 @@ class VczStore:
             raise StoreError(f"{self.path}: array {name} has no chunk {tuple(chunk)} (grid {grid})")
         return self._kv.get(info.chunk_key(chunk))
 
+    def read_chunks_bytes(
+        self, keys: list[tuple[str, tuple[int, ...]]]
+    ) -> dict[tuple[str, tuple[int, ...]], bytes | None]:
+        """:meth:`read_chunk_bytes` of many (array, chunk) pairs at once: one ``get_many``
+        (concurrent requests for a URL store). Chunks outside an array's grid are left out."""
+        where = {}
+        for name, chunk in keys:
+            info = self.array_info(name)
+            if len(chunk) == len(info.grid) and all(0 <= i < max(n, 1) for i, n in zip(chunk, info.grid)):
+                where[info.chunk_key(chunk)] = (name, chunk)
+        found = self._kv.get_many(where)
+        return {pair: found.get(key) for key, pair in where.items()}
+
     def decode_chunk(self, name: str, raw: bytes | None, chunk: tuple[int, ...]) -> np.ndarray:
         """Decode the bytes of one chunk (None: a chunk of fill_value), trimmed to the array.
 
