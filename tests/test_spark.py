@@ -66,8 +66,8 @@ def test_one_view_queried_with_and_without_a_filter_alternately(spark, stores):
     narrow = "contig STRING, pos LONG"
     vcf_spark.read(spark, path, schema=narrow).createOrReplaceTempView("guarded")
     spark.read.format("vcf_zarr").schema(narrow).load(path).createOrReplaceTempView("plain")
-    for view in ("guarded", "plain"):
-        for _ in range(2):
+    for view, rounds in (("guarded", 2), ("plain", 1)):  # plain: no pushdown, every query reads all
+        for _ in range(rounds):
             assert _rows(spark, f"SELECT count(*) FROM {view} WHERE contig = '2' AND pos < 6000") == [(in_region,)], view
             assert _rows(spark, f"SELECT count(*) FROM {view}") == [(len(records),)], view
 
