@@ -6,7 +6,9 @@ import click
 
 from vcfzarr_sql import spec
 
-force = click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+force = click.option(
+    "--force", is_flag=True, help="Replace OUTPUT if it is an existing VCF Zarr store."
+)
 quiet = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 workers = click.option(
     "--workers",
