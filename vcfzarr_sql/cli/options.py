@@ -33,6 +33,7 @@ samples_chunk_size = click.option(
     help="Samples per chunk.",
 )
 store_path = click.argument("store", type=click.Path())
+deep = click.option("--deep", is_flag=True, help="Also decode every chunk of every array.")
 database = click.option(
     "--database",
     "-d",

@@ -56,6 +56,38 @@ def refusal(codec_id: Any) -> str | None:
     return f"codec {codec_id!r} is not allowed in a VCF Zarr store (a store is data, never code)"
 
 
+#: Zarr v3 codec names that are not numcodecs ids (``numcodecs.<id>`` ones are checked by id).
+_V3_CODECS = frozenset({"bytes", "transpose", "vlen-utf8", "vlen-bytes", "blosc", "zstd",
+                        "gzip", "crc32c", "sharding_indexed"})
+
+
+def refusal_in(meta: dict) -> str | None:
+    """Why the codecs of an array's metadata (v2 ``.zarray``: ``compressor`` and ``filters``; v3
+    ``zarr.json``: ``codecs``, nested ones included) may not be used (None: they may).
+
+    >>> refusal_in({"compressor": {"id": "blosc"}, "filters": [{"id": "pickle"}]})
+    "codec 'pickle' is not allowed in a VCF Zarr store (a store is data, never code)"
+    """
+    if "codecs" in meta:
+        for codec in meta.get("codecs") or ():
+            name = codec.get("name") if isinstance(codec, dict) else codec
+            conf = (codec.get("configuration") or {}) if isinstance(codec, dict) else {}
+            if isinstance(name, str) and name.startswith("numcodecs."):
+                why = refusal(name[len("numcodecs."):])
+            else:
+                why = None if name in _V3_CODECS else refusal(name)
+            for nested in ("codecs", "index_codecs"):
+                why = why or (refusal_in({"codecs": conf[nested]}) if nested in conf else None)
+            if why is not None:
+                return why
+        return None
+    for config in filter(None, [meta.get("compressor"), *(meta.get("filters") or ())]):
+        why = refusal(config.get("id") if isinstance(config, dict) else config)
+        if why is not None:
+            return why
+    return None
+
+
 def _too_big(size: int, expected: int | None, limit: int, what: str) -> ChunkBoundsError | None:
     if expected is not None and size != expected:
         return ChunkBoundsError(f"{what} declares {size} bytes, the array's chunk is {expected}")

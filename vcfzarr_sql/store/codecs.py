@@ -79,7 +79,7 @@ def _pooled_decompress(compressor: Any, raw: Any, dtype: np.dtype, size: int) ->
     if not isinstance(compressor, numcodecs.Blosc) or dtype == object or len(raw) < 16:
         return None
     nbytes = int.from_bytes(bytes(raw[4:8]), "little")  # the Blosc header's uncompressed size
-    if nbytes == 0 or nbytes != size * dtype.itemsize:
+    if nbytes == 0 or nbytes != size * dtype.itemsize or nbytes > bounds.max_chunk_bytes():
         return None  # the general path decodes it, or says why it cannot
     out = memory.empty(size, dtype)
     compressor.decode(raw, out=out)
@@ -165,11 +165,9 @@ class V2Codec:
 def v2_codec(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]) -> ChunkCodec:
     """The decoder of a v2 array's chunks, from its ``.zarray`` document; a codec that is not
     allowed (:data:`~vcfzarr_sql.store.bounds.ALLOWED_CODECS`) is refused before it is built."""
-    configs = [meta.get("compressor"), *(meta.get("filters") or ())]
-    for config in filter(None, configs):
-        why = bounds.refusal(config.get("id") if isinstance(config, dict) else config)
-        if why is not None:
-            return RefusedCodec(f"array {name}: {why}")
+    why = bounds.refusal_in(meta)
+    if why is not None:
+        return RefusedCodec(f"array {name}: {why}")
     try:
         compressor = numcodecs.get_codec(meta["compressor"]) if meta.get("compressor") else None
         filters = [numcodecs.get_codec(f) for f in meta.get("filters") or ()]
@@ -244,7 +242,11 @@ def _transpose_order(conf: dict, ndim: int) -> tuple[int, ...]:
 
 
 def v3_codec(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[int, ...]) -> ChunkCodec:
-    """The decoder of a v3 array's chunks, from the ``codecs`` list of its ``zarr.json``."""
+    """The decoder of a v3 array's chunks, from the ``codecs`` list of its ``zarr.json``; a
+    codec that is not allowed is refused before it is built."""
+    why = bounds.refusal_in({"codecs": codecs})
+    if why is not None:
+        return RefusedCodec(f"array {name}: {why}")
     transposes: list[tuple[int, ...]] = []
     bytes_codecs: list = []
     vlen = None
@@ -260,9 +262,6 @@ def v3_codec(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[int, 
         elif stored is not None and cname in _BYTES_CODECS:
             bytes_codecs.append(_BYTES_CODECS[cname](conf))
         elif stored is not None and cname.startswith("numcodecs."):
-            why = bounds.refusal(cname[len("numcodecs."):])
-            if why is not None:
-                return RefusedCodec(f"array {name}: {why}")
             try:
                 bytes_codecs.append(numcodecs.get_codec({"id": cname[10:], **conf}))
             except (ValueError, TypeError) as err:
