@@ -30,7 +30,7 @@ import zarr.storage
 from vcfzarr_sql import spec
 from vcfzarr_sql.errors import StoreError, VcfZarrError
 from vcfzarr_sql.region_index import region_index
-from vcfzarr_sql.store.bounds import refusal_in
+from vcfzarr_sql.store.codecs import RefusedCodec
 from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField, parse_header
 from vcfzarr_sql.store.vcz import VczStore, open_store
 
@@ -156,6 +156,9 @@ def validate(path: str | os.PathLike, *, deep: bool = False) -> list[Problem]:
     through an array whose codec is refused. ``deep``: read every chunk of every array too.
     Raises :class:`StoreError` when ``path`` is not a Zarr group at all.
     """
+    refused = _refused_codecs(path)
+    if refused:  # nothing more is read: zarr-python would build those codecs
+        return [Problem(name, why) for name, why in refused.items()]
     group = open_group(path)
     version = group.attrs.get(spec.ATTR_VERSION)
     if version not in spec.READ_VERSIONS:
@@ -163,15 +166,11 @@ def validate(path: str | os.PathLike, *, deep: bool = False) -> list[Problem]:
                                  f"{', '.join(spec.READ_VERSIONS)}")]
     arrays = dict(sorted(group.arrays()))
     header = group.attrs.get(spec.ATTR_HEADER)
-    refused = _refused_codecs(arrays)
     problems = list(_check_attrs(group.attrs, version))
-    problems += [Problem(name, why) for name, why in refused.items()]
     problems += _check_arrays(arrays, version)
     problems += _check_fields(arrays, version, header if isinstance(header, str) else None)
     problems += _check_dimension_sizes(arrays)
     problems += _check_chunking(arrays)
-    if refused:
-        return problems  # reading data through a refused codec is what must never happen
     try:
         store = open_store(path)
     except VcfZarrError as err:
@@ -184,14 +183,15 @@ def validate(path: str | os.PathLike, *, deep: bool = False) -> list[Problem]:
     return problems
 
 
-def _refused_codecs(arrays: dict[str, zarr.Array]) -> dict[str, str]:
-    """Why each array whose codecs are not allowed (e.g. ``pickle``) is refused."""
-    refused = {}
-    for name, array in arrays.items():
-        why = refusal_in(array.metadata.to_dict())
-        if why is not None:
-            refused[name] = why
-    return refused
+def _refused_codecs(path: str | os.PathLike) -> dict[str, str]:
+    """Why each array whose codecs are not allowed (e.g. ``pickle``) is refused, as our own
+    reader sees the store's metadata (nothing when it cannot open the store)."""
+    try:
+        with open_store(path) as store:
+            infos = [store.array_info(name) for name in store.array_names]
+    except VcfZarrError:
+        return {}
+    return {info.name: info.codec.reason for info in infos if isinstance(info.codec, RefusedCodec)}
 
 
 def _problems_reading(where: str, check, store: VczStore) -> list[Problem]:

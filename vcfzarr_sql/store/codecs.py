@@ -59,6 +59,10 @@ class RefusedCodec(UnsupportedCodec):
 
     error = StoreError
 
+    def __init__(self, name: str, reason: str):
+        super().__init__(f"array {name}: {reason}")
+        self.reason = reason
+
 
 def _as_array(buf: Any, dtype: np.dtype, name: str) -> np.ndarray:
     if isinstance(buf, np.ndarray) and buf.dtype == object:
@@ -167,7 +171,7 @@ def v2_codec(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]) ->
     allowed (:data:`~vcfzarr_sql.store.bounds.ALLOWED_CODECS`) is refused before it is built."""
     why = bounds.refusal_in(meta)
     if why is not None:
-        return RefusedCodec(f"array {name}: {why}")
+        return RefusedCodec(name, why)
     try:
         compressor = numcodecs.get_codec(meta["compressor"]) if meta.get("compressor") else None
         filters = [numcodecs.get_codec(f) for f in meta.get("filters") or ()]
@@ -246,7 +250,7 @@ def v3_codec(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[int, 
     codec that is not allowed is refused before it is built."""
     why = bounds.refusal_in({"codecs": codecs})
     if why is not None:
-        return RefusedCodec(f"array {name}: {why}")
+        return RefusedCodec(name, why)
     transposes: list[tuple[int, ...]] = []
     bytes_codecs: list = []
     vlen = None
