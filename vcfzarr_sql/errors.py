@@ -28,11 +28,6 @@ class StoreError(VcfZarrError):
     """A path is missing, is not a VCF Zarr store, or holds an array that breaks the spec."""
 
 
-class OutputError(VcfZarrError):
-    """An output cannot be written or replaced (exists, locked, permission, disk full...): the
-    message names the path, never blaming the input."""
-
-
 class QueryError(VcfZarrError):
     """A query argument is wrong: bad region string, unknown sample, unknown parameter, bad type."""
 
@@ -47,3 +42,8 @@ class NotSupportedError(VcfZarrError):
 
 class VcfZarrWarning(UserWarning):
     """Something the user should know that does not stop the work (the CLI prints ``warning: ...``)."""
+
+
+class OutputError(VcfZarrError):
+    """An output cannot be written or replaced (exists, locked, permission, disk full...): the
+    message names the path, never blaming the input."""
