@@ -383,14 +383,14 @@ class VczStore:
     def _load_region_index(self) -> np.ndarray:
         if not self.has_array(spec.REGION_INDEX):
             return derived.build_region_index(self)
-        index = self.read_array(spec.REGION_INDEX)
-        shape_ok = index.ndim == 2 and index.shape[1] == spec.REGION_INDEX_FIELDS
-        if not shape_ok or index.dtype.kind not in "iu":
+        info = self.array_info(spec.REGION_INDEX)  # checked before any chunk is read
+        shape_ok = len(info.shape) == 2 and info.shape[1] == spec.REGION_INDEX_FIELDS
+        if not shape_ok or info.dtype.kind not in "iu":
             raise StoreError(
-                f"{self.path}: region_index has shape {index.shape} and dtype {index.dtype}, "
+                f"{self.path}: region_index has shape {info.shape} and dtype {info.dtype}, "
                 f"expected integers of shape (n, {spec.REGION_INDEX_FIELDS})"
             )
-        return index.astype(np.int64)
+        return self.read_array(spec.REGION_INDEX).astype(np.int64)
 
     def is_unchanged(self) -> bool:
         """Whether the store on disk is still the one this object read (by its fingerprint;
