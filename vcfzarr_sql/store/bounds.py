@@ -163,10 +163,14 @@ def decompress(codec: Any, raw: Any, expected: int | None) -> Any:
         if error is not None:
             raise error
         return codec.decode(raw)
-    out = _stream(codec, raw, limit)
-    error = _too_big(len(out), expected, limit, f"{codec.codec_id} stream")
-    if error is not None:
-        raise error
+    cap = limit if expected is None else min(expected, limit)
+    out = _stream(codec, raw, cap)
+    if len(out) > cap:
+        raise ChunkBoundsError(f"{codec.codec_id} stream gives more than {cap} bytes"
+                               + ("" if expected is None else ", the array's chunk size"))
+    if expected is not None and len(out) != expected:
+        raise ChunkBoundsError(f"{codec.codec_id} stream gives {len(out)} bytes, the array's "
+                               f"chunk is {expected}")
     return out
 
 
