@@ -120,9 +120,10 @@ def test_dying_during_the_swap_leaves_a_complete_store_or_none(vcf, tmp_path, mo
         assert not out.exists()  # absent, not partial: the old store is aside, whole
         [aside] = [p for p in tmp_path.iterdir() if p.name.endswith(".replaced")]
         assert is_complete(aside)
-    else:
-        assert is_complete(out)
-    convert(vcf, out, force=step == 1, show_progress=False)  # the next run cleans up
+        with pytest.raises(OutputError, match="already exists"):  # the next run puts it back
+            convert(vcf, out, show_progress=False)
+    assert is_complete(out)
+    convert(vcf, out, force=True, show_progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.vcf", "out.vcz"]
 
 
@@ -139,7 +140,7 @@ def test_a_delete_cut_short_leaves_nothing_that_opens_as_a_store(vcf, tmp_path, 
 
 
 def test_leftovers_of_killed_runs_are_removed_by_the_next_run(vcf, tmp_path):
-    for name in (".out.vcz.abc123.tmp", ".out.vcz.4242.replaced"):
+    for name in (".out.vcz.abc123.tmp", ".out.vcz.4242.replaced"):  # .replaced: half deleted
         (tmp_path / name / "store").mkdir(parents=True)
     (tmp_path / ".other.vcz.x.tmp").mkdir()  # another OUTPUT's: not ours to touch
     convert(vcf, tmp_path / "out.vcz", show_progress=False)

@@ -5,7 +5,8 @@ A store is built in a temporary sibling of OUTPUT (``.NAME.XXXX.tmp``, same file
 OUTPUT is at every instant either absent, the old complete store or the new complete one:
 the old store is renamed aside (``.NAME.PID.replaced``) before the new one is renamed into
 place, and deleted only then. A run killed half way leaves only those hidden, clearly named
-siblings, which the next conversion to the same OUTPUT removes (under the lock).
+siblings, which the next conversion to the same OUTPUT cleans up (under the lock): an old
+store left aside goes back to OUTPUT if no new one took its place, the rest is deleted.
 
 >>> refuse_to_replace(["in.vcf"], "in.vcf", force=True)  # doctest: +SKIP
 Traceback (most recent call last):
@@ -107,9 +108,15 @@ def delete_store(path: Path) -> None:
 
 
 def remove_leftovers(output: Path) -> None:
-    """Delete the work and replaced-store siblings of OUTPUT left by killed runs (call with the
-    lock held: no live conversion to OUTPUT owns them)."""
-    for leftover in _siblings(output, REPLACED_SUFFIX):
+    """Clean up after killed runs (call with the lock held: no live conversion to OUTPUT owns
+    these): a whole store renamed aside by a run killed before its new store was in place goes
+    back to OUTPUT if OUTPUT is absent; other replaced stores and work folders are deleted."""
+    replaced = sorted(_siblings(output, REPLACED_SUFFIX), key=lambda p: p.stat().st_mtime)
+    whole = [p for p in replaced if is_vcf_zarr_directory(p)]
+    if whole and not os.path.lexists(output):
+        os.rename(whole[-1], output)
+        replaced.remove(whole[-1])
+    for leftover in replaced:
         delete_store(leftover)
     for leftover in _siblings(output, WORK_SUFFIX):
         shutil.rmtree(leftover)
