@@ -203,7 +203,7 @@ def test_a_small_chunk_claiming_a_huge_size_is_refused_before_decoding(store, co
     set_zarray(store, "variant_DP", compressor=codec.get_config())
     (store / "variant_DP" / "0").write_bytes(_bomb(codec, 64 << 20))  # 64 MiB of zeros
     opened = open_store(store)
-    with pytest.raises(StoreError, match=r"chunk \(0,\) of variant_DP .*(declares|gives more than 8 bytes)"):
+    with pytest.raises(StoreError, match=r"chunk \(0,\) of variant_DP .*(declares|gives more than 2 bytes)"):
         opened.read_chunk("variant_DP", (0,))
 
 
@@ -297,3 +297,15 @@ def test_fuzz_chunk_bytes(fuzz_store, data):
             buf[data.draw(st.integers(0, min(top, len(buf)) - 1))] = data.draw(st.integers(0, 255))
         mutated = bytes(buf)
     _decode_checked(opened, name, mutated, chunk)
+
+
+def test_validate_deep_reads_every_chunk(store, capsys):
+    (store / "call_DP" / "1.0").unlink()
+    (store / "call_DP" / "3.0").unlink()
+    assert cli.main(["validate", str(store)]) == 0  # call_DP is not read without --deep
+    capsys.readouterr()
+    assert cli.main(["validate", "--deep", str(store)]) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"call_DP: {store}: chunk (1, 0) of call_DP is missing (no "
+                                "call_DP/1.0): the store is incomplete (and 1 more bad chunks)"]
+    assert err == f"error: {store}: 1 problem(s) with the VCF Zarr spec\n"
