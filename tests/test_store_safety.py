@@ -309,3 +309,9 @@ def test_validate_deep_reads_every_chunk(store, capsys):
     assert out.splitlines() == [f"call_DP: {store}: chunk (1, 0) of call_DP is missing (no "
                                 "call_DP/1.0): the store is incomplete (and 1 more bad chunks)"]
     assert err == f"error: {store}: 1 problem(s) with the VCF Zarr spec\n"
+
+
+def test_a_small_array_claiming_a_huge_shape_is_refused(store):
+    set_zarray(store, "sample_id", shape=[10**12], chunks=[10**12])
+    with pytest.raises(StoreError, match=r"array sample_id of shape \(1000000000000,\) would take"):
+        open_store(store)

@@ -200,6 +200,8 @@ def _problems_reading(where: str, check, store: VczStore) -> list[Problem]:
         return list(check(store))
     except VcfZarrError as err:
         return [Problem(where, str(err))]
+    except MemoryError:
+        return [Problem(where, "too large to check in memory")]
 
 
 def _check_every_chunk(store: VczStore) -> Iterator[Problem]:

@@ -353,8 +353,13 @@ class VczStore:
         return self.decode_chunk_strings(name, self.read_chunk_bytes(name, chunk), chunk)
 
     def read_array(self, name: str) -> np.ndarray:
-        """A whole array in memory (meant for small ones: samples, contigs, filters...)."""
+        """A whole array in memory (meant for small ones: samples, contigs, filters...; one
+        without a ``variants`` dimension may take at most ``max_chunk_bytes()``)."""
         info = self.array_info(name)
+        nbytes = math.prod(info.shape) * info.decoded_dtype.itemsize
+        if spec.DIM_VARIANTS not in info.dims and nbytes > max_chunk_bytes():  # a table
+            raise StoreError(f"{self.path}: array {name} of shape {info.shape} would take more "
+                             f"than {max_chunk_bytes()} bytes (${MAX_CHUNK_BYTES_VARIABLE})")
         out = np.empty(info.shape, dtype=info.decoded_dtype)
         chunks = list(itertools.product(*(range(n) for n in info.grid)))
         raw = self._kv.get_many(info.chunk_key(c) for c in chunks)
