@@ -120,7 +120,8 @@ class WorkerPool:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
     def kill(self) -> None:
-        """Stop now: kill the workers (their running tasks are abandoned)."""
+        """Stop now: kill the workers (their running tasks are abandoned). ``_processes`` is
+        private, but the executor has no public way to do this before Python 3.14."""
         for process in list((self.executor._processes or {}).values()):
             process.kill()
         self.executor.shutdown(wait=True, cancel_futures=True)
