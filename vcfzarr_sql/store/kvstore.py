@@ -52,12 +52,16 @@ class DirectoryStore:
         self.local_directory = directory
 
     def get(self, key: str) -> bytes | None:
-        limit = max_chunk_bytes()
         try:
             with open(os.path.join(self.local_directory, key), "rb") as f:
-                value = f.read(limit + 1)
+                return self.read_value(f, key)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
+
+    def read_value(self, file: Any, key: str) -> bytes:
+        """The bytes of the open ``file`` of ``key``: StoreError past ``max_chunk_bytes()``."""
+        limit = max_chunk_bytes()
+        value = file.read(limit + 1)
         _bounded(self, key, len(value), limit)
         return value
 
