@@ -181,7 +181,7 @@ def test_non_ascii_format_strings_and_integer_gt(tmp_path):
 def test_existing_output_is_refused_unless_forced(tmp_path):
     vcf = write_vcf(tmp_path / "in.vcf")
     out = tmp_path / "out.vcz"
-    out.mkdir()
+    convert(vcf, out, show_progress=False)
     (out / "keep").write_text("x")
     with pytest.raises(VcfZarrError, match="already exists"):
         convert(vcf, out, show_progress=False)

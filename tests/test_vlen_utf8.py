@@ -160,7 +160,7 @@ def test_a_chunk_with_the_wrong_item_count_is_a_store_error(tmp_path):
     _store(tmp_path / "s.vcz", 2, "variant_X", STRINGS, dtype=str, compressors=None)
     (tmp_path / "s.vcz" / "variant_X" / "0.0").write_bytes(encoded(["A", "C"]))
     store = vcfzarr_sql.open_store(tmp_path / "s.vcz")
-    with pytest.raises(StoreError, match="decodes to 2 values, expected 14"):
+    with pytest.raises(StoreError, match="holds 2 values, expected 14"):
         store.read_chunk_strings("variant_X", (0, 0))
 
 

@@ -42,3 +42,8 @@ class NotSupportedError(VcfZarrError):
 
 class VcfZarrWarning(UserWarning):
     """Something the user should know that does not stop the work (the CLI prints ``warning: ...``)."""
+
+
+class OutputError(VcfZarrError):
+    """An output cannot be written or replaced (exists, locked, permission, disk full...): the
+    message names the path, never blaming the input."""

@@ -6,7 +6,9 @@
 when the store carries a ``vcf_header``), and the ``region_index`` content, recomputed from
 ``variant_contig``, ``variant_position`` and ``variant_length``.
 
-Metadata is read with zarr-python (Zarr v2 or v3; a directory, a ``.zip`` file or an fsspec URL).
+Metadata is read with zarr-python (Zarr v2 or v3; a directory, a ``.zip`` file or an fsspec URL);
+array contents with vcfzarr-sql's own checked reader, and none through a refused codec
+(:mod:`vcfzarr_sql.store.bounds`). ``validate(path, deep=True)`` decodes every chunk.
 
 >>> validate("/no/such/store")
 Traceback (most recent call last):
@@ -16,6 +18,7 @@ vcfzarr_sql.errors.StoreError: /no/such/store: not a Zarr group (no such file or
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,9 +28,11 @@ import zarr
 import zarr.storage
 
 from vcfzarr_sql import spec
-from vcfzarr_sql.errors import StoreError
+from vcfzarr_sql.errors import StoreError, VcfZarrError
 from vcfzarr_sql.region_index import region_index
+from vcfzarr_sql.store.codecs import RefusedCodec
 from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField, parse_header
+from vcfzarr_sql.store.vcz import VczStore, open_store
 
 # The spec's dtype shorthands.
 INT, FLOAT, BOOL, CHAR, STR = "int", "float", "bool", "char", "str"
@@ -143,11 +148,17 @@ def _kind_matches(actual: str | None, expected: str, version: str) -> bool:
     return expected == CHAR and actual == STR and version not in HEADER_VERSIONS
 
 
-def validate(path: str | os.PathLike) -> list[Problem]:
+def validate(path: str | os.PathLike, *, deep: bool = False) -> list[Problem]:
     """Every way the store at ``path`` breaks the spec of its declared version ([] if none).
 
+    Array contents are read with vcfzarr-sql's own checked reader (allowed codecs only, every
+    chunk's size and dtype against its array, no missing chunk where fill cannot be), never
+    through an array whose codec is refused. ``deep``: read every chunk of every array too.
     Raises :class:`StoreError` when ``path`` is not a Zarr group at all.
     """
+    refused = _refused_codecs(path)
+    if refused:  # nothing more is read: zarr-python would build those codecs
+        return [Problem(name, why) for name, why in refused.items()]
     group = open_group(path)
     version = group.attrs.get(spec.ATTR_VERSION)
     if version not in spec.READ_VERSIONS:
@@ -160,9 +171,53 @@ def validate(path: str | os.PathLike) -> list[Problem]:
     problems += _check_fields(arrays, version, header if isinstance(header, str) else None)
     problems += _check_dimension_sizes(arrays)
     problems += _check_chunking(arrays)
-    problems += _check_contents(arrays)
-    problems += _check_region_index(arrays)
+    try:
+        store = open_store(path)
+    except VcfZarrError as err:
+        return problems or [Problem("store", str(err))]
+    with store:
+        problems += _problems_reading(spec.VARIANT_CONTIG, _check_contents, store)
+        problems += _problems_reading(spec.REGION_INDEX, _check_region_index, store)
+        if deep:
+            problems += _check_every_chunk(store)
     return problems
+
+
+def _refused_codecs(path: str | os.PathLike) -> dict[str, str]:
+    """Why each array whose codecs are not allowed (e.g. ``pickle``) is refused, as our own
+    reader sees the store's metadata (nothing when it cannot open the store)."""
+    try:
+        with open_store(path) as store:
+            infos = [store.array_info(name) for name in store.array_names]
+    except VcfZarrError:
+        return {}
+    return {info.name: info.codec.reason for info in infos if isinstance(info.codec, RefusedCodec)}
+
+
+def _problems_reading(where: str, check, store: VczStore) -> list[Problem]:
+    """The problems ``check(store)`` finds, or the error reading the store gave."""
+    try:
+        return list(check(store))
+    except VcfZarrError as err:
+        return [Problem(where, str(err))]
+    except MemoryError:
+        return [Problem(where, "too large to check in memory")]
+
+
+def _check_every_chunk(store: VczStore) -> Iterator[Problem]:
+    """Decode every chunk of every array (one at a time): the first bad chunk of each array,
+    and how many more there are."""
+    for name in store.array_names:
+        info = store.array_info(name)
+        errors = []
+        for chunk in itertools.product(*(range(max(n, 1)) for n in info.grid)):
+            try:
+                store.read_chunk(name, chunk)
+            except VcfZarrError as err:
+                errors.append(str(err))
+        if errors:
+            more = f" (and {len(errors) - 1} more bad chunks)" if len(errors) > 1 else ""
+            yield Problem(name, errors[0] + more)
 
 
 def _check_attrs(attrs, version: str) -> Iterator[Problem]:
@@ -339,37 +394,37 @@ def _check_chunking(arrays: dict[str, zarr.Array]) -> Iterator[Problem]:
                                 f"{reference[1]}")
 
 
-def _check_contents(arrays: dict[str, zarr.Array]) -> Iterator[Problem]:
+def _check_contents(store: VczStore) -> Iterator[Problem]:
     """Small cross-array facts: contig offsets in range, PASS first."""
-    if spec.VARIANT_CONTIG in arrays and spec.CONTIG_ID in arrays:
-        contig = arrays[spec.VARIANT_CONTIG][...]
-        n = arrays[spec.CONTIG_ID].shape[0]
+    if store.has_array(spec.VARIANT_CONTIG):
+        contig = store.read_array(spec.VARIANT_CONTIG)
+        n = len(store.contigs)
         if contig.size and (contig.min() < 0 or contig.max() >= n):
             yield Problem(spec.VARIANT_CONTIG, f"values outside [0, {n}) (contig_id has {n})")
-    if spec.FILTER_ID in arrays and arrays[spec.FILTER_ID].shape[0] > 0:
-        first = arrays[spec.FILTER_ID][0]
-        if str(first) != "PASS":
-            yield Problem(spec.FILTER_ID, f"first filter is {str(first)!r}, expected 'PASS'")
+    if store.filters and store.filters[0] != "PASS":
+        yield Problem(spec.FILTER_ID, f"first filter is {store.filters[0]!r}, expected 'PASS'")
 
 
-def _check_region_index(arrays: dict[str, zarr.Array]) -> Iterator[Problem]:
+def _check_region_index(store: VczStore) -> Iterator[Problem]:
     needed = (spec.REGION_INDEX, spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.VARIANT_LENGTH)
-    if not all(name in arrays for name in needed):
+    if not all(store.has_array(name) for name in needed):
         return
-    stored = arrays[spec.REGION_INDEX]
-    position = arrays[spec.VARIANT_POSITION]
+    stored = store.array_info(spec.REGION_INDEX)
+    position = store.array_info(spec.VARIANT_POSITION)
     if stored.dtype != position.dtype:
         yield Problem(spec.REGION_INDEX,
                       f"dtype {stored.dtype} differs from variant_position's {position.dtype}")
-    if stored.ndim != 2 or stored.shape[1] != spec.REGION_INDEX_FIELDS or position.ndim != 1:
+    if len(stored.shape) != 2 or stored.shape[1] != spec.REGION_INDEX_FIELDS:
+        return
+    if len(position.shape) != 1:
         return
     expected = region_index(
-        arrays[spec.VARIANT_CONTIG][...],
-        position[...],
-        arrays[spec.VARIANT_LENGTH][...],
+        store.read_array(spec.VARIANT_CONTIG),
+        store.read_array(spec.VARIANT_POSITION),
+        store.read_array(spec.VARIANT_LENGTH),
         chunk_size=position.chunks[0],
     )
-    actual = stored[...].astype(np.int64)
+    actual = store.read_array(spec.REGION_INDEX).astype(np.int64)
     if actual.shape != expected.shape:
         yield Problem(spec.REGION_INDEX, f"{actual.shape[0]} rows, expected {expected.shape[0]} "
                                          "(one per chunk and contig)")

@@ -2,9 +2,31 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
+from collections.abc import Iterator
+
 import click
 
 from vcfzarr_sql.cli import options
+from vcfzarr_sql.errors import OutputError
+
+
+@contextlib.contextmanager
+def _stopped_by_signals(output: str) -> Iterator[None]:
+    """SIGTERM and SIGHUP raise a one-line error, so that the conversion cleans up after itself
+    (kills its workers, removes its work folder) instead of dying where it stands."""
+
+    def stop(signum, frame):
+        name = signal.Signals(signum).name
+        raise OutputError(f"{output}: conversion stopped by {name}; OUTPUT was left as it was")
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @click.command("convert")
@@ -20,17 +42,20 @@ def command(inputs, output, variants_chunk_size, samples_chunk_size, workers, fo
 
     Several INPUTS (per-chromosome files, say) become one store, as their concatenation;
     their headers must agree. INPUT ``-`` reads standard input. Prints a one-line summary.
+    With --force, an existing VCF Zarr store at OUTPUT is replaced (only a store: never an
+    input, the working directory or another folder) once the new one is complete.
     """
     from vcfzarr_sql.converter import convert
 
-    summary = convert(
-        list(inputs),
-        output,
-        variants_chunk_size=variants_chunk_size,
-        samples_chunk_size=samples_chunk_size,
-        workers=workers,
-        force=force,
-        show_progress=False if quiet else None,
-    )
+    with _stopped_by_signals(output):
+        summary = convert(
+            list(inputs),
+            output,
+            variants_chunk_size=variants_chunk_size,
+            samples_chunk_size=samples_chunk_size,
+            workers=workers,
+            force=force,
+            show_progress=False if quiet else None,
+        )
     if not quiet:
         click.echo(f"{output}: {summary}", err=True)

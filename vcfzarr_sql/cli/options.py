@@ -6,7 +6,9 @@ import click
 
 from vcfzarr_sql import spec
 
-force = click.option("--force", is_flag=True, help="Replace OUTPUT if it exists.")
+force = click.option(
+    "--force", is_flag=True, help="Replace OUTPUT if it is an existing VCF Zarr store."
+)
 quiet = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 workers = click.option(
     "--workers",
@@ -31,6 +33,7 @@ samples_chunk_size = click.option(
     help="Samples per chunk.",
 )
 store_path = click.argument("store", type=click.Path())
+deep = click.option("--deep", is_flag=True, help="Also decode every chunk of every array.")
 database = click.option(
     "--database",
     "-d",

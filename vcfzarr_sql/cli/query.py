@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -34,6 +35,20 @@ COPY_OPTIONS = {
 DEFAULT_MAX_ROWS = 1000
 
 
+#: How DuckDB reports an exception raised by our scan: the traceback follows the message.
+_SCAN_ERROR = re.compile(
+    r"registered as '[^']*' failed: \w+: (?P<message>.*?)(?:\. Detail: Python exception.*)?\Z", re.S
+)
+
+
+def duckdb_error(err: duckdb.Error) -> QueryError:
+    """DuckDB's error as a QueryError: DuckDB's message, or, when our scan raised the error
+    (a damaged chunk, say), our one-line message without the traceback DuckDB appends."""
+    text = str(err).strip()
+    found = _SCAN_ERROR.search(text)
+    return QueryError(found["message"] if found else text)
+
+
 def run_sql(con: Connection, sql: str) -> duckdb.DuckDBPyRelation | None:
     """``con.sql(sql)``: the rows to show, or None for a statement without any (CREATE, SET...).
 
@@ -42,7 +57,7 @@ def run_sql(con: Connection, sql: str) -> duckdb.DuckDBPyRelation | None:
     try:
         relation = con.sql(sql)
     except duckdb.Error as err:
-        raise QueryError(str(err).strip()) from None
+        raise duckdb_error(err) from None
     if relation is None or _is_status(relation):
         return None
     return relation
@@ -84,7 +99,7 @@ def write_relation(
             try:
                 relation.show(max_rows=max_rows, max_width=10_000)
             except duckdb.Error as err:
-                raise QueryError(str(err).strip()) from None
+                raise duckdb_error(err) from None
         return
     if fmt == "parquet" and output is None:
         raise QueryError("--format parquet needs -o FILE")
@@ -96,7 +111,7 @@ def write_relation(
             raw.register(view, relation)
             raw.execute(f"COPY {view} TO '{_quote(target)}' ({COPY_OPTIONS[fmt]})")
         except duckdb.Error as err:
-            raise QueryError(str(err).strip()) from None
+            raise duckdb_error(err) from None
         finally:
             raw.unregister(view)
         if output is None:

@@ -10,14 +10,16 @@ from vcfzarr_sql.errors import StoreError
 
 @click.command("validate")
 @options.store_path
-def command(store: str) -> None:
+@options.deep
+def command(store: str, deep: bool) -> None:
     """Check STORE against the VCF Zarr spec of the version it declares.
 
-    Prints one line per problem; exits 0 only if there is none.
+    Prints one line per problem; exits 0 only if there is none. With --deep, every chunk is
+    decoded and checked against its array (size, dtype, codec; none missing that cannot be).
     """
     from vcfzarr_sql.validation import validate
 
-    problems = validate(store)
+    problems = validate(store, deep=deep)
     for problem in problems:
         click.echo(str(problem))
     if problems:

@@ -27,6 +27,14 @@ from vcfzarr_sql.converter.arrays import Layout, build_arrays, header_deviations
 from vcfzarr_sql.converter.encode import Piece, encode_variant_chunk
 from vcfzarr_sql.converter.inputs import STDIN, check_inputs, single_input
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, merged_header_text
+from vcfzarr_sql.converter.output import (
+    WORK_SUFFIX,
+    os_error,
+    output_lock,
+    refuse_to_replace,
+    remove_leftovers,
+    swap_into_place,
+)
 from vcfzarr_sql.converter.partitions import plan_partitions
 from vcfzarr_sql.converter.reader import PartitionResult, block_path, read_file_header, read_partition
 from vcfzarr_sql.converter.stats import ColumnStats, merge_stats
@@ -251,8 +259,11 @@ def convert(
     ``compressor``: a numcodecs codec for every array (default: Blosc zstd 7, bit-shuffled for
     genotypes and bool arrays, byte-shuffled otherwise). ``show_progress``: a progress bar on
     stderr (default: when stderr is a terminal). Raises :class:`VcfParseError` for input that
-    cannot be read (and leaves nothing behind), :class:`VcfZarrError` if ``output`` exists and
-    ``force`` is not set.
+    cannot be read (and leaves nothing behind), :class:`OutputError` if ``output`` exists and
+    ``force`` is not set, if ``force`` is set but ``output`` is not a VCF Zarr store (or is the
+    input, holds it, or is the working directory or a parent of it), if another conversion to
+    ``output`` is running, or if writing fails (one line naming the path). The store is built
+    beside ``output`` and swapped in atomically (see :mod:`vcfzarr_sql.converter.output`).
 
     >>> convert("sample.vcf.gz", "sample.vcz", workers=2)  # doctest: +SKIP
     """
@@ -262,36 +273,41 @@ def convert(
     if variants_chunk_size < 1 or samples_chunk_size < 1 or workers < 1:
         raise VcfZarrError("variants_chunk_size, samples_chunk_size and workers must be >= 1")
     check_inputs(inputs)
-    if os.path.lexists(output_path) and not force:
-        raise VcfZarrError(f"{output_path}: already exists (use --force to replace it)")
+    refuse_to_replace(inputs, output_path, force)
     for path in inputs:
         if path != STDIN:
             _check_bgzf_eof(Path(path))
     if show_progress is None:
         show_progress = sys.stderr.isatty()
-    output_path.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{output_path.name}.", suffix=".tmp", dir=output_path.parent))
+    settings = dict(variants_chunk_size=variants_chunk_size, samples_chunk_size=samples_chunk_size,
+                    workers=workers, compressor=None if compressor is None else compressor.get_config())
     try:
-        store = work / "store"
-        input_path = single_input(inputs, work)
-        with WorkerPool(str(input_path), workers, work) as pool:
-            progress = _Progress(show_progress, pool)
+        output_path.parent.mkdir(parents=True, exist_ok=True)
+        with output_lock(output_path):
+            remove_leftovers(output_path)
+            refuse_to_replace(inputs, output_path, force)  # again: it may have changed
+            work = Path(tempfile.mkdtemp(prefix=f".{output_path.name}.", suffix=WORK_SUFFIX,
+                                         dir=output_path.parent))
             try:
-                _build(str(input_path), store, work, pool, progress,
-                       variants_chunk_size=variants_chunk_size, samples_chunk_size=samples_chunk_size,
-                       workers=workers, compressor=None if compressor is None else compressor.get_config())
+                _build_in(inputs, work, show_progress, settings)
+                swap_into_place(work / "store", output_path)
             finally:
-                progress.close()
-        if os.path.lexists(output_path):
-            if output_path.is_dir() and not output_path.is_symlink():
-                shutil.rmtree(output_path)
-            else:
-                output_path.unlink()
-        os.replace(store, output_path)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+                shutil.rmtree(work, ignore_errors=True)
+    except OSError as err:
+        raise os_error(err, output_path) from None
     from vcfzarr_sql.store import open_store
 
     with open_store(output_path) as written:
         records, samples = written.num_variants, written.num_samples
     return ConvertSummary(records, samples, _tree_bytes(output_path), time.perf_counter() - started)
+
+
+def _build_in(inputs: list[str], work: Path, show_progress: bool, settings: dict) -> None:
+    """Build the store in ``work/store`` with a worker pool."""
+    input_path = str(single_input(inputs, work))
+    with WorkerPool(input_path, settings["workers"], work) as pool:
+        progress = _Progress(show_progress, pool)
+        try:
+            _build(input_path, work / "store", work, pool, progress, **settings)
+        finally:
+            progress.close()

@@ -9,8 +9,11 @@ warnings never reach the user's terminal.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
+import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -20,10 +23,22 @@ from pathlib import Path
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError
 
 _progress = None  # a worker's shared record counter (set by _init_worker)
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _init_worker(progress, single_process: bool) -> None:
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when its parent dies (Linux ``PR_SET_PDEATHSIG``),
+    and exit now if the parent ``parent`` is already gone. Elsewhere: nothing."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+
+def _init_worker(progress, single_process: bool, parent: int) -> None:
     global _progress
+    die_with_parent(parent)
     _progress = progress
     if not single_process:
         from numcodecs import blosc
@@ -58,6 +73,12 @@ def _run(stderr_path: str, parsing: bool, fn: Callable, args: tuple):
         return _Failure(exc.what, exc.record, exc.field)
     except VcfZarrError as exc:
         return _Failure(str(exc), unexpected=True)
+    except OSError as exc:
+        if exc.errno is None:  # cyvcf2's IOError about the input (no errno): a parse error
+            return _Failure(f"{type(exc).__name__}: {exc}")
+        # the disk, not the input (a full disk, a read-only folder): one line naming the path
+        where = exc.filename or Path(stderr_path).parent
+        return _Failure(f"{where}: {exc.strerror}", unexpected=True)
     except Exception as exc:  # cyvcf2 raises bare Exceptions for htslib read errors
         if not parsing:
             raise
@@ -91,18 +112,28 @@ class WorkerPool:
             max_workers=workers,
             mp_context=ctx,
             initializer=_init_worker,
-            initargs=(self.progress, workers == 1),
+            initargs=(self.progress, workers == 1, os.getpid()),
         )
         self._tasks = 0
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)
 
+    def kill(self) -> None:
+        """Stop now: kill the workers (their running tasks are abandoned). ``_processes`` is
+        private, but the executor has no public way to do this before Python 3.14."""
+        for process in list((self.executor._processes or {}).values()):
+            process.kill()
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
     def __enter__(self) -> WorkerPool:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # an error or an interrupt: do not wait for the other tasks to finish
+            self.kill()
 
     def run(self, fn: Callable, tasks: Iterable[tuple], on_progress: Callable[[], None] | None = None,
             *, parsing: bool = True) -> list:

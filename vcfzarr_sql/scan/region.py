@@ -109,7 +109,7 @@ def regions_expression(regions: tuple[Region, ...]) -> pc.Expression:
     >>> print(regions_expression(parse_regions("1:5-9")))
     (((contig == "1") and (pos <= 9)) and (end >= 5))
     """
-    result = regions[0].expression()
-    for region in regions[1:]:
-        result = result | region.expression()
-    return result
+    terms = [region.expression() for region in regions]
+    while len(terms) > 1:  # a balanced tree: thousands of regions stay a shallow expression
+        terms = [a | b for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) // 2 * 2:]
+    return terms[0]

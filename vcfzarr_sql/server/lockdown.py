@@ -152,7 +152,7 @@ class ConfinedDirectory(DirectoryStore):
             raise
         with os.fdopen(fd, "rb") as f:
             try:
-                return f.read()
+                return self.read_value(f, key)
             except IsADirectoryError:
                 return None
 

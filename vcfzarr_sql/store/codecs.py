@@ -20,7 +20,7 @@ from numcodecs.compat import ensure_contiguous_ndarray
 
 from vcfzarr_sql import memory
 from vcfzarr_sql.errors import NotSupportedError, StoreError
-from vcfzarr_sql.store import vlen_utf8
+from vcfzarr_sql.store import bounds, vlen_utf8
 
 
 class ChunkCodec(Protocol):
@@ -41,22 +41,38 @@ class UnsupportedCodec:
     """The codec of an array vcfzarr-sql cannot decode: decoding raises NotSupportedError."""
 
     arrow_strings = False
+    error = NotSupportedError
 
     def __init__(self, message: str):
         self.message = message
 
     def decode(self, raw: bytes) -> np.ndarray:
-        raise NotSupportedError(self.message)
+        raise self.error(self.message)
 
     def decode_strings(self, raw: bytes) -> pa.Array:
-        raise NotSupportedError(self.message)
+        raise self.error(self.message)
+
+
+class RefusedCodec(UnsupportedCodec):
+    """A codec that is not allowed in a store (:mod:`vcfzarr_sql.store.bounds`), e.g. ``pickle``:
+    never built; decoding raises StoreError."""
+
+    error = StoreError
+
+    def __init__(self, name: str, reason: str):
+        super().__init__(f"array {name}: {reason}")
+        self.reason = reason
 
 
 def _as_array(buf: Any, dtype: np.dtype, name: str) -> np.ndarray:
     if isinstance(buf, np.ndarray) and buf.dtype == object:
+        if dtype != object:
+            raise bounds.ChunkBoundsError(f"decodes to objects, the array's dtype is {dtype}")
         return buf
     if dtype == object:
         raise StoreError(f"array {name}: object dtype without an object codec (e.g. vlen-utf8)")
+    if isinstance(buf, np.ndarray) and buf.dtype != dtype and buf.dtype.itemsize != 1:
+        raise bounds.ChunkBoundsError(f"decodes to dtype {buf.dtype}, the array's is {dtype}")
     return ensure_contiguous_ndarray(buf).view(dtype)
 
 
@@ -67,28 +83,52 @@ def _pooled_decompress(compressor: Any, raw: Any, dtype: np.dtype, size: int) ->
     if not isinstance(compressor, numcodecs.Blosc) or dtype == object or len(raw) < 16:
         return None
     nbytes = int.from_bytes(bytes(raw[4:8]), "little")  # the Blosc header's uncompressed size
-    if nbytes == 0 or nbytes != size * dtype.itemsize:
+    if nbytes == 0 or nbytes != size * dtype.itemsize or nbytes > bounds.max_chunk_bytes():
         return None  # the general path decodes it, or says why it cannot
     out = memory.empty(size, dtype)
     compressor.decode(raw, out=out)
     return out
 
 
-def _check_size(size: int, shape: tuple[int, ...], name: str) -> None:
+def _check_size(size: int, shape: tuple[int, ...]) -> None:
     if size != math.prod(shape):
-        raise StoreError(
-            f"array {name}: a chunk decodes to {size} values, expected {math.prod(shape)}"
-        )
+        raise bounds.ChunkBoundsError(f"decodes to {size} values, expected {math.prod(shape)}")
+
+
+def _fixed_nbytes(dtype: np.dtype, shape: tuple[int, ...], filters: list) -> int | None:
+    """The bytes a compressor must give for a chunk of ``shape`` (None: not known, as for
+    strings or when filters follow)."""
+    return None if filters or dtype == object else math.prod(shape) * dtype.itemsize
+
+
+def _decompressed(compressors: list, raw: Any, expected: int | None) -> Any:
+    """``raw`` through bytes->bytes ``compressors`` (decode order), each bounded; the last
+    must give ``expected`` bytes when known."""
+    buf = raw
+    for k, codec in enumerate(compressors):
+        if codec.codec_id in bounds.COMPRESSORS:
+            buf = bounds.decompress(codec, buf, expected if k == len(compressors) - 1 else None)
+        else:  # a checksum: its output is its input less the checksum
+            buf = codec.decode(buf)
+    return buf
+
+
+def _filtered(filters: list, buf: Any, size: int) -> Any:
+    """``buf`` through array filters (decode order), each input checked first."""
+    for f in filters:
+        bounds.check_filter_input(f, buf, size)
+        buf = f.decode(buf)
+    return buf
 
 
 def _reshaped(arr: np.ndarray, shape: tuple[int, ...], order: str, name: str) -> np.ndarray:
-    _check_size(arr.size, shape, name)
+    _check_size(arr.size, shape)
     return arr.reshape(shape, order=order)
 
 
 def _chunk_strings(buf: Any, shape: tuple[int, ...], name: str) -> pa.Array:
     strings = vlen_utf8.decode_to_arrow(buf)
-    _check_size(len(strings), shape, name)
+    _check_size(len(strings), shape)
     return strings
 
 
@@ -112,20 +152,26 @@ class V2Codec:
             pooled = _pooled_decompress(self.compressor, raw, self.dtype, math.prod(self.chunks))
             if pooled is not None:
                 return _reshaped(pooled, self.chunks, self.order, self.name)
-        buf = self._decompressed(raw)
-        for f in self.filters:
-            buf = f.decode(buf)
+        buf = _filtered(self.filters, self._decompressed(raw), math.prod(self.chunks))
         return _reshaped(_as_array(buf, self.dtype, self.name), self.chunks, self.order, self.name)
 
     def decode_strings(self, raw: bytes) -> pa.Array:
-        return _chunk_strings(self._decompressed(raw), self.chunks, self.name)
+        buf = self._decompressed(raw)
+        bounds.check_filter_input(self.filters[0], buf, math.prod(self.chunks))
+        return _chunk_strings(buf, self.chunks, self.name)
 
     def _decompressed(self, raw: bytes) -> Any:
-        return raw if self.compressor is None else self.compressor.decode(raw)
+        compressors = [] if self.compressor is None else [self.compressor]
+        expected = _fixed_nbytes(self.dtype, self.chunks, self.filters)
+        return _decompressed(compressors, raw, expected)
 
 
 def v2_codec(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]) -> ChunkCodec:
-    """The decoder of a v2 array's chunks, from its ``.zarray`` document."""
+    """The decoder of a v2 array's chunks, from its ``.zarray`` document; a codec that is not
+    allowed (:data:`~vcfzarr_sql.store.bounds.ALLOWED_CODECS`) is refused before it is built."""
+    why = bounds.refusal_in(meta)
+    if why is not None:
+        return RefusedCodec(name, why)
     try:
         compressor = numcodecs.get_codec(meta["compressor"]) if meta.get("compressor") else None
         filters = [numcodecs.get_codec(f) for f in meta.get("filters") or ()]
@@ -168,6 +214,7 @@ class V3Codec:
                 return self._untransposed(_reshaped(pooled, self.shape, "C", self.name))
         buf = self._decompressed(raw)
         if self.vlen is not None:
+            bounds.check_filter_input(self.vlen, buf, math.prod(self.shape))
             arr = self.vlen.decode(buf)
         else:
             arr = _as_array(buf, self.dtype, self.name)
@@ -179,13 +226,14 @@ class V3Codec:
         return arr
 
     def decode_strings(self, raw: bytes) -> pa.Array:
-        return _chunk_strings(self._decompressed(raw), self.shape, self.name)
+        buf = self._decompressed(raw)
+        bounds.check_filter_input(self.vlen, buf, math.prod(self.shape))
+        return _chunk_strings(buf, self.shape, self.name)
 
     def _decompressed(self, raw: bytes) -> Any:
-        buf = raw
-        for codec in self.bytes_codecs:
-            buf = codec.decode(buf)
-        return buf
+        filters = [] if self.vlen is None else [self.vlen]
+        expected = _fixed_nbytes(self.dtype, self.shape, filters)
+        return _decompressed(self.bytes_codecs, raw, expected)
 
 
 def _transpose_order(conf: dict, ndim: int) -> tuple[int, ...]:
@@ -198,7 +246,11 @@ def _transpose_order(conf: dict, ndim: int) -> tuple[int, ...]:
 
 
 def v3_codec(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[int, ...]) -> ChunkCodec:
-    """The decoder of a v3 array's chunks, from the ``codecs`` list of its ``zarr.json``."""
+    """The decoder of a v3 array's chunks, from the ``codecs`` list of its ``zarr.json``; a
+    codec that is not allowed is refused before it is built."""
+    why = bounds.refusal_in({"codecs": codecs})
+    if why is not None:
+        return RefusedCodec(name, why)
     transposes: list[tuple[int, ...]] = []
     bytes_codecs: list = []
     vlen = None

@@ -92,8 +92,23 @@ def _dtype_type(dtype: np.dtype) -> str:
     return "String"
 
 
+#: dtype kinds that can hold each VCF Type (VCF Zarr: signed integers, floats, bools, strings).
+_TYPE_KINDS = {"Integer": "i", "Float": "f", "Flag": "b", "Character": "OUS", "String": "OUS"}
+
+
+def _check_type(info: ArrayInfo, declared: HeaderField) -> None:
+    """StoreError when ``info``'s dtype cannot hold the header's Type (a changed dtype would
+    otherwise silently change values, e.g. an Integer field read as floats)."""
+    kinds = _TYPE_KINDS.get(declared.vcf_type)
+    if kinds is not None and info.dtype.kind not in kinds:
+        raise StoreError(f"array {info.name}: dtype {info.dtype} cannot hold the header's "
+                         f"Type={declared.vcf_type}")
+
+
 def _field(category: str, name: str, info: ArrayInfo, declared: HeaderField | None) -> FieldInfo:
     if declared is not None:
+        if info.name != spec.CALL_GENOTYPE:
+            _check_type(info, declared)
         vcf_type, description = declared.vcf_type, declared.description
     elif info.name == spec.CALL_GENOTYPE:
         vcf_type, description = "String", info.attrs.get("description") or "Genotype"

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from vcfzarr_sql.errors import StoreError
+from vcfzarr_sql.store.bounds import MAX_CHUNK_BYTES_VARIABLE, max_chunk_bytes
 
 #: Keys whose presence at a prefix marks a Zarr node (v2 group, v2 array, v3 node).
 _NODE_KEYS = (".zgroup", ".zarray", "zarr.json")
@@ -57,9 +58,16 @@ class DirectoryStore:
     def get(self, key: str) -> bytes | None:
         try:
             with open(os.path.join(self.local_directory, key), "rb") as f:
-                return f.read()
+                return self.read_value(f, key)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
+
+    def read_value(self, file: Any, key: str) -> bytes:
+        """The bytes of the open ``file`` of ``key``: StoreError past ``max_chunk_bytes()``."""
+        limit = max_chunk_bytes()
+        value = file.read(limit + 1)
+        _bounded(self, key, len(value), limit)
+        return value
 
     def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
         return _present(self, keys)
@@ -104,7 +112,8 @@ class ZipStore:
         if name not in self._names:
             return None
         with self._lock:
-            return self._zip.read(name)
+            _bounded(self, key, self._zip.getinfo(name).file_size, max_chunk_bytes())
+            return self._zip.read(name)  # at most file_size bytes: zipfile stops there
 
     def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
         return _present(self, keys)
@@ -154,6 +163,13 @@ class FsspecStore:
 
     def close(self) -> None:
         pass
+
+
+def _bounded(store: KeyValueStore, key: str, size: int, limit: int) -> None:
+    """StoreError when the value of ``key`` (``size`` bytes) is over ``limit``."""
+    if size > limit:
+        raise StoreError(f"{store.location}: {key} holds more than {limit} bytes "
+                         f"(${MAX_CHUNK_BYTES_VARIABLE})")
 
 
 def _present(store: KeyValueStore, keys: Iterable[str]) -> dict[str, bytes]:

@@ -23,6 +23,7 @@ import pyarrow as pa
 from vcfzarr_sql import spec
 from vcfzarr_sql.errors import StoreError, VcfZarrError
 from vcfzarr_sql.store import derived
+from vcfzarr_sql.store.bounds import MAX_CHUNK_BYTES_VARIABLE, max_chunk_bytes
 from vcfzarr_sql.store.codecs import finished, trimmed_strings
 from vcfzarr_sql.store.fields import FORMAT, INFO, FieldInfo, describe_fields
 from vcfzarr_sql.store.header import parse_header
@@ -30,6 +31,13 @@ from vcfzarr_sql.store.kvstore import FsspecStore, KeyValueStore, is_url, open_k
 from vcfzarr_sql.store.metadata import ArrayInfo, parse_v2, parse_v3
 
 _REQUIRED_ARRAYS = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.CONTIG_ID)
+#: Arrays none of whose chunks can be all fill (so no writer leaves one out): every variant
+#: has a position and an ID (``.`` when missing), every contig and sample a name, every
+#: region index row a record count. A missing chunk of these is an error, not fill.
+_NEVER_ALL_FILL = (spec.VARIANT_POSITION, spec.VARIANT_ID, spec.CONTIG_ID, spec.SAMPLE_ID,
+                   spec.REGION_INDEX)
+#: ``source`` attribute of stores written by our converter, which writes every chunk.
+_OUR_SOURCE = "vcfzarr-sql"
 
 
 def open_store(path: str | os.PathLike, *, storage_options: dict | None = None,
@@ -144,6 +152,8 @@ class VczStore:
         for name in _REQUIRED_ARRAYS:
             if name not in self._arrays:
                 raise StoreError(f"{path}: not a VCF Zarr store (no {name} array)")
+        #: Whether every chunk is written (our converter's stores): then none may be missing.
+        self.complete_chunks = str(self.attrs.get(spec.ATTR_SOURCE, "")).startswith(_OUR_SOURCE)
         self.vcf_header: str | None = self.attrs.get(spec.ATTR_HEADER)
         header = parse_header(self.vcf_header) if self.vcf_header else None
         self.samples = self._strings(spec.SAMPLE_ID)
@@ -321,6 +331,7 @@ class VczStore:
         info = self.array_info(name)
         bounds = info.chunk_bounds(chunk)
         if raw is None:
+            self._check_may_be_fill(info, chunk)
             shape = tuple(s.stop for s in bounds)
             return np.full(shape, info.fill_value, dtype=info.decoded_dtype)
         with self._decoding(name, chunk):
@@ -338,11 +349,27 @@ class VczStore:
         info = self.array_info(name)
         bounds = info.chunk_bounds(chunk)
         if raw is None:
+            self._check_may_be_fill(info, chunk)
             size = math.prod(s.stop for s in bounds)
             return pa.repeat(pa.scalar(info.fill_value, pa.string()), size)
         with self._decoding(name, chunk):
             strings = info.codec.decode_strings(raw)
         return trimmed_strings(strings, info.chunks, bounds)
+
+    def _check_may_be_fill(self, info: ArrayInfo, chunk: tuple[int, ...]) -> None:
+        """StoreError when chunk ``chunk`` of ``info`` is missing but cannot be all fill (Zarr
+        reads a missing chunk as fill): in our converter's stores, which write every chunk;
+        in :data:`_NEVER_ALL_FILL` arrays; in the REF column of ``variant_allele``."""
+        size = math.prod(s.stop for s in info.chunk_bounds(chunk))
+        if size * info.decoded_dtype.itemsize > max_chunk_bytes():
+            raise StoreError(f"{self.path}: chunk {tuple(chunk)} of {info.name} would take more "
+                             f"than {max_chunk_bytes()} bytes (${MAX_CHUNK_BYTES_VARIABLE})")
+        if size == 0:
+            return
+        ref_column = info.name == spec.VARIANT_ALLELE and chunk[1:2] == (0,)
+        if self.complete_chunks or info.name in _NEVER_ALL_FILL or ref_column:
+            raise StoreError(f"{self.path}: chunk {tuple(chunk)} of {info.name} is missing "
+                             f"(no {info.chunk_key(chunk)}): the store is incomplete")
 
     @contextlib.contextmanager
     def _decoding(self, name: str, chunk: tuple[int, ...]) -> Iterator[None]:
@@ -364,8 +391,13 @@ class VczStore:
         return self.decode_chunk_strings(name, self.read_chunk_bytes(name, chunk), chunk)
 
     def read_array(self, name: str) -> np.ndarray:
-        """A whole array in memory (meant for small ones: samples, contigs, filters...)."""
+        """A whole array in memory (meant for small ones: samples, contigs, filters...; one
+        without a ``variants`` dimension may take at most ``max_chunk_bytes()``)."""
         info = self.array_info(name)
+        nbytes = math.prod(info.shape) * info.decoded_dtype.itemsize
+        if spec.DIM_VARIANTS not in info.dims and nbytes > max_chunk_bytes():  # a table
+            raise StoreError(f"{self.path}: array {name} of shape {info.shape} would take more "
+                             f"than {max_chunk_bytes()} bytes (${MAX_CHUNK_BYTES_VARIABLE})")
         out = np.empty(info.shape, dtype=info.decoded_dtype)
         chunks = list(itertools.product(*(range(n) for n in info.grid)))
         raw = self._kv.get_many(info.chunk_key(c) for c in chunks)
@@ -394,14 +426,14 @@ class VczStore:
     def _load_region_index(self) -> np.ndarray:
         if not self.has_array(spec.REGION_INDEX):
             return derived.build_region_index(self)
-        index = self.read_array(spec.REGION_INDEX)
-        shape_ok = index.ndim == 2 and index.shape[1] == spec.REGION_INDEX_FIELDS
-        if not shape_ok or index.dtype.kind not in "iu":
+        info = self.array_info(spec.REGION_INDEX)  # checked before any chunk is read
+        shape_ok = len(info.shape) == 2 and info.shape[1] == spec.REGION_INDEX_FIELDS
+        if not shape_ok or info.dtype.kind not in "iu":
             raise StoreError(
-                f"{self.path}: region_index has shape {index.shape} and dtype {index.dtype}, "
+                f"{self.path}: region_index has shape {info.shape} and dtype {info.dtype}, "
                 f"expected integers of shape (n, {spec.REGION_INDEX_FIELDS})"
             )
-        return index.astype(np.int64)
+        return self.read_array(spec.REGION_INDEX).astype(np.int64)
 
     @property
     def is_remote(self) -> bool:
