@@ -136,12 +136,15 @@ def _pair_table(
     if second is None:
         second = np.full_like(first, spec.INT_FILL)
     codes = width * width
-    if codes <= 127:
-        code = (first - np.int8(low)).astype(np.int8) * np.int8(width) + (second - np.int8(low)).astype(np.int8)
+    if codes <= 127:  # int8 all the way (no conversion of the chunk)
+        offset = np.int8(-low * (width + 1))
+        code = first * np.int8(width) + second + offset
     else:
         code = (first.astype(np.int64) - low) * width + (second.astype(np.int64) - low)
     if codes <= _COMPARED_CODES:
-        table = np.stack([(code == k).sum(axis=1, dtype=np.int64) for k in range(codes)], axis=1)
+        # (int32 sums of the comparisons are several times faster than numpy's default)
+        table = np.stack([(code == k).sum(axis=1, dtype=np.int32) for k in range(codes)], axis=1)
+        table = table.astype(np.int64)
     else:
         offsets = (np.arange(records, dtype=np.int64) * codes)[:, None]
         table = np.bincount((code + offsets).reshape(-1), minlength=records * codes)
