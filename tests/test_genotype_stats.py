@@ -176,7 +176,8 @@ def test_summaries_equal_sql_over_alleles(con, simulated, start, length, subset)
     samples = [f"sample{i}" for i in sorted(subset)]
     args = f"'{store}', region := '1:{start}-{start + length}', samples := {samples!r}"
     ac = ", ".join(
-        f"sum((fmt_GT_1 = {k})::INT) + sum((fmt_GT_2 = {k})::INT) AS ac{k}" for k in (1, 2, 3)
+        f"count(*) FILTER (WHERE fmt_GT_1 = {k}) + count(*) FILTER (WHERE fmt_GT_2 = {k}) AS ac{k}"
+        for k in (1, 2, 3)
     )
     in_sql = con.sql(_SQL_CALLS.format(ac=ac, args=args)).fetchall()
     summaries = con.sql(_SQL_VARIANTS.format(args=args)).fetchall()

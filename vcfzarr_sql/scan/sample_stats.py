@@ -17,7 +17,7 @@ and, as ``plink2 --missing`` / ``--sample-counts`` users expect:
   ``het_rate`` = n_het / (n_hom_ref + n_hom_alt + n_het).
 
 Computed chunk by chunk from the genotypes (the region's edge chunks keep only the records
-that overlap it), with vectorised numpy.
+that overlap it), with vectorised numpy, a few chunks at a time in the scan's threads.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from vcfzarr_sql import spec
 from vcfzarr_sql.scan import decode
 from vcfzarr_sql.scan.blocks import BatchBlocks
 from vcfzarr_sql.scan.dataset import VczDataset
+from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, prefetched
 from vcfzarr_sql.scan.schema import GT
 
 #: Call classes, in the order of the count columns.
@@ -142,7 +143,7 @@ def class_counts(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     """
     if genotypes.shape[-1] != 2 or (kinds == 2).any():
         classes = call_classes(genotypes, kinds)
-        return np.stack([(classes == k).sum(axis=0) for k in range(len(CLASSES))])
+        return np.stack([(classes == k).sum(axis=0, dtype=np.int64) for k in range(len(CLASSES))])
     first, second = genotypes[..., 0], genotypes[..., 1]
     called = (first >= 0) & (second >= 0)
     same = first == second
@@ -155,7 +156,8 @@ def class_counts(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         haploid & (first > 0),
         (first < 0) | (second == spec.INT_MISSING),
     )
-    return np.stack([m.sum(axis=0) for m in masks])
+    # (int32 sums of the masks are several times faster than numpy's default)
+    return np.stack([m.sum(axis=0, dtype=np.int32) for m in masks]).astype(np.int64)
 
 
 def _rows_in_region(store: Any, task: Any) -> np.ndarray | None:
@@ -178,16 +180,20 @@ def sample_stats_table(
     scan = variants.scanner(columns=["pos"])
     counts = np.zeros((len(CLASSES), store.num_samples if selected is None else len(selected)),
                       dtype=np.int64)
-    records = 0
-    for task in scan.plan.tasks if gt is not None else ():  # no genotypes: nothing counts
+    def chunk_counts(task: Any) -> tuple[np.ndarray, int]:
         blocks = BatchBlocks(store, task.variant_chunk, selected)
         genotypes = blocks.read(gt.array)
         alleles = blocks.read(spec.VARIANT_ALLELE)
         rows = _rows_in_region(store, task)
         if rows is not None:
             genotypes, alleles = genotypes[rows], alleles[rows]
-        counts += class_counts(genotypes, allele_kinds(alleles))
-        records += len(genotypes)
+        return class_counts(genotypes, allele_kinds(alleles)), len(genotypes)
+
+    records = 0
+    tasks = scan.plan.tasks if gt is not None else ()  # no genotypes: nothing counts
+    for chunk, chunk_records in prefetched(chunk_counts, tasks, depth=PREFETCH_DEPTH):
+        counts += chunk
+        records += chunk_records
     names = np.asarray(store.samples, dtype=object)
     columns: dict[str, Any] = {
         "sample_id": pa.array(list(names if selected is None else names[selected]), pa.string())
