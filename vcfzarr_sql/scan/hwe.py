@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Rows computed together: sorted by their rare-allele count, so each group is about as wide
-#: as its rows need.
-_GROUP_ROWS = 256
+#: Rows are computed together in groups of at most this many probabilities (rows x widest
+#: row): sorted by rare-allele count, so each group is about as wide as its rows need, and the
+#: per-step Python overhead is paid once per group (32 MB of float64 at most).
+_GROUP_CELLS = 4_000_000
 
 
 def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -38,9 +39,14 @@ def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.
     hwe[invalid] = exc_het[invalid] = np.nan
     rows = np.nonzero(tested & ~invalid)[0]
     rows = rows[np.argsort(nrare[rows], kind="stable")]
-    for start in range(0, len(rows), _GROUP_ROWS):
-        group = rows[start : start + _GROUP_ROWS]
+    start = 0
+    while start < len(rows):
+        widths = nrare[rows[start:]] + 1  # ascending
+        fits = np.arange(1, len(widths) + 1) * widths <= _GROUP_CELLS
+        end = start + max(1, int(np.count_nonzero(fits)))
+        group = rows[start:end]
         hwe[group], exc_het[group] = _tests(nref[group], nalt[group], nhet[group])
+        start = end
     return hwe, exc_het
 
 
