@@ -145,6 +145,8 @@ def class_counts(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
         classes = call_classes(genotypes, kinds)
         return np.stack([(classes == k).sum(axis=0, dtype=np.int64) for k in range(len(CLASSES))])
     first, second = genotypes[..., 0], genotypes[..., 1]
+    if int(genotypes.max(initial=0)) <= 1:
+        return _biallelic_counts(first, second)
     called = (first >= 0) & (second >= 0)
     same = first == second
     haploid = (first >= 0) & (second == spec.INT_FILL)
@@ -158,6 +160,22 @@ def class_counts(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     )
     # (int32 sums of the masks are several times faster than numpy's default)
     return np.stack([m.sum(axis=0, dtype=np.int32) for m in masks]).astype(np.int64)
+
+
+#: Biallelic diploid calls: the (first, second) allele pairs of each class but missing.
+_PAIRS = (((0, 0),), ((1, 1),), ((0, 1), (1, 0)), ((0, spec.INT_FILL),), ((1, spec.INT_FILL),))
+
+
+def _biallelic_counts(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """:func:`class_counts` when no allele is above 1: one int8 pair code per call, one
+    comparison per pair; every call not in a pair is missing."""
+    code = first * np.int8(4) + second  # alleles -2..1: distinct codes
+    counts = np.zeros((len(CLASSES), first.shape[1]), dtype=np.int64)
+    for k, pairs in enumerate(_PAIRS):
+        for a, b in pairs:
+            counts[k] += (code == np.int8(4 * a + b)).sum(axis=0, dtype=np.int32)
+    counts[-1] = first.shape[0] - counts[:-1].sum(axis=0)
+    return counts
 
 
 def _rows_in_region(store: Any, task: Any) -> np.ndarray | None:
