@@ -18,7 +18,7 @@ class TableFunction:
     """One table function: its SQL name, the table it returns and its named parameters."""
 
     name: str
-    table: str  # "variants", "calls", "samples", "contigs" or "fields"
+    table: str  # "variants", "calls", "sample_stats", "samples", "contigs" or "fields"
     parameters: tuple[str, ...]
     summary: str
 
@@ -32,6 +32,10 @@ TABLE_FUNCTIONS: dict[str, TableFunction] = {
         TableFunction("vcf_zarr", "variants", _SCAN_PARAMETERS, "one row per variant record"),
         TableFunction(
             "vcf_zarr_calls", "calls", _SCAN_PARAMETERS, "one row per (variant record, sample)"
+        ),
+        TableFunction(
+            "vcf_zarr_sample_stats", "sample_stats", _SCAN_PARAMETERS,
+            "one row per sample: genotype counts as bcftools stats -s counts them",
         ),
         TableFunction("vcf_zarr_samples", "samples", (), "the samples of a store"),
         TableFunction("vcf_zarr_contigs", "contigs", (), "the contigs of a store"),

@@ -19,15 +19,19 @@ from vcfzarr_sql.engine.functions import ScanSpec, canonical_path
 from vcfzarr_sql.engine.metadata import METADATA_TABLES
 from vcfzarr_sql.errors import QueryError, VcfZarrError
 from vcfzarr_sql.scan import dataset
+from vcfzarr_sql.scan.sample_stats import sample_stats_table
 from vcfzarr_sql.store import VczStore, open_store
 
 
 def open_relation(spec: ScanSpec, store: Any) -> Any:
-    """A pyarrow Dataset (``vcf_zarr``, ``vcf_zarr_calls``) or a metadata Arrow table."""
+    """A pyarrow Dataset (``vcf_zarr``, ``vcf_zarr_calls``) or an Arrow table (metadata, and
+    ``vcf_zarr_sample_stats``, computed when registered)."""
     builder = METADATA_TABLES.get(spec.table)
     if builder is not None:
         return builder(store)
     samples = None if spec.samples is None else list(spec.samples)
+    if spec.table == "sample_stats":
+        return sample_stats_table(store, region=spec.region, samples=samples)
     return dataset(store, table=spec.table, samples=samples, region=spec.region)
 
 

@@ -150,6 +150,11 @@ class VczDataset(pds.Dataset):
         )
 
     @property
+    def sample_indexes(self) -> np.ndarray | None:
+        """Sorted store indexes of the selected samples (None: all)."""
+        return self._sample_indexes
+
+    @property
     def schema(self) -> pa.Schema:
         if self._columns is None:
             return self._full_schema

@@ -40,7 +40,7 @@ import pyarrow as pa
 
 from vcfzarr_sql import spec
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.scan import arrays, schema
+from vcfzarr_sql.scan import arrays, genotype_stats, schema
 from vcfzarr_sql.scan.blocks import BatchBlocks
 
 
@@ -56,10 +56,13 @@ def decode_variants(
     """
     blocks = _Blocks(source, chunk_index, samples)
     rows = _chunk_rows(source, chunk_index)
+    summaries = _summaries(blocks)
     out = []
     for name in columns:
         if name.startswith(schema.FORMAT_PREFIX):
             out.append(arrays.fixed_lists(_call_array(blocks, name), rows, blocks.num_samples))
+        elif name in genotype_stats.COLUMNS:
+            out.append(summaries.column(name))
         else:
             out.append(_variant_array(blocks, name))
     return _batch(columns, out, rows)
@@ -261,6 +264,27 @@ def _genotypes(blocks: _Blocks, gt: Any) -> np.ndarray:
     """The batch's genotypes, one row of alleles per call (shape (calls, ploidy))."""
     values = blocks.values(gt.array)
     return values.reshape(-1, values.shape[-1])
+
+
+def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
+    """The ``gt_`` columns of the batch, computed from its genotypes when first asked for."""
+    fields = blocks.source.format_fields
+
+    def genotypes() -> np.ndarray:
+        if schema.GT not in fields:
+            raise QueryError("the gt_ columns need genotypes (FORMAT/GT); the store has none")
+        return blocks.values(fields[schema.GT].array)
+
+    def num_alleles() -> np.ndarray:
+        alleles = blocks.values(spec.VARIANT_ALLELE)
+        return alleles.shape[1] - alleles.fill.sum(axis=1)
+
+    def phased() -> np.ndarray | None:
+        if not blocks.source.has_array(spec.CALL_GENOTYPE_PHASED):
+            return None
+        return blocks.read(spec.CALL_GENOTYPE_PHASED)
+
+    return genotype_stats.ChunkSummaries(genotypes, num_alleles, phased)
 
 
 def _phased(blocks: _Blocks) -> pa.Array:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from vcfzarr_sql import spec
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.scan import expressions as ex
+from vcfzarr_sql.scan.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
 from vcfzarr_sql.scan.prune import Zones, prune, prune_compact
 from vcfzarr_sql.scan.schema import FORMAT_PREFIX
 
@@ -71,7 +72,7 @@ class ChunkTask:
     def reads_calls(self) -> bool:
         """Whether the task decodes per-call values: a FORMAT column, or rows of ``calls``."""
         return self.sample_chunk is not None or any(
-            c.startswith(FORMAT_PREFIX) for c in self.columns
+            c.startswith((FORMAT_PREFIX, GT_SUMMARY_PREFIX)) for c in self.columns
         )
 
 

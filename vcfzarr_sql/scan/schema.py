@@ -39,6 +39,8 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
+from vcfzarr_sql.scan import genotype_stats
+
 #: The Arrow type of contig and sample_id columns (and of repeated strings in ``calls``).
 DICT_STRING = pa.dictionary(pa.int32(), pa.string())
 
@@ -189,10 +191,22 @@ def _format_fields(store: Store, *, over_samples: bool) -> list[pa.Field]:
     return fields
 
 
+def _summary_fields(store: Store) -> list[pa.Field]:
+    """The ``gt_`` summary columns (see :mod:`vcfzarr_sql.scan.genotype_stats`), when the
+    store has genotypes."""
+    gt = store.format_fields.get(GT)
+    if gt is None or len(gt.shape) != 3:
+        return []
+    return [_described(name, t, d) for name, (t, d) in genotype_stats.COLUMNS.items()]
+
+
 def variants_schema(store: Store) -> pa.Schema:
     """The schema of the ``variants`` table of ``store``: one row per VCF record."""
     return pa.schema(
-        _fixed_fields() + _info_fields(store) + _format_fields(store, over_samples=True)
+        _fixed_fields()
+        + _info_fields(store)
+        + _format_fields(store, over_samples=True)
+        + _summary_fields(store)
     )
 
 

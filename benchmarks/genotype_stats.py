@@ -1,0 +1,213 @@
+"""Genotype statistics: the ``gt_`` columns and ``vcf_zarr_sample_stats`` side by side with plink2
+(on a .pgen made from the same VCF), bcftools, DuckDB over Parquet and the numcodecs decode floor.
+
+Self-contained: it simulates a biallelic diploid VCF (seeded; allele frequencies from a skewed
+Beta, 1% missing calls), converts it, makes the .pgen (``plink2 --vcf --make-pgen``) and the
+Parquet calls table, checks that every tool gives the same allele-count total, then times each
+task (median of ``--repeats``) and prints ratios: tool time / vcfzarr-sql time (above 1: we
+are faster).
+
+    python -m benchmarks.genotype_stats --samples 2000 --records 60000
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import vcfzarr_sql
+from benchmarks import floor
+from benchmarks.sizes import DATA_DIR
+from vcfzarr_sql.converter import convert
+
+_CALL_TEXT = np.array(["./.", "0/0", "0/1", "1/1", "1/0"])
+
+
+def simulate(directory: Path, samples: int, records: int, seed: int = 7) -> Path:
+    """A bgzipped VCF of ``records`` biallelic SNPs x ``samples`` diploid calls (and its
+    Parquet calls table: pos, sample, gt0, gt1)."""
+    vcf = directory / "sim.vcf.gz"
+    if vcf.exists():
+        return vcf
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    names = [f"S{i:06d}" for i in range(samples)]
+    header = (
+        "##fileformat=VCFv4.2\n##contig=<ID=1,length=100000000>\n"
+        '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+        + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *names])
+        + "\n"
+    )
+    positions = np.sort(rng.choice(np.arange(1, 100_000_000), records, replace=False))
+    bgzip = subprocess.Popen(["bgzip", "-c"], stdin=subprocess.PIPE, stdout=vcf.open("wb"))
+    bgzip.stdin.write(header.encode())
+    writer = None
+    for start in range(0, records, 5000):
+        pos = positions[start : start + 5000]
+        freq = rng.beta(0.1, 1.0, len(pos))[:, None]
+        alleles = (rng.random((len(pos), samples, 2)) < freq[..., None]).astype(np.int8)
+        alleles[rng.random((len(pos), samples)) < 0.01] = -1
+        code = np.where(alleles[..., 0] < 0, 0, 1 + alleles[..., 0] + alleles[..., 1])
+        code = np.where((alleles[..., 0] == 1) & (alleles[..., 1] == 0), 4, code)
+        text = _CALL_TEXT[code]
+        lines = [
+            f"1\t{p}\t.\tA\tG\t.\t.\t.\tGT\t" + "\t".join(row) + "\n" for p, row in zip(pos, text)
+        ]
+        bgzip.stdin.write("".join(lines).encode())
+        gt = np.where(alleles < 0, None, alleles)
+        calls = pa.table({
+            "pos": np.repeat(pos, samples),
+            "sample": np.tile(np.arange(samples, dtype=np.int32), len(pos)),
+            "gt0": pa.array(gt[..., 0].reshape(-1), pa.int8()),
+            "gt1": pa.array(gt[..., 1].reshape(-1), pa.int8()),
+        })
+        if writer is None:
+            writer = pq.ParquetWriter(directory / "calls.parquet", calls.schema)
+        writer.write_table(calls)
+    writer.close()
+    bgzip.stdin.close()
+    bgzip.wait()
+    return vcf
+
+
+def prepare(directory: Path, samples: int, records: int) -> tuple[Path, Path, Path]:
+    """(vcf, store, pgen prefix), made once."""
+    vcf = simulate(directory, samples, records)
+    store = directory / "sim.vcz"
+    if not store.exists():
+        convert(vcf, store, workers=2, show_progress=False)
+    pgen = directory / "sim"
+    if not pgen.with_suffix(".pgen").exists():
+        subprocess.run(["plink2", "--vcf", str(vcf), "--make-pgen", "--out", str(pgen),
+                        "--threads", "2", "--silent"], check=True)
+    return vcf, store, pgen
+
+
+def timed(run: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``repeats`` runs (one run when it takes over 10 s)."""
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+        if times[-1] > 10:
+            break
+    return statistics.median(times)
+
+
+def shell(command: str) -> Callable[[], None]:
+    return lambda: subprocess.run(command, shell=True, check=True, capture_output=True)
+
+
+def floor_counts(store: Path, samples: np.ndarray | None) -> Callable[[], None]:
+    """Decode every genotype chunk with numcodecs (2 threads) and count per record (the floor)."""
+    genotypes = floor.RawArray(store, "call_genotype")
+
+    def per_chunk(key, chunk):
+        if samples is not None:
+            chunk = chunk[:, samples]
+        return [np.count_nonzero(chunk == 1, axis=(1, 2))]
+
+    return lambda: floor.map_reduce(genotypes, per_chunk, lambda a, b: a + b)
+
+
+def floor_sample_counts(store: Path) -> Callable[[], None]:
+    genotypes = floor.RawArray(store, "call_genotype")
+
+    def per_chunk(key, chunk):
+        return np.stack([(chunk[..., 0] == -1).sum(0), (chunk[..., 0] != chunk[..., 1]).sum(0)])
+
+    return lambda: floor.map_reduce(genotypes, per_chunk, np.add)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--samples", type=int, default=2000)
+    parser.add_argument("--records", type=int, default=60000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    directory = DATA_DIR / f"gtstats-{args.samples}x{args.records}"
+    vcf, store, pgen = prepare(directory, args.samples, args.records)
+    out = directory / "out"
+    con = vcfzarr_sql.connect()
+    names = [f"S{i:06d}" for i in range(args.samples)]
+    half = np.sort(np.random.default_rng(1).choice(args.samples, args.samples // 2, replace=False))
+    keep = directory / "half.txt"
+    keep.write_text("".join(f"{names[i]}\n" for i in half))
+    parquet = directory / "calls.parquet"
+
+    def ours(sql: str) -> Callable[[], object]:
+        return lambda: con.sql(sql).to_arrow_table()
+
+    s = f"'{store}'"
+    half_list = [names[i] for i in half]
+    tasks = {
+        "AC/AN/AF per variant, all samples": {
+            "vcfzarr-sql": ours(f"SELECT contig, pos, gt_AC, gt_AN, gt_AF FROM vcf_zarr({s})"),
+            "plink2 --freq counts": shell(f"plink2 --pfile {pgen} --freq counts --threads 2 --out {out} --silent"),
+            "bcftools +fill-tags": shell(f"bcftools +fill-tags {vcf} -Ou -- -t AC,AN,AF | bcftools query -f '%AC %AN %AF\\n' > /dev/null"),
+            "DuckDB Parquet": lambda: duckdb.sql(f"SELECT pos, sum(gt0) + sum(gt1), count(gt0) + count(gt1) FROM '{parquet}' GROUP BY pos").fetchall(),
+            "floor (numcodecs)": floor_counts(store, None),
+            "SQL over fmt_GT_k": ours(f"SELECT contig, pos, list_sum(list_transform(fmt_GT_1, lambda a: a)) + list_sum(list_transform(fmt_GT_2, lambda a: a)) FROM vcf_zarr({s})"),
+        },
+        "per-sample counts, random half of samples": {
+            "vcfzarr-sql": lambda: vcfzarr_sql.connect().sql(
+                f"SELECT * FROM vcf_zarr_sample_stats({s}, samples := {half_list!r})").to_arrow_table(),
+            "plink2 --missing": shell(f"plink2 --pfile {pgen} --keep {keep} --missing sample-only --threads 2 --out {out} --silent"),
+        },
+        "AC/AN/AF per variant, random half of samples": {
+            "vcfzarr-sql": ours(f"SELECT contig, pos, gt_AC, gt_AN, gt_AF FROM vcf_zarr({s}, samples := {half_list!r})"),
+            "plink2 --freq counts": shell(f"plink2 --pfile {pgen} --keep {keep} --freq counts --threads 2 --out {out} --silent"),
+            "floor (numcodecs)": floor_counts(store, half),
+        },
+        "AC per variant, 1 Mb region": {
+            "vcfzarr-sql": ours(f"SELECT pos, gt_AC FROM vcf_zarr({s}, region := '1:50000000-51000000')"),
+            "plink2 --freq counts": shell(f"plink2 --pfile {pgen} --chr 1 --from-bp 50000000 --to-bp 51000000 --freq counts --threads 2 --out {out} --silent"),
+        },
+        "per-sample missing + het counts": {
+            # (a new session each time: a session computes a sample_stats call once)
+            "vcfzarr-sql": lambda: vcfzarr_sql.connect().sql(
+                f"SELECT * FROM vcf_zarr_sample_stats({s})").to_arrow_table(),
+            "plink2 --missing": shell(f"plink2 --pfile {pgen} --missing sample-only --threads 2 --out {out} --silent"),
+            "plink2 --sample-counts": shell(f"plink2 --pfile {pgen} --sample-counts --threads 2 --out {out} --silent"),
+            "bcftools stats -s -": shell(f"bcftools stats -s - {vcf} > /dev/null"),
+            "DuckDB Parquet": lambda: duckdb.sql(f"SELECT sample, count(*) FILTER (gt0 IS NULL), count(*) FILTER (gt0 <> gt1) FROM '{parquet}' GROUP BY sample").fetchall(),
+            "floor (numcodecs)": floor_sample_counts(store),
+        },
+        "HWE per variant": {
+            "vcfzarr-sql": ours(f"SELECT pos, gt_HWE FROM vcf_zarr({s})"),
+            "plink2 --hardy": shell(f"plink2 --pfile {pgen} --hardy --threads 2 --out {out} --silent"),
+            "bcftools +fill-tags": shell(f"bcftools +fill-tags {vcf} -Ou -- -t HWE | bcftools query -f '%HWE\\n' > /dev/null"),
+        },
+    }
+    # One answer checked before timing: the total ALT allele count, ours = plink2's = bcftools'.
+    ac = con.sql(f"SELECT sum(list_sum(gt_AC)) FROM vcf_zarr({s})").fetchall()[0][0]
+    subprocess.run(f"plink2 --pfile {pgen} --freq counts --out {out} --silent", shell=True, check=True)
+    plink_ac = sum(int(line.split("\t")[4]) for line in (out.with_suffix(".acount")).read_text().splitlines()[1:])
+    bcf_ac = sum(int(x) for x in subprocess.run(
+        f"bcftools +fill-tags {vcf} -Ou -- -t AC | bcftools query -f '%AC\\n'", shell=True,
+        capture_output=True, check=True, text=True).stdout.split())
+    assert ac == plink_ac == bcf_ac, (ac, plink_ac, bcf_ac)
+
+    print(f"## genotype statistics: {args.samples} samples x {args.records} records "
+          f"(ALT allele total {ac}, equal in vcfzarr-sql, plink2, bcftools)\n")
+    print("| task | tool | time | tool / vcfzarr-sql |\n|---|---|---|---|")
+    for task, tools in tasks.items():
+        ours_time = None
+        for tool, run in tools.items():
+            seconds = timed(run, args.repeats)
+            ours_time = seconds if ours_time is None else ours_time
+            print(f"| {task} | {tool} | {seconds:.3f} s | {seconds / ours_time:.2f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
