@@ -152,7 +152,7 @@ class VczDataset(pds.Dataset):
     @property
     def sample_indexes(self) -> np.ndarray | None:
         """Sorted store indexes of the selected samples (None: all)."""
-        return self._sample_indexes
+        return self._base.samples
 
     @property
     def schema(self) -> pa.Schema:
