@@ -50,6 +50,8 @@ _ITEM = re.compile(
     rf"(?::(?P<start>{_NUMBER})(?P<dash>-(?P<end>{_NUMBER})?)?)?(?=,|$)"
 )
 _SUFFIX = {"k": 3, "m": 6, "g": 9}
+#: htslib's largest position (``HTS_POS_MAX``); bcftools cannot seek beyond it either.
+POSITION_MAX = (2**31 - 1) << 32 | (2**31 - 1)
 
 
 def _coordinate(text: str, region: str, argument: str) -> int:
@@ -66,6 +68,10 @@ def _coordinate(text: str, region: str, argument: str) -> int:
     value = digits * 10**exponent if exponent >= 0 else int(digits / 10**-exponent)
     if value < 1:
         raise QueryError(f"{argument}: {region!r}: positions are 1-based, got {text!r}")
+    if value > POSITION_MAX:
+        raise QueryError(
+            f"{argument}: {region!r}: position {text!r} is beyond htslib's largest, {POSITION_MAX}"
+        )
     return value
 
 
