@@ -8,7 +8,8 @@ names holding ``:`` are given. Coordinates are 1-based and inclusive, and may ca
 
 A record matches a region when its reference span overlaps it (bcftools ``-r``, i.e.
 ``--regions-overlap 1``): ``contig == chr and pos <= end_of_region and end >= beg``, where
-``end = POS + rlen - 1``.
+``end = POS + rlen - 1``. Records at POS 0 (the telomere convention) are in no region, as
+bcftools ``-r`` leaves them out of every region, whole contigs included (``-t`` keeps them).
 
 >>> parse_regions("chr1:100-200,{HLA-A*01:01}:5,chrX")  # doctest: +NORMALIZE_WHITESPACE
 (Region(contig='chr1', start=100, end=200), Region(contig='HLA-A*01:01', start=5, end=5),
@@ -40,7 +41,7 @@ class Region:
             matches = matches & (pc.field("pos") <= self.end)
         if self.start > 1:
             matches = matches & (pc.field("end") >= self.start)
-        return matches
+        return matches & (pc.field("pos") >= 1)
 
 
 # One item: a contig (in braces, or up to ':' / ','), then optionally ':beg', '-' and 'end'.
@@ -113,7 +114,7 @@ def regions_expression(regions: tuple[Region, ...]) -> pc.Expression:
     """The row filter of a list of regions: a record matching any of them.
 
     >>> print(regions_expression(parse_regions("1:5-9")))
-    (((contig == "1") and (pos <= 9)) and (end >= 5))
+    ((((contig == "1") and (pos <= 9)) and (end >= 5)) and (pos >= 1))
     """
     result = regions[0].expression()
     for region in regions[1:]:
