@@ -281,10 +281,10 @@ def _sample_ids(source: Any, samples: np.ndarray, rows: int) -> pa.Array:
 
 
 def _field(fields: dict[str, Any], column: str, prefix: str) -> Any:
-    field = fields.get(column[len(prefix) :]) if column.startswith(prefix) else None
-    if field is None:
+    name = schema.field_of_column(fields, prefix, column)
+    if name is None:
         raise QueryError(f"unknown column {column!r}")
-    return field
+    return fields[name]
 
 
 def _field_values(
