@@ -311,7 +311,7 @@ def _queries(records) -> list[tuple[str, int, int]]:
     for contig in dict.fromkeys([contigs[0], contigs[-1]]):
         positions = sorted(r.pos for r in records if r.chrom == contig)
         lo, hi = positions[len(positions) // 3], positions[(2 * len(positions)) // 3]
-        out.append((contig, lo, hi))
+        out.append((contig, max(lo, 1), max(hi, 1)))  # regions are 1-based (POS 0 exists)
     return out
 
 

@@ -13,11 +13,14 @@ from vcfzarr_sql.errors import StoreError
 def command(store: str) -> None:
     """Check STORE against the VCF Zarr spec of the version it declares.
 
-    Prints one line per problem; exits 0 only if there is none.
+    Prints one line per problem (and a ``note:`` line per field kept with a mask array);
+    exits 0 only if there is no problem.
     """
-    from vcfzarr_sql.validation import validate
+    from vcfzarr_sql.validation import notes, validate
 
     problems = validate(store)
+    for note in notes(store):
+        click.echo(f"note: {note}")
     for problem in problems:
         click.echo(str(problem))
     if problems:

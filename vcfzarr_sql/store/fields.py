@@ -27,7 +27,7 @@ GT = "GT"
 _DIMENSION_NUMBER = {dim: number for number, dim in spec.NUMBER_DIMENSION.items()}
 #: Arrays named like a FORMAT field that are not one.
 _NOT_FORMAT_FIELDS = frozenset({spec.CALL_GENOTYPE_PHASED})
-_COMPANION_SUFFIXES = ("_mask", "_fill")
+_COMPANION_SUFFIXES = (spec.MASK_SUFFIX, "_fill")
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,10 @@ class FieldInfo:
     shape: tuple[int, ...]
     chunks: tuple[int, ...]
     dims: tuple[str, ...]
+    #: ``<array>_mask`` when the store has it: True where an element holds no value, so that
+    #: the others are values even when equal to a sentinel (our converter writes it where
+    #: real values equal -1, -2 or "")
+    mask: str | None = None
 
 
 def _is_companion(name: str, arrays: Mapping[str, ArrayInfo]) -> bool:
@@ -92,7 +96,16 @@ def _dtype_type(dtype: np.dtype) -> str:
     return "String"
 
 
-def _field(category: str, name: str, info: ArrayInfo, declared: HeaderField | None) -> FieldInfo:
+def _mask(info: ArrayInfo, arrays: Mapping[str, ArrayInfo]) -> str | None:
+    mask = arrays.get(info.name + spec.MASK_SUFFIX)
+    if mask is None or (mask.shape, mask.chunks, mask.dtype) != (info.shape, info.chunks, np.bool_):
+        return None
+    return mask.name
+
+
+def _field(
+    category: str, name: str, info: ArrayInfo, declared: HeaderField | None, mask: str | None
+) -> FieldInfo:
     if declared is not None:
         vcf_type, description = declared.vcf_type, declared.description
     elif info.name == spec.CALL_GENOTYPE:
@@ -110,6 +123,7 @@ def _field(category: str, name: str, info: ArrayInfo, declared: HeaderField | No
         shape=info.shape,
         chunks=info.chunks,
         dims=info.dims,
+        mask=mask,
     )
 
 
@@ -133,4 +147,6 @@ def describe_fields(
     declared = {} if header is None else (header.info if category == INFO else header.format)
     order = [n for n in declared if n in found]
     order += sorted(set(found) - set(declared), key=lambda n: (n != GT, n))
-    return {n: _field(category, n, found[n], declared.get(n)) for n in order}
+    return {
+        n: _field(category, n, found[n], declared.get(n), _mask(found[n], arrays)) for n in order
+    }
