@@ -13,6 +13,8 @@ import sys
 
 import pysam
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import oracle
 import vcfzarr_sql
@@ -182,3 +184,70 @@ def test_other_writers_stores_are_read_as_they_are(bio2zarr_once, con, tmp_path_
     store = bio2zarr_once(indexed)
     got = con.sql(f"SELECT pos, info_SVLEN FROM vcf_zarr('{store}') WHERE contig = '1' AND pos = 1").fetchall()
     assert got == [(1, None)]
+
+
+# -- generated files: negative integers, empty list elements, case-twin IDs --------------------
+
+_IDS = ["X", "x", "Ab", "aB", "AB"]  # case twins among them
+_INTEGERS = st.sampled_from(["-2", "-1", "0", "1", "7", "."])
+_STRINGS = st.sampled_from(["", "a", "bc", "."])
+
+
+@st.composite
+def _value(draw, vcf_type: str, number: str) -> str:
+    """One INFO value or FORMAT call value, as VCF text."""
+    if vcf_type == "Integer":
+        count = {"1": 1, "2": 2}.get(number) or draw(st.integers(1, 3))
+        return ",".join(draw(st.lists(_INTEGERS, min_size=count, max_size=count)))
+    if number == "1":
+        return draw(st.sampled_from(["a", "bc", "."]))
+    elements = draw(st.lists(_STRINGS, min_size=1, max_size=3))
+    if len(elements) == 1 and elements[0] == "":
+        elements = ["", ""]  # a lone empty string is no value (bcftools prints it as a flag)
+    return ",".join(elements)
+
+
+@st.composite
+def _vcf(draw) -> str:
+    """A small VCF whose fields have case-twin IDs, negative Integers and empty list strings."""
+    fields = []
+    for category in ("INFO", "FORMAT"):
+        names = draw(st.lists(st.sampled_from(_IDS), min_size=1, max_size=3, unique=True))
+        for name in names:
+            vcf_type = draw(st.sampled_from(["Integer", "String"]))
+            number = draw(st.sampled_from(["1", "2", "."] if vcf_type == "Integer" else ["1", "."]))
+            fields.append((category, name, vcf_type, number))
+    lines = ["##fileformat=VCFv4.3", "##contig=<ID=1,length=1000>"]
+    lines += [f'##{c}=<ID={n},Number={num},Type={t},Description="{c} {n}">' for c, n, t, num in fields]
+    lines.append("\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", "S1", "S2"]))
+    info = [f for f in fields if f[0] == "INFO"]
+    fmt = [f for f in fields if f[0] == "FORMAT"]
+    for pos in range(1, draw(st.integers(1, 6)) + 1):
+        present = [f for f in info if draw(st.booleans())]
+        text = ";".join(f"{n}={draw(_value(t, num))}" for _, n, t, num in present) or "."
+        keys = [f for f in fmt if draw(st.booleans())]
+        calls = [":".join(draw(_value(t, num)) for _, _, t, num in keys) or "." for _ in range(2)]
+        lines.append("\t".join(["1", str(pos), ".", "A", "C", ".", "PASS", text,
+                                ":".join(n for _, n, _, _ in keys) or ".", *calls]))
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.slow
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=_vcf())
+def test_generated_fields_match_bcftools(tmp_path_factory, text) -> None:
+    folder = tmp_path_factory.mktemp("generated")
+    vcf, out = folder / "generated.vcf", folder / "generated.vcz"
+    vcf.write_text(text)
+    vcfzarr_sql.convert(vcf, out, variants_chunk_size=2, show_progress=False)
+    header = oracle.header(vcf)
+    records = oracle.records(vcf)
+    with vcfzarr_sql.connect() as con:
+        columns = _fields(con, str(out))
+        for name in header.info:
+            got = con.sql(f"SELECT \"{columns['INFO', name]}\" FROM vcf_zarr('{out}')").fetchall()
+            assert [v for (v,) in got] == [r.info[name] for r in records], (name, text)
+        for name in header.format:
+            calls = oracle.calls(vcf, [name])
+            got = con.sql(f"SELECT \"{columns['FORMAT', name]}\" FROM vcf_zarr('{out}')").fetchall()
+            assert [v for (v,) in got] == [[c[name] for c in record] for record in calls], (name, text)
