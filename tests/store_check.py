@@ -24,7 +24,7 @@ FILL = object()
 def python_values(array: np.ndarray, no_value: np.ndarray | None = None) -> np.ndarray:
     """Object array of the same shape: Python values, ``None`` for missing, :data:`FILL` for fill.
 
-    ``no_value``: the field's ``<array>_mask`` (True where an element holds no value), when the
+    ``no_value``: the field's ``mask_<array>`` (True where an element holds no value), when the
     store has one: elsewhere a sentinel is a real value (``SVLEN=-1``, ``L=a,,b``)."""
     keep = np.ones(array.shape, dtype=bool) if no_value is None else no_value
     kind = array.dtype.kind
@@ -106,7 +106,7 @@ class Stored:
 
     def field(self, name: str) -> list:
         """Python values of field array ``name`` (see :func:`python_values`), as lists."""
-        mask = name + spec.MASK_SUFFIX
+        mask = spec.MASK_PREFIX + name
         return python_values(self[name], self[mask] if self.has(mask) else None).tolist()
 
     def strings(self, name: str) -> list[str]:

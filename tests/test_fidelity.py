@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pysam
 import pytest
@@ -147,10 +148,10 @@ def test_masks_only_for_fields_with_values_equal_to_sentinels(store) -> None:
     import zarr
 
     group = zarr.open_group(store, mode="r")
-    masks = sorted(name[: -len("_mask")] for name in group.array_keys() if name.endswith("_mask"))
+    masks = sorted(name[len("mask_") :] for name in group.array_keys() if name.startswith("mask_"))
     assert masks == sorted(MASKED)  # not NOTE, not the Float Dp, not GT
     for name in masks:
-        assert group[name + "_mask"].shape == group[name].shape
+        assert group["mask_" + name].shape == group[name].shape
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -164,13 +165,24 @@ def test_convert_warns_and_validate_notes_the_masks(tmp_path) -> None:
     converted = _cli("convert", str(FIDELITY), str(out))
     assert converted.returncode == 0, converted.stderr
     warned = [line for line in converted.stderr.splitlines() if line.startswith("warning: ")]
-    assert any("INFO/SVLEN" in line and "variant_SVLEN_mask" in line for line in warned), warned
+    assert any("INFO/SVLEN" in line and "mask_variant_SVLEN" in line for line in warned), warned
     assert not any("INFO/NOTE" in line or "INFO/Dp " in line for line in warned), warned
     assert validate(out) == []
-    assert sorted(note.split(":")[0] for note in notes(out)) == sorted(m + "_mask" for m in MASKED)
+    assert sorted(note.split(":")[0] for note in notes(out)) == sorted("mask_" + m for m in MASKED)
     checked = _cli("validate", str(out))
     assert checked.returncode == 0, checked.stderr
-    assert "note: variant_SVLEN_mask: " in checked.stdout
+    assert "note: mask_variant_SVLEN: " in checked.stdout
+
+
+def test_other_readers_see_the_specs_meaning(store, tmp_path) -> None:
+    """vcztools ignores the masks (it writes every variant_/call_ array into the VCF body, so
+    they are not named ``<array>_mask``): its VCF has the records, with the sentinels' meaning."""
+    vcztools = Path(sys.executable).with_name("vcztools")
+    result = subprocess.run([str(vcztools), "view", store], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    body = [line.split("\t") for line in result.stdout.splitlines() if not line.startswith("#")]
+    assert [(c, int(p)) for c, p, *_ in body] == [(r.chrom, r.pos) for r in oracle.records(FIDELITY)]
+    assert "mask" not in result.stdout
 
 
 def test_other_writers_stores_are_read_as_they_are(bio2zarr_once, con, tmp_path_factory) -> None:

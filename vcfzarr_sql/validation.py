@@ -174,9 +174,8 @@ def notes(path: str | os.PathLike) -> list[str]:
         f"-1/-2, empty strings in lists); {name} marks the elements that hold no value, and "
         "readers that ignore it see those values as missing or fill"
         for name in arrays
-        if name.endswith(spec.MASK_SUFFIX)
-        and (base := _mask_base(name, arrays)) is not None
-        and any(base == field for field, _, _ in _field_arrays(arrays))
+        if name.startswith(spec.MASK_PREFIX)
+        and (base := name[len(spec.MASK_PREFIX) :]) in {field for field, _, _ in _field_arrays(arrays)}
     ]
 
 

@@ -62,7 +62,7 @@ def _values(array: ArraySpec, column: np.ndarray, contig_ids, filter_ids) -> np.
 def _column(block: dict[str, np.ndarray], array: ArraySpec) -> np.ndarray:
     """The block column of ``array``; for a mask a block did not need, the one its values imply."""
     if array.kind == "mask" and array.column not in block:
-        return implied_mask(block[array.column[: -len(spec.MASK_SUFFIX)]])
+        return implied_mask(block[array.column[len(spec.MASK_PREFIX) :]])
     return block[array.column]
 
 

@@ -3,7 +3,7 @@
 VCF Zarr marks a missing Integer with -1 and padding with -2, a missing string with ``"."``
 and padding with ``""``; so a real ``SVLEN=-1``, ``CIEND=-2,2`` or ``L=a,,b`` would read as
 missing or padding. Where a block of records has such values, the parser adds the field's
-``<array>_mask`` column (True: missing or padding); the store gets a ``<array>_mask`` array
+``mask_<array>`` column (True: missing or padding); the store gets a ``mask_<array>`` array
 for the fields that had one in any block (other readers still see the sentinels), and blocks
 without the column get the mask their sentinels imply.
 
@@ -28,7 +28,7 @@ _SENTINELS = {"int": (spec.INT_MISSING, spec.INT_FILL), "str": (spec.STR_FILL,)}
 
 def mask_name(array: str) -> str:
     """The mask array (and block column) of field array ``array``."""
-    return array + spec.MASK_SUFFIX
+    return spec.MASK_PREFIX + array
 
 
 def _holds_values(row: Sequence, kind: str) -> list[bool]:

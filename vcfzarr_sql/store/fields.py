@@ -27,7 +27,7 @@ GT = "GT"
 _DIMENSION_NUMBER = {dim: number for number, dim in spec.NUMBER_DIMENSION.items()}
 #: Arrays named like a FORMAT field that are not one.
 _NOT_FORMAT_FIELDS = frozenset({spec.CALL_GENOTYPE_PHASED})
-_COMPANION_SUFFIXES = (spec.MASK_SUFFIX, "_fill")
+_COMPANION_SUFFIXES = ("_mask", "_fill")
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class FieldInfo:
     shape: tuple[int, ...]
     chunks: tuple[int, ...]
     dims: tuple[str, ...]
-    #: ``<array>_mask`` when the store has it: True where an element holds no value, so that
+    #: ``mask_<array>`` when the store has it: True where an element holds no value, so that
     #: the others are values even when equal to a sentinel (our converter writes it where
     #: real values equal -1, -2 or "")
     mask: str | None = None
@@ -97,7 +97,7 @@ def _dtype_type(dtype: np.dtype) -> str:
 
 
 def _mask(info: ArrayInfo, arrays: Mapping[str, ArrayInfo]) -> str | None:
-    mask = arrays.get(info.name + spec.MASK_SUFFIX)
+    mask = arrays.get(spec.MASK_PREFIX + info.name)
     if mask is None or (mask.shape, mask.chunks, mask.dtype) != (info.shape, info.chunks, np.bool_):
         return None
     return mask.name
