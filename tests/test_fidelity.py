@@ -263,3 +263,16 @@ def test_generated_fields_match_bcftools(tmp_path_factory, text) -> None:
             calls = oracle.calls(vcf, [name])
             got = con.sql(f"SELECT \"{columns['FORMAT', name]}\" FROM vcf_zarr('{out}')").fetchall()
             assert [v for (v,) in got] == [[c[name] for c in record] for record in calls], (name, text)
+
+
+@pytest.mark.parametrize("args, selection", [([], {}), (["-s", "S3,S1"], {"samples": "S3,S1"}),
+                                             (["-i", "INFO/SVLEN=-1"], {"include": "INFO/SVLEN=-1"})])
+def test_view_prints_values_equal_to_sentinels_as_bcftools(store, args, selection) -> None:
+    from vcfzarr_sql.store import open_store
+    from vcfzarr_sql.view import Selection, vcf_lines
+
+    ours = [line for line in "".join(vcf_lines(open_store(store), Selection(**selection))).splitlines()
+            if not line.startswith("#")]
+    theirs = subprocess.run(["bcftools", "view", "-H", *args, str(FIDELITY)], check=True,
+                            capture_output=True, text=True).stdout.splitlines()
+    assert ours == theirs
