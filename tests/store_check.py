@@ -21,8 +21,12 @@ from vcfzarr_sql.validation import validate
 FILL = object()
 
 
-def python_values(array: np.ndarray) -> np.ndarray:
-    """Object array of the same shape: Python values, ``None`` for missing, :data:`FILL` for fill."""
+def python_values(array: np.ndarray, no_value: np.ndarray | None = None) -> np.ndarray:
+    """Object array of the same shape: Python values, ``None`` for missing, :data:`FILL` for fill.
+
+    ``no_value``: the field's ``mask_<array>`` (True where an element holds no value), when the
+    store has one: elsewhere a sentinel is a real value (``SVLEN=-1``, ``L=a,,b``)."""
+    keep = np.ones(array.shape, dtype=bool) if no_value is None else no_value
     kind = array.dtype.kind
     if kind == "f":
         bits = array.view(np.uint32 if array.dtype.itemsize == 4 else np.uint64)
@@ -38,15 +42,15 @@ def python_values(array: np.ndarray) -> np.ndarray:
         return out
     if kind in "iu":
         out = array.astype(np.int64).astype(object)
-        out[array == spec.INT_MISSING] = None
-        out[array == spec.INT_FILL] = FILL
+        out[(array == spec.INT_MISSING) & keep] = None
+        out[(array == spec.INT_FILL) & keep] = FILL
         return out
     if kind == "b":
         return array.astype(object)
     if kind == "S":
         array = np.char.decode(array, "utf-8")
     out = array.astype(object)
-    missing, fill = out == spec.STR_MISSING, out == spec.STR_FILL
+    missing, fill = (out == spec.STR_MISSING) & keep, (out == spec.STR_FILL) & keep
     out[missing] = None
     out[fill] = FILL
     return out
@@ -99,6 +103,11 @@ class Stored:
         if name not in self._cache:
             self._cache[name] = self.group[name][...]
         return self._cache[name]
+
+    def field(self, name: str) -> list:
+        """Python values of field array ``name`` (see :func:`python_values`), as lists."""
+        mask = spec.MASK_PREFIX + name
+        return python_values(self[name], self[mask] if self.has(mask) else None).tolist()
 
     def strings(self, name: str) -> list[str]:
         return [str(s) for s in self[name].tolist()]
@@ -229,7 +238,7 @@ def check_info(stored: Stored, vcf) -> Mismatches:
         if not stored.has(array):
             out.add(f"INFO/{name}: no array {array}")
             continue
-        values = python_values(stored[array]).tolist()
+        values = stored.field(array)
         for i, rec in enumerate(recs[: len(values)]):
             want, got = rec.info[name], _field_value(values[i], field)
             if not _equal(want, got, field):
@@ -252,7 +261,7 @@ def check_format(stored: Stored, vcf) -> Mismatches:
         if not stored.has(array):
             out.add(f"FORMAT/{name}: no array {array}")
             continue
-        values = python_values(stored[array]).tolist()
+        values = stored.field(array)
         for i, rec in enumerate(recs[: len(values)]):
             for s, sample in enumerate(h.samples):
                 want, got = calls[i][s][name], _field_value(values[i][s], field)

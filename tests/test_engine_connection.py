@@ -267,3 +267,37 @@ def test_metadata_queries_scan_nothing(con, store) -> None:
     con.sql(f"SELECT * FROM vcf_zarr_contigs('{store}')").fetchall()
     assert con.last_stats["variant_chunks_read"] == 0
     assert con.last_stats["bytes_read"] == 0
+
+
+def test_cursors_are_full_sessions_one_per_thread(con, store) -> None:
+    """DuckDB's advice for threads is a cursor each: cursors know the table functions, and the
+    views over them made on the connection."""
+    import concurrent.futures
+
+    con.sql(f"CREATE VIEW chr20 AS SELECT pos FROM vcf_zarr('{store}', region := '20')")
+    expected = [r.pos for r in oracle.records(SAMPLE_VCF, region="20")]
+
+    def positions(cursor) -> list[int]:
+        rows = cursor.sql(f"SELECT pos FROM vcf_zarr('{store}', region := '20') ORDER BY pos")
+        return [p for (p,) in rows.fetchall()]
+
+    cursors = [con.cursor() for _ in range(3)]
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        assert list(pool.map(positions, cursors)) == [expected] * 3
+    assert [p for (p,) in cursors[0].sql("SELECT pos FROM chr20 ORDER BY pos").fetchall()] == expected
+    with cursors[1].cursor() as nested:
+        assert nested.execute(f"SELECT count(*) FROM vcf_zarr('{store}')").fetchone() == (
+            len(oracle.records(SAMPLE_VCF)),
+        )
+
+
+def test_executemany_knows_the_table_functions(con, store) -> None:
+    con.execute("CREATE TABLE counts (contig VARCHAR, n BIGINT)")
+    con.executemany(
+        f"INSERT INTO counts SELECT ?, count(*) FROM vcf_zarr('{store}', region := ?)",
+        [["19", "19"], ["20", "20"]],
+    )
+    expected = collections.Counter(r.chrom for r in oracle.records(SAMPLE_VCF))
+    assert con.sql("SELECT * FROM counts ORDER BY contig").fetchall() == [
+        ("19", expected["19"]), ("20", expected["20"])
+    ]

@@ -34,7 +34,8 @@ def test_parse_regions(text, expected):
 
 
 @pytest.mark.parametrize(
-    "text", ["", ",", "chr1:abc", "chr1:100-200x", "chr1:0", "chr1:-5", "chr1:200-100", "{chr1", "{a}x", "chr1:5:6"]
+    "text", ["", ",", "chr1:abc", "chr1:100-200x", "chr1:0", "chr1:-5", "chr1:200-100", "{chr1", "{a}x", "chr1:5:6",
+             "1:1-1e100", "1:99999999999999999999"]
 )
 def test_bad_region_strings_raise_query_error_naming_the_argument(text):
     with pytest.raises(QueryError, match=r"^region: "):

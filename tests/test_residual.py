@@ -9,6 +9,9 @@ with nulls, NaN and dictionary strings.
 from __future__ import annotations
 
 import math
+import warnings
+
+import numpy as np
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -220,3 +223,14 @@ def test_numeric_comparisons_equal_arrows(column_type, literal_type, values, lit
     if got is not None:
         got.validate(full=True)
         assert got.to_pylist() == expected.to_pylist()
+
+
+def test_float_comparison_with_the_specs_missing_and_fill_nans_gives_no_warning() -> None:
+    """The spec's float32 missing (0x7F800001) and fill (0x7F800002) are signalling NaNs;
+    comparing them with a float64 literal must not print numpy's "invalid value in cast"."""
+    bits = np.array([0x7F800001, 0x7F800002, 0x41F40000], dtype=np.uint32)  # ., fill, 30.5
+    column = pa.Array.from_buffers(pa.float32(), 3, [None, pa.py_buffer(bits.tobytes())])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = residual._numeric_comparison("greater_equal", column, pa.scalar(30.5))
+    assert got.to_pylist() == [False, False, True]

@@ -103,11 +103,24 @@ def _columns(table: pa.Table) -> dict[str, list]:
     return {name: table.column(name).to_pylist() for name in table.column_names}
 
 
+def _field_columns(con, store: str, category: str) -> dict[str, str]:
+    """VCF name -> column of the store's INFO or FORMAT fields, as ``vcf_zarr_fields`` says
+    (``info_<Name>``, but fields whose IDs differ only in case get distinct names)."""
+    sql = f"SELECT name, \"column\" FROM vcf_zarr_fields({_literal(store)}) WHERE category = ?"
+    return dict(con.execute(sql, [category]).fetchall())
+
+
+def _by_field(rows: dict[str, list], columns: dict[str, str], prefix: str) -> dict[str, list]:
+    """``rows`` with each field's values also under ``prefix`` + its VCF name."""
+    return {**rows, **{prefix + name: rows[column] for name, column in columns.items() if column in rows}}
+
+
 def _variant_rows(con, store: str, header, where: str = "", region: str | None = None) -> dict[str, list]:
-    info = "".join(f", {_quote('info_' + name)}" for name in header.info)
+    columns = _field_columns(con, store, "INFO")
+    info = "".join(f", {_quote(columns[name])}" for name in header.info)
     args = _literal(store) + (f", region := {_literal(region)}" if region is not None else "")
     sql = f"SELECT contig, pos, id, ref, alt, qual, filters{info} FROM vcf_zarr({args}) {where}"
-    return _columns(con.sql(sql).to_arrow_table())
+    return _by_field(_columns(con.sql(sql).to_arrow_table()), columns, "info_")
 
 
 def _assert_records_equal(rows: dict[str, list], records, header) -> None:
@@ -148,13 +161,14 @@ def _expected_alleles(gt, slots: int) -> list[int | None]:
 
 
 def _call_rows(con, store: str, header, samples: list[str] | None) -> dict[str, list]:
-    fields = "".join(f", {_quote('fmt_' + name)}" for name in header.format if name != "GT")
+    columns = _field_columns(con, store, "FORMAT")
+    fields = "".join(f", {_quote(columns[name])}" for name in header.format if name != "GT")
     gt = ", fmt_GT, fmt_GT_phased, COLUMNS('^fmt_GT_[0-9]+$')" if "GT" in header.format else ""
     args = _literal(store)
     if samples is not None:
         args += ", samples := [" + ", ".join(_literal(s) for s in samples) + "]"
     sql = f"SELECT contig, pos, sample_id{gt}{fields} FROM vcf_zarr_calls({args})"
-    return _columns(con.sql(sql).to_arrow_table())
+    return _by_field(_columns(con.sql(sql).to_arrow_table()), columns, "fmt_")
 
 
 def _sample_major(rows: dict[str, list], names: list[str]) -> dict[str, list]:
@@ -297,7 +311,7 @@ def _queries(records) -> list[tuple[str, int, int]]:
     for contig in dict.fromkeys([contigs[0], contigs[-1]]):
         positions = sorted(r.pos for r in records if r.chrom == contig)
         lo, hi = positions[len(positions) // 3], positions[(2 * len(positions)) // 3]
-        out.append((contig, lo, hi))
+        out.append((contig, max(lo, 1), max(hi, 1)))  # regions are 1-based (POS 0 exists)
     return out
 
 

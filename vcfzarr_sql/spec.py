@@ -79,6 +79,12 @@ REGION_INDEX = "region_index"
 
 INFO_PREFIX = "variant_"
 FORMAT_PREFIX = "call_"
+#: ``mask_<array>``: True where a field's element holds no value (missing or fill), as sgkit's
+#: ``call_genotype_mask``. Written by our converter only for fields where some real value
+#: equals a sentinel (Integer -1 or -2, an empty string in a String list): there the mask,
+#: not the value, says which elements are missing. Not ``<array>_mask``: vcztools writes
+#: every ``variant_*``/``call_*`` array into the VCF body (and fails on a bool FORMAT).
+MASK_PREFIX = "mask_"
 
 #: Arrays with a ``variants`` dimension that are not INFO fields.
 FIXED_VARIANT_ARRAYS = (

@@ -220,6 +220,20 @@ def _check_every_chunk(store: VczStore) -> Iterator[Problem]:
             yield Problem(name, errors[0] + more)
 
 
+def notes(path: str | os.PathLike) -> list[str]:
+    """What a reader of the store at ``path`` should know that is not a problem: the fields
+    kept with a mask array because some real values equal the spec's sentinels."""
+    arrays = dict(sorted(open_group(path).arrays()))
+    return [
+        f"{name}: {base} has real values equal to the spec's missing/fill sentinels (Integer "
+        f"-1/-2, empty strings in lists); {name} marks the elements that hold no value, and "
+        "readers that ignore it see those values as missing or fill"
+        for name in arrays
+        if name.startswith(spec.MASK_PREFIX)
+        and (base := name[len(spec.MASK_PREFIX) :]) in {field for field, _, _ in _field_arrays(arrays)}
+    ]
+
+
 def _check_attrs(attrs, version: str) -> Iterator[Problem]:
     header = attrs.get(spec.ATTR_HEADER)
     if version in HEADER_VERSIONS and header is None:

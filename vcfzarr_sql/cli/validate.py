@@ -14,12 +14,15 @@ from vcfzarr_sql.errors import StoreError
 def command(store: str, deep: bool) -> None:
     """Check STORE against the VCF Zarr spec of the version it declares.
 
-    Prints one line per problem; exits 0 only if there is none. With --deep, every chunk is
-    decoded and checked against its array (size, dtype, codec; none missing that cannot be).
+    Prints one line per problem (and a ``note:`` line per field kept with a mask array);
+    exits 0 only if there is no problem. With --deep, every chunk is decoded and checked against
+    its array (size, dtype, codec; none missing that cannot be).
     """
-    from vcfzarr_sql.validation import validate
+    from vcfzarr_sql.validation import notes, validate
 
     problems = validate(store, deep=deep)
+    for note in notes(store):
+        click.echo(f"note: {note}")
     for problem in problems:
         click.echo(str(problem))
     if problems:

@@ -16,6 +16,7 @@ from numcodecs import Blosc
 from vcfzarr_sql import spec
 from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter.header import FieldDef
+from vcfzarr_sql.converter.masks import mask_name
 from vcfzarr_sql.converter.stats import ColumnStats
 from vcfzarr_sql.errors import NotSupportedError
 
@@ -28,7 +29,8 @@ class ArraySpec:
 
     name: str
     column: str | None  # block column holding its values (None: written whole, not per chunk)
-    kind: str  # "int", "float", "str", "char", "bool", or "contig"/"filter" (names mapped to ids)
+    kind: str  # "int", "float", "str", "char", "bool", "mask" (of a field: padded with True),
+    # or "contig"/"filter" (names mapped to ids)
     dtype: str  # numpy/Zarr v2 dtype string
     dims: tuple[str, ...]
     shape: tuple[int, ...]
@@ -105,7 +107,7 @@ class _Builder:
         chunks = (lay.variants_chunk,) + ((lay.samples_chunk,) if per_call else ()) + tuple(
             max(1, n) for n in value_shape
         )
-        bitshuffle = kind in ("bool", "filter") or name == spec.CALL_GENOTYPE
+        bitshuffle = kind in ("bool", "filter", "mask") or name == spec.CALL_GENOTYPE
         self.specs.append(
             ArraySpec(
                 name=name,
@@ -160,16 +162,24 @@ class _Builder:
                      "str": object, "bool": bool}[kind]
         dim, width = self.value_dim(field, stats.width)
         squeeze = field.number in ("0", "1") and width == 1 or kind == "bool"
-        self.add(field.array, field.array, kind, dtype, [] if squeeze else [dim],
-                 [] if squeeze else [width], per_call=field.category == "FORMAT",
-                 squeeze=squeeze, description=field.description)
+        value_dims, value_shape = ([], []) if squeeze else ([dim], [width])
+        per_call = field.category == "FORMAT"
+        self.add(field.array, field.array, kind, dtype, value_dims, value_shape,
+                 per_call=per_call, squeeze=squeeze, description=field.description)
+        mask = mask_name(field.array)
+        if mask in self.stats:  # some real value equals a sentinel
+            self.add(mask, mask, "mask", bool, value_dims, value_shape, per_call=per_call,
+                     squeeze=squeeze, description=f"True where {field.array} holds no value "
+                     "(missing or fill): its other elements equal to a sentinel are values")
 
 
 def header_deviations(fields: Sequence[FieldDef], arrays: Sequence[ArraySpec]) -> list[str]:
-    """Fields whose values do not fit their header declaration, one sentence each.
+    """Fields whose values do not fit their header declaration or the spec's sentinels, one
+    sentence each.
 
     Their values are kept whole (bcftools reads them whole), so their arrays cannot follow the
     spec's dimension or dtype for the declared Number/Type; ``vcfzarr-sql validate`` reports them.
+    Values equal to a sentinel are kept with a mask array (:mod:`.masks`).
     """
     by_name = {a.name: a for a in arrays}
     found = []
@@ -191,6 +201,11 @@ def header_deviations(fields: Sequence[FieldDef], arrays: Sequence[ArraySpec]) -
         if field.vcf_type == "Character" and array.kind == "str":
             found.append(f"{where} is declared Type=Character but a value is longer than one "
                          "character; stored as String")
+        if mask_name(field.array) in by_name:
+            equal = "an empty string in a list" if array.kind == "str" else "-1 or -2"
+            found.append(f"{where} has values ({equal}) equal to VCF Zarr's missing/fill "
+                         f"sentinels; kept with the mask array {mask_name(field.array)} "
+                         "(readers that ignore it see them as missing or fill)")
     return found
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from vcfzarr_sql import spec
 from vcfzarr_sql.converter.header import FieldDef
+from vcfzarr_sql.converter.masks import mask_name, no_value_mask
 
 BCF_INT32_MISSING = np.iinfo(np.int32).min
 BCF_INT32_VECTOR_END = BCF_INT32_MISSING + 1
@@ -57,14 +58,16 @@ def splits(field: FieldDef) -> bool:
 
 
 def _ragged(rows: Sequence, kind: str) -> np.ndarray:
-    """Stack 1-D sequences (None: absent) into ``(len(rows), width)``, padded with fill."""
+    """Stack 1-D sequences (None: absent; None elements: missing) into ``(len(rows), width)``,
+    padded with fill."""
     width = max((len(r) for r in rows if r is not None), default=1) or 1
     out = np.full((len(rows), width), fill_value(kind), dtype=numpy_dtype(kind))
+    missing = missing_value(kind)
     for i, row in enumerate(rows):
         if row is None or len(row) == 0:
-            out[i, 0] = missing_value(kind)
+            out[i, 0] = missing
         else:
-            out[i, : len(row)] = row
+            out[i, : len(row)] = [missing if x is None else x for x in row]
     return out
 
 
@@ -74,20 +77,19 @@ def _info_values(value, field: FieldDef, kind: str):
     if kind == "str":
         text = value if isinstance(value, str) else ",".join(map(str, value))
         return text.split(",") if splits(field) else [text]
-    if not isinstance(value, tuple):
-        return [value]
-    missing = missing_value(kind)
-    return [missing if x is None else x for x in value]
+    return list(value) if isinstance(value, tuple) else [value]
 
 
-def info_column(variants: Sequence, field: FieldDef) -> np.ndarray:
-    """``(records, width)`` values of one INFO field."""
+def info_column(variants: Sequence, field: FieldDef) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(records, width)`` values of one INFO field, and their no-value mask when some real
+    value equals a sentinel (:mod:`.masks`)."""
     kind = value_kind(field.vcf_type)
     name = field.name
     if kind == "bool":
-        return np.array([[v.INFO.get(name) is not None] for v in variants], dtype=bool)
+        return np.array([[v.INFO.get(name) is not None] for v in variants], dtype=bool), None
     rows = [_info_values(v.INFO.get(name), field, kind) for v in variants]
-    return _ragged(rows, kind)
+    values = _ragged(rows, kind)
+    return values, no_value_mask(rows, values.shape, kind)
 
 
 def _text_format_values(variant, name: str, n_samples: int) -> list[str]:
@@ -117,8 +119,11 @@ def _string_format(variant, field: FieldDef, n_samples: int):
     return [[x] for x in values]
 
 
-def format_column(variants: Sequence, field: FieldDef, n_samples: int) -> np.ndarray:
-    """``(records, samples, width)`` values of one FORMAT field (not GT)."""
+def format_column(
+    variants: Sequence, field: FieldDef, n_samples: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(records, samples, width)`` values of one FORMAT field (not GT), and their no-value
+    mask when some real value equals a sentinel (:mod:`.masks`)."""
     kind = value_kind(field.vcf_type)
     n = len(variants)
     if kind == "str":
@@ -133,19 +138,29 @@ def format_column(variants: Sequence, field: FieldDef, n_samples: int) -> np.nda
                 continue
             for j, vals in enumerate(rec):
                 out[i, j, : len(vals)] = vals
-        return out
+        calls = [vals for rec in per_record for vals in (rec or [None] * n_samples)]
+        return out, no_value_mask(calls, out.shape, kind)
     arrays = [v.format(field.name) for v in variants]
     width = max((a.shape[1] for a in arrays if a is not None), default=1)
-    out = np.full((n, n_samples, width), fill_value(kind), dtype=numpy_dtype(kind))
+    if kind != "int":
+        out = np.full((n, n_samples, width), fill_value(kind), dtype=numpy_dtype(kind))
+        for i, a in enumerate(arrays):
+            if a is None:
+                out[i, :, 0] = missing_value(kind)
+            else:
+                out[i, :, : a.shape[1]] = a
+        return out, None
+    out = np.full((n, n_samples, width), BCF_INT32_VECTOR_END, dtype=np.int32)
     for i, a in enumerate(arrays):
         if a is None:
-            out[i, :, 0] = missing_value(kind)
+            out[i, :, 0] = BCF_INT32_MISSING
         else:
             out[i, :, : a.shape[1]] = a
-    if kind == "int":
-        out[out == BCF_INT32_MISSING] = spec.INT_MISSING
-        out[out == BCF_INT32_VECTOR_END] = spec.INT_FILL
-    return out
+    no_value = out <= BCF_INT32_VECTOR_END  # htslib's missing and end-of-vector
+    literal = (out == spec.INT_MISSING) | (out == spec.INT_FILL)
+    out[out == BCF_INT32_MISSING] = spec.INT_MISSING
+    out[out == BCF_INT32_VECTOR_END] = spec.INT_FILL
+    return out, no_value if literal.any() else None
 
 
 def _text_genotypes(variant, n_samples: int) -> np.ndarray:
@@ -250,11 +265,14 @@ def block_columns(variants: Sequence, fields: Sequence[FieldDef], n_samples: int
     columns = fixed_columns(variants)
     for field in fields:
         if field.category == "INFO":
-            columns[field.array] = info_column(variants, field)
+            columns[field.array], no_value = info_column(variants, field)
         elif n_samples == 0:
             continue  # sites-only: no call arrays
         elif field.name == "GT":
             columns[GENOTYPE], columns[PHASED] = genotype_columns(variants, n_samples)
+            continue
         else:
-            columns[field.array] = format_column(variants, field, n_samples)
+            columns[field.array], no_value = format_column(variants, field, n_samples)
+        if no_value is not None:
+            columns[mask_name(field.array)] = no_value
     return columns

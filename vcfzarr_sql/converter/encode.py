@@ -14,6 +14,7 @@ import numpy as np
 
 from vcfzarr_sql import spec
 from vcfzarr_sql.converter.arrays import ArraySpec
+from vcfzarr_sql.converter.masks import implied_mask
 from vcfzarr_sql.converter.spill import read_block
 from vcfzarr_sql.converter.workers import add_progress
 from vcfzarr_sql.converter.zarr_v2 import fill_value, write_rows
@@ -58,6 +59,13 @@ def _values(array: ArraySpec, column: np.ndarray, contig_ids, filter_ids) -> np.
     return _padded(column, array).astype(array.dtype, copy=False)
 
 
+def _column(block: dict[str, np.ndarray], array: ArraySpec) -> np.ndarray:
+    """The block column of ``array``; for a mask a block did not need, the one its values imply."""
+    if array.kind == "mask" and array.column not in block:
+        return implied_mask(block[array.column[len(spec.MASK_PREFIX) :]])
+    return block[array.column]
+
+
 def encode_variant_chunk(
     root: str,
     chunk_index: int,
@@ -75,7 +83,7 @@ def encode_variant_chunk(
     by_name = {}
     for array in arrays:
         parts = [
-            _values(array, blocks[p.path][array.column][p.start : p.stop], contig_ids, filter_ids)
+            _values(array, _column(blocks[p.path], array)[p.start : p.stop], contig_ids, filter_ids)
             for p in pieces
         ]
         values = parts[0] if len(parts) == 1 else np.concatenate(parts)

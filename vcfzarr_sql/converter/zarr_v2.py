@@ -22,7 +22,7 @@ from vcfzarr_sql.converter.arrays import ArraySpec
 _VLEN_UTF8 = VLenUTF8()
 
 
-_FILL = {"char": b"", "filter": False, "contig": spec.INT_FILL}
+_FILL = {"char": b"", "filter": False, "contig": spec.INT_FILL, "mask": True}
 
 
 def fill_value(kind: str):

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -24,7 +24,7 @@ from vcfzarr_sql.store import VczStore
 class Connection:
     """A proxy over a :class:`duckdb.DuckDBPyConnection`.
 
-    :meth:`sql`, :meth:`query` and :meth:`execute` accept ``vcf_zarr(...)``,
+    :meth:`sql`, :meth:`query`, :meth:`execute` and :meth:`executemany` accept ``vcf_zarr(...)``,
     ``vcf_zarr_calls(...)``, ``vcf_zarr_samples(...)``, ``vcf_zarr_contigs(...)`` and
     ``vcf_zarr_fields(...)`` wherever a table may stand; every other attribute is the DuckDB
     connection's own. Each distinct call is registered once, under a stable name, for the
@@ -35,10 +35,10 @@ class Connection:
 
     def __init__(self, connection: duckdb.DuckDBPyConnection,
                  opener: Callable[[str], VczStore] | None = None,
-                 defaults: ScanDefaults | None = None):
+                 defaults: ScanDefaults | None = None, *, registry: Registry | None = None):
         self._con = connection
         self._defaults = defaults
-        self._registry = Registry(connection, opener)
+        self._registry = Registry(connection, opener) if registry is None else registry
         self._stats_before: dict[str, Mapping] = {}
 
     @property
@@ -100,6 +100,22 @@ class Connection:
         else:
             self._con.execute(rewritten.sql, rewritten.parameters)
         return self
+
+    def executemany(self, query: str, parameters: Sequence[Parameters]) -> Connection:
+        """Like :meth:`duckdb.DuckDBPyConnection.executemany`: ``query`` once per parameter
+        set (each may name different stores or regions); the last one's result is fetched."""
+        if not parameters:
+            self._con.executemany(query, parameters)  # DuckDB's own error
+        for each in parameters:
+            self.execute(query, each)
+        return self
+
+    def cursor(self) -> Connection:
+        """A new session of the same database, with the table functions, as
+        :meth:`duckdb.DuckDBPyConnection.cursor` (DuckDB's advice: one per thread). It knows
+        the calls this connection registered, so views over them work there as well."""
+        cursor = self._con.cursor()
+        return Connection(cursor, defaults=self._defaults, registry=self._registry.for_cursor(cursor))
 
     def close(self) -> None:
         """Close the DuckDB connection."""

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from vcfzarr_sql import spec
-from vcfzarr_sql.scan.schema import FORMAT_PREFIX, INFO_PREFIX
+from vcfzarr_sql.scan.schema import FORMAT_PREFIX, INFO_PREFIX, column_names
 
 
 def samples_table(store: Any) -> pa.Table:
@@ -58,7 +58,7 @@ def contigs_table(store: Any) -> pa.Table:
 def fields_table(store: Any) -> pa.Table:
     """One row per INFO field, then per FORMAT field, in header order."""
     rows = [
-        (prefix, field)
+        (column_names(fields, prefix)[field.name], field)
         for prefix, fields in ((INFO_PREFIX, store.info_fields), (FORMAT_PREFIX, store.format_fields))
         for field in fields.values()
     ]
@@ -66,7 +66,7 @@ def fields_table(store: Any) -> pa.Table:
         {
             "category": pa.array([f.category for _, f in rows], pa.string()),
             "name": pa.array([f.name for _, f in rows], pa.string()),
-            "column": pa.array([prefix + f.name for prefix, f in rows], pa.string()),
+            "column": pa.array([column for column, _ in rows], pa.string()),
             "number": pa.array([f.number for _, f in rows], pa.string()),
             "type": pa.array([f.vcf_type for _, f in rows], pa.string()),
             "description": pa.array([f.description for _, f in rows], pa.string()),

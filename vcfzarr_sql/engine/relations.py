@@ -50,6 +50,16 @@ class Registry:
         #: name -> (call, the store it was built over, relation)
         self._relations: dict[str, tuple[ScanSpec, VczStore, Any]] = {}
 
+    def for_cursor(self, cursor: duckdb.DuckDBPyConnection) -> Registry:
+        """A registry for ``cursor`` (a session of the same database) with this one's stores
+        and calls registered, so views over the table functions work there too; registered
+        objects are per session in DuckDB, so each cursor has relations of its own."""
+        registry = Registry(cursor, self._open)
+        registry._stores = dict(self._stores)
+        for name, (spec, _, _) in self._relations.items():
+            registry._register(name, spec)
+        return registry
+
     def store(self, path: str) -> VczStore:
         """The store at ``path``: opened once, and again whenever it changed since."""
         store = self._stores.get(canonical_path(path))

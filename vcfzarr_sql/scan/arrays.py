@@ -156,12 +156,22 @@ class Values(NamedTuple):
         return data if self.strings is None else take_strings(self.strings, data)
 
 
-def _values(values: np.ndarray | StringBlock) -> Values:
+def _values(values: np.ndarray | StringBlock, no_value: np.ndarray | None = None) -> Values:
+    """The values of a chunk; ``no_value`` (a field's mask array, of the chunk's shape): True
+    where an element holds no value, so that the others are values even when they equal a
+    sentinel."""
     if isinstance(values, StringBlock):
-        return _string_values(values)
-    if values.dtype.kind in "OUST":
-        return _string_values(StringBlock.of(values))
-    return Values(values.reshape(-1), *_numeric_masks(values))
+        found = _string_values(values)
+    elif values.dtype.kind in "OUST":
+        found = _string_values(StringBlock.of(values))
+    else:
+        found = Values(values.reshape(-1), *_numeric_masks(values))
+    if no_value is None:
+        return found
+    return found._replace(
+        missing=None if found.missing is None else _any(found.missing & no_value),
+        fill=None if found.fill is None else _any(found.fill & no_value),
+    )
 
 
 def _any(mask: np.ndarray) -> np.ndarray | None:
@@ -271,9 +281,12 @@ def _elements(
     return pa.Array.from_buffers(type_, len(data), [validity, values], null_count)
 
 
-def scalar_array(values: np.ndarray | StringBlock, type_: pa.DataType) -> pa.Array:
-    """One value per element of the vector ``values``; missing and fill -> null."""
-    v = _values(values)
+def scalar_array(
+    values: np.ndarray | StringBlock, type_: pa.DataType, no_value: np.ndarray | None = None
+) -> pa.Array:
+    """One value per element of the vector ``values``; missing and fill -> null (where
+    ``no_value`` says so, when given: see :func:`_values`)."""
+    v = _values(values, no_value)
     return _elements(v.arrow_data(v.data), _or(v.missing, v.fill), type_)
 
 
@@ -290,11 +303,15 @@ NEVER_NULL = "never"  # ALT: "." is no alternate allele, an empty list
 
 
 def list_array(
-    values: np.ndarray | StringBlock, type_: pa.DataType, null_rows: str = NULL_IF_NO_VALUE
+    values: np.ndarray | StringBlock,
+    type_: pa.DataType,
+    null_rows: str = NULL_IF_NO_VALUE,
+    no_value: np.ndarray | None = None,
 ) -> pa.Array:
     """One list per row of ``values`` (shape (rows, width)): fill trimmed, missing -> null
-    element, and the row null as ``null_rows`` says."""
-    v = _values(values)
+    element, and the row null as ``null_rows`` says (sentinels only where ``no_value`` says,
+    when given: see :func:`_values`)."""
+    v = _values(values, no_value)
     rows, width = values.shape
     if v.fill is None and width > 0:  # every row full: offsets need no counting
         keep, lengths = None, None

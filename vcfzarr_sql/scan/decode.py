@@ -239,7 +239,7 @@ def _variant_array(blocks: _Blocks, name: str) -> pa.Array:
     if build is not None:
         return build(blocks)
     field = _field(blocks.source.info_fields, name, schema.INFO_PREFIX)
-    return _field_values(blocks.values(field.array), field, cell_axes=1)
+    return _field_values(blocks, field, cell_axes=1)
 
 
 # FORMAT columns: one value per call, variant-major.
@@ -257,7 +257,7 @@ def _call_array(blocks: _Blocks, name: str) -> pa.Array:
     field = _field(fields, name, schema.FORMAT_PREFIX)
     if field.name == schema.GT:
         return arrays.genotype_array(_genotypes(blocks, field), schema.value_type(field))
-    return _field_values(blocks.values(field.array), field, cell_axes=2)
+    return _field_values(blocks, field, cell_axes=2)
 
 
 def _genotypes(blocks: _Blocks, gt: Any) -> np.ndarray:
@@ -305,19 +305,22 @@ def _sample_ids(source: Any, samples: np.ndarray, rows: int) -> pa.Array:
 
 
 def _field(fields: dict[str, Any], column: str, prefix: str) -> Any:
-    field = fields.get(column[len(prefix) :]) if column.startswith(prefix) else None
-    if field is None:
+    name = schema.field_of_column(fields, prefix, column)
+    if name is None:
         raise QueryError(f"unknown column {column!r}")
-    return field
+    return fields[name]
 
 
-def _field_values(
-    values: np.ndarray | arrays.StringBlock, field: Any, *, cell_axes: int
-) -> pa.Array:
-    """One value per cell (record for INFO, call for FORMAT) of ``values``, as Arrow."""
+def _field_values(blocks: _Blocks, field: Any, *, cell_axes: int) -> pa.Array:
+    """One value per cell (record for INFO, call for FORMAT) of ``field``, as Arrow (its
+    mask array, when the store has one, says which elements hold no value)."""
+    values = blocks.values(field.array)
     cells = int(np.prod(values.shape[:cell_axes]))
-    values = values.reshape(cells, int(np.prod(values.shape[cell_axes:])))
+    shape = (cells, int(np.prod(values.shape[cell_axes:])))
+    values = values.reshape(*shape)
+    mask = getattr(field, "mask", None)
+    no_value = None if mask is None else blocks.read(mask).reshape(shape)
     type_ = schema.value_type(field)
     if schema.is_scalar(field):
-        return arrays.scalar_array(values[:, 0], type_)
-    return arrays.list_array(values, type_)
+        return arrays.scalar_array(values[:, 0], type_, None if no_value is None else no_value[:, 0])
+    return arrays.list_array(values, type_, no_value=no_value)

@@ -8,7 +8,8 @@ names holding ``:`` are given. Coordinates are 1-based and inclusive, and may ca
 
 A record matches a region when its reference span overlaps it (bcftools ``-r``, i.e.
 ``--regions-overlap 1``): ``contig == chr and pos <= end_of_region and end >= beg``, where
-``end = POS + rlen - 1``.
+``end = POS + rlen - 1``. Records at POS 0 (the telomere convention) are in no region, as
+bcftools ``-r`` leaves them out of every region, whole contigs included (``-t`` keeps them).
 
 >>> parse_regions("chr1:100-200,{HLA-A*01:01}:5,chrX")  # doctest: +NORMALIZE_WHITESPACE
 (Region(contig='chr1', start=100, end=200), Region(contig='HLA-A*01:01', start=5, end=5),
@@ -40,7 +41,7 @@ class Region:
             matches = matches & (pc.field("pos") <= self.end)
         if self.start > 1:
             matches = matches & (pc.field("end") >= self.start)
-        return matches
+        return matches & (pc.field("pos") >= 1)
 
 
 # One item: a contig (in braces, or up to ':' / ','), then optionally ':beg', '-' and 'end'.
@@ -50,6 +51,8 @@ _ITEM = re.compile(
     rf"(?::(?P<start>{_NUMBER})(?P<dash>-(?P<end>{_NUMBER})?)?)?(?=,|$)"
 )
 _SUFFIX = {"k": 3, "m": 6, "g": 9}
+#: htslib's largest position (``HTS_POS_MAX``); bcftools cannot seek beyond it either.
+POSITION_MAX = (2**31 - 1) << 32 | (2**31 - 1)
 
 
 def _coordinate(text: str, region: str, argument: str) -> int:
@@ -66,6 +69,10 @@ def _coordinate(text: str, region: str, argument: str) -> int:
     value = digits * 10**exponent if exponent >= 0 else int(digits / 10**-exponent)
     if value < 1:
         raise QueryError(f"{argument}: {region!r}: positions are 1-based, got {text!r}")
+    if value > POSITION_MAX:
+        raise QueryError(
+            f"{argument}: {region!r}: position {text!r} is beyond htslib's largest, {POSITION_MAX}"
+        )
     return value
 
 
@@ -107,7 +114,7 @@ def regions_expression(regions: tuple[Region, ...]) -> pc.Expression:
     """The row filter of a list of regions: a record matching any of them.
 
     >>> print(regions_expression(parse_regions("1:5-9")))
-    (((contig == "1") and (pos <= 9)) and (end >= 5))
+    ((((contig == "1") and (pos <= 9)) and (end >= 5)) and (pos >= 1))
     """
     terms = [region.expression() for region in regions]
     while len(terms) > 1:  # a balanced tree: thousands of regions stay a shallow expression

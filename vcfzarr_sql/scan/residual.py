@@ -103,7 +103,8 @@ def _numeric_comparison(function: str, left: object, right: object) -> pa.Boolea
     values = np.frombuffer(
         left.buffers()[1], dtype=column, count=len(left), offset=left.offset * column.itemsize
     )
-    result = _COMPARISONS[function][0](values, number.type(right.as_py()))
+    with np.errstate(invalid="ignore"):  # the spec's missing/fill floats are signalling NaNs
+        result = _COMPARISONS[function][0](values, number.type(right.as_py()))
     bits = np.packbits(result, bitorder="little")
     validity = None
     if left.null_count:

@@ -34,6 +34,8 @@ DataType(int64)
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from typing import Protocol
 
 import numpy as np
@@ -126,9 +128,42 @@ def _fixed_fields() -> list[pa.Field]:
     return [_described(name, t, d) for name, (t, d) in FIXED_COLUMNS.items()]
 
 
+@functools.lru_cache(maxsize=256)
+def _column_names(names: tuple[str, ...], prefix: str) -> tuple[dict[str, str], dict[str, str]]:
+    natural = [prefix + name for name in names]
+    taken = {column.casefold() for column in natural}
+    by_name, by_column, used = {}, {}, set()
+    for name, column in zip(names, natural):
+        n = 1
+        while column.casefold() in used or (n > 1 and column.casefold() in taken):
+            n += 1
+            column = f"{prefix}{name}_{n}"
+        used.add(column.casefold())
+        by_name[name], by_column[column] = column, name
+    return by_name, by_column
+
+
+def column_names(fields: Iterable[str], prefix: str) -> dict[str, str]:
+    """The column name of each field (by VCF name, in header order): ``prefix`` + name, except
+    that SQL names are case-insensitive, so a field whose column would equal an earlier one's
+    but for case (INFO ``DP`` and ``dp``) gets the first ``_2``, ``_3``... that no other
+    field's column has. The same names in every table and in ``vcf_zarr_fields``.
+
+    >>> column_names(["DP", "dp", "dp_2", "AF"], "info_")
+    {'DP': 'info_DP', 'dp': 'info_dp_3', 'dp_2': 'info_dp_2', 'AF': 'info_AF'}
+    """
+    return _column_names(tuple(fields), prefix)[0]
+
+
+def field_of_column(fields: Iterable[str], prefix: str, column: str) -> str | None:
+    """The VCF name of the field whose column (:func:`column_names`) is ``column``, or None."""
+    return _column_names(tuple(fields), prefix)[1].get(column)
+
+
 def _info_fields(store: Store) -> list[pa.Field]:
+    columns = column_names(store.info_fields, INFO_PREFIX)
     return [
-        pa.field(INFO_PREFIX + f.name, per_value_type(f), metadata=field_metadata(f))
+        pa.field(columns[f.name], per_value_type(f), metadata=field_metadata(f))
         for f in store.info_fields.values()
     ]
 
@@ -145,7 +180,8 @@ def _phased_field(type_: pa.DataType) -> pa.Field:
 def genotype_columns(fields: dict[str, Field]) -> dict[str, int | None]:
     """The columns derived from the GT field of ``fields`` (FORMAT fields by VCF name):
     ``fmt_GT_phased`` -> None, ``fmt_GT_<k>`` -> k - 1 for k from 1 to the ploidy (the last
-    dimension of the GT array). A FORMAT field named like one (``GT_1``) keeps that column.
+    dimension of the GT array). A FORMAT field named like one (``GT_1``, or ``gt_1``: SQL
+    names are case-insensitive) keeps that column.
 
     >>> from types import SimpleNamespace as F
     >>> genotype_columns({"GT": F(shape=(9, 3, 2)), "GT_2": F(shape=(9, 3))})
@@ -157,8 +193,8 @@ def genotype_columns(fields: dict[str, Field]) -> dict[str, int | None]:
     ploidy = gt.shape[-1] if len(gt.shape) == 3 else 0
     derived: dict[str, int | None] = {GT_PHASED_COLUMN: None}
     derived.update({f"{GT_COLUMN}_{k + 1}": k for k in range(ploidy)})
-    taken = {FORMAT_PREFIX + name for name in fields}
-    return {name: index for name, index in derived.items() if name not in taken}
+    taken = {column.casefold() for column in column_names(fields, FORMAT_PREFIX).values()}
+    return {name: index for name, index in derived.items() if name.casefold() not in taken}
 
 
 def _allele_field(name: str, index: int, type_: pa.DataType) -> pa.Field:
@@ -178,9 +214,10 @@ def _format_fields(store: Store, *, over_samples: bool) -> list[pa.Field]:
         return pa.list_(type_) if over_samples else type_
 
     fields = []
+    columns = column_names(store.format_fields, FORMAT_PREFIX)
     for f in store.format_fields.values():
         fields.append(
-            pa.field(FORMAT_PREFIX + f.name, per_sample(per_value_type(f)), metadata=field_metadata(f))
+            pa.field(columns[f.name], per_sample(per_value_type(f)), metadata=field_metadata(f))
         )
         if f.name == GT:  # its derived columns follow it
             for name, index in genotype_columns(store.format_fields).items():

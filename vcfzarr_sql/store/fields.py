@@ -44,6 +44,10 @@ class FieldInfo:
     shape: tuple[int, ...]
     chunks: tuple[int, ...]
     dims: tuple[str, ...]
+    #: ``mask_<array>`` when the store has it: True where an element holds no value, so that
+    #: the others are values even when equal to a sentinel (our converter writes it where
+    #: real values equal -1, -2 or "")
+    mask: str | None = None
 
 
 def _is_companion(name: str, arrays: Mapping[str, ArrayInfo]) -> bool:
@@ -105,7 +109,16 @@ def _check_type(info: ArrayInfo, declared: HeaderField) -> None:
                          f"Type={declared.vcf_type}")
 
 
-def _field(category: str, name: str, info: ArrayInfo, declared: HeaderField | None) -> FieldInfo:
+def _mask(info: ArrayInfo, arrays: Mapping[str, ArrayInfo]) -> str | None:
+    mask = arrays.get(spec.MASK_PREFIX + info.name)
+    if mask is None or (mask.shape, mask.chunks, mask.dtype) != (info.shape, info.chunks, np.bool_):
+        return None
+    return mask.name
+
+
+def _field(
+    category: str, name: str, info: ArrayInfo, declared: HeaderField | None, mask: str | None
+) -> FieldInfo:
     if declared is not None:
         if info.name != spec.CALL_GENOTYPE:
             _check_type(info, declared)
@@ -125,6 +138,7 @@ def _field(category: str, name: str, info: ArrayInfo, declared: HeaderField | No
         shape=info.shape,
         chunks=info.chunks,
         dims=info.dims,
+        mask=mask,
     )
 
 
@@ -148,4 +162,6 @@ def describe_fields(
     declared = {} if header is None else (header.info if category == INFO else header.format)
     order = [n for n in declared if n in found]
     order += sorted(set(found) - set(declared), key=lambda n: (n != GT, n))
-    return {n: _field(category, n, found[n], declared.get(n)) for n in order}
+    return {
+        n: _field(category, n, found[n], declared.get(n), _mask(found[n], arrays)) for n in order
+    }

@@ -73,14 +73,15 @@ def _info_column(store, blocks: BatchBlocks, rows: np.ndarray, counts) -> list[s
                     parts[k].append(f"{name}={text}")
             continue
         values = blocks.read(field.array)[rows]
+        no_value = None if field.mask is None else blocks.read(field.mask)[rows]
         if field.vcf_type == "Flag":
             for k in np.flatnonzero(values.reshape(len(rows), -1).any(axis=1)):
                 parts[k].append(name)
             continue
-        shown = vt.present(values, field.vcf_type)
+        shown = vt.present(values, field.vcf_type, no_value)
         if not shown.any():
             continue
-        texts = vt.cells(values[shown], field.vcf_type)
+        texts = vt.cells(values[shown], field.vcf_type, None if no_value is None else no_value[shown])
         for k, text in zip(np.flatnonzero(shown), texts):
             parts[k].append(f"{name}={text}")
     if counts is not None:  # AC/AN not declared in the store: bcftools appends them
@@ -100,8 +101,10 @@ def _format_columns(store, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.
     for name in sorted(fields, key=lambda n: n != "GT"):
         field = fields[name]
         values = blocks.read(field.array)[rows]
+        no_value = None if field.mask is None else blocks.read(field.mask)[rows]
         if order is not None:
             values = values[:, order]
+            no_value = None if no_value is None else no_value[:, order]
         if name == "GT":
             phased = None
             if store.has_array(spec.CALL_GENOTYPE_PHASED):
@@ -109,14 +112,18 @@ def _format_columns(store, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.
                 phased = phased if order is None else phased[:, order]
             text = vt.genotype_cells(values, phased)
         else:
-            text = vt.cells(values if values.ndim == 3 else values[..., None], field.vcf_type)
+            if values.ndim == 2:
+                values = values[..., None]
+                no_value = None if no_value is None else no_value[..., None]
+            text = vt.cells(values, field.vcf_type, no_value)
         names.append(name)
         cells.append(text)
         # The store cannot tell a key absent from a record from one whose values are all
         # missing: GT is written always (as nearly every record has it), others when set.
         shown.append(
             np.ones(len(rows), bool) if name == "GT"
-            else vt.present(everyone.read(field.array)[rows], field.vcf_type)
+            else vt.present(everyone.read(field.array)[rows], field.vcf_type,
+                            None if field.mask is None else everyone.read(field.mask)[rows])
         )
     out = []
     for k in range(len(rows)):

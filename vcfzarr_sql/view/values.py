@@ -32,15 +32,22 @@ def _float_flags(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return bits == spec.FLOAT64_MISSING_BITS, bits == spec.FLOAT64_FILL_BITS
 
 
-def flags(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, np.ndarray]:
-    """(missing, fill) masks of stored values."""
+def flags(
+    values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(missing, fill) masks of stored values; ``no_value``, the field's ``mask_<array>`` when
+    the store has one: elsewhere a value equal to a sentinel is a value (``SVLEN=-1``)."""
     if values.dtype.kind == "f":
-        return _float_flags(values)
-    if values.dtype.kind in "iu":
-        return values == spec.INT_MISSING, values == spec.INT_FILL
-    if values.dtype.kind == "b":
+        missing, fill = _float_flags(values)
+    elif values.dtype.kind in "iu":
+        missing, fill = values == spec.INT_MISSING, values == spec.INT_FILL
+    elif values.dtype.kind == "b":
         return np.zeros(values.shape, bool), np.zeros(values.shape, bool)
-    return values == spec.STR_MISSING, values == spec.STR_FILL
+    else:
+        missing, fill = values == spec.STR_MISSING, values == spec.STR_FILL
+    if no_value is None:
+        return missing, fill
+    return missing & no_value, fill & no_value
 
 
 def _vector_text(vector: tuple, missing: tuple, fill: tuple, vcf_type: str) -> str:
@@ -90,17 +97,26 @@ def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.ravel()
 
 
-def cells(values: np.ndarray, vcf_type: str) -> np.ndarray:
+def cells(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None) -> np.ndarray:
     """One VCF text per cell of ``values``; the last axis is the vector of one cell when
-    ``values`` has more than one dimension (``(rows, width)`` or ``(rows, samples, width)``)."""
+    ``values`` has more than one dimension (``(rows, width)`` or ``(rows, samples, width)``).
+    ``no_value``: as :func:`flags` (same shape as ``values``).
+
+    >>> cells(np.array([[-1, -2], [-1, -2]]), "Integer", np.array([[False, False], [False, True]])).tolist()
+    ['-1,-2', '-1']
+    """
     if values.ndim == 1:
         values = values[:, None]
     shape, width = values.shape[:-1], values.shape[-1]
     flat = np.ascontiguousarray(values.reshape(-1, width))
-    missing, fill = flags(flat, vcf_type)
+    missing, fill = flags(flat, vcf_type, None if no_value is None else no_value.reshape(-1, width))
     if flat.dtype.kind == "O":
         keys = ["\x00".join(map(str, row)) for row in flat]
+        if no_value is not None:
+            keys = [key + "\x01" + m.tobytes().hex() + f.tobytes().hex() for key, m, f in zip(keys, missing, fill)]
         _, first, inverse = np.unique(np.array(keys, dtype=object), return_index=True, return_inverse=True)
+    elif no_value is not None:  # rows equal in value but not in mask print differently
+        first, inverse = distinct_rows(np.concatenate([flat.astype(np.int64), missing, fill], axis=1))
     else:
         first, inverse = distinct_rows(flat)
     texts = np.array(
@@ -110,11 +126,11 @@ def cells(values: np.ndarray, vcf_type: str) -> np.ndarray:
     return texts[inverse.ravel()].reshape(shape)
 
 
-def present(values: np.ndarray, vcf_type: str) -> np.ndarray:
+def present(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None) -> np.ndarray:
     """Per row: whether any value of the row is set (a Flag: True), i.e. the field prints."""
     if values.dtype.kind == "b":
         return values.reshape(len(values), -1).any(axis=1)
-    missing, fill = flags(values, vcf_type)
+    missing, fill = flags(values, vcf_type, no_value)
     return (~(missing | fill)).reshape(len(values), -1).any(axis=1)
 
 
