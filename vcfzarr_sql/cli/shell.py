@@ -19,7 +19,9 @@ import click
 
 import vcfzarr_sql
 from vcfzarr_sql.cli import options
+from vcfzarr_sql.cli.interrupt import Interrupted
 from vcfzarr_sql.cli.query import FORMATS, print_query
+from vcfzarr_sql.cli.sql_text import ends_statement
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import QueryError, VcfZarrError
 
@@ -108,19 +110,30 @@ def run_statement(session: Session, sql: str) -> None:
         click.echo(f"Run Time: {time.perf_counter() - start:.3f} s", err=True)
 
 
-#: reads one line (the argument says whether a statement is pending); None at the end
+#: reads one line (the argument says whether a statement is pending); None at the end; raises
+#: KeyboardInterrupt when Ctrl-C drops the line being typed
 LineReader = Callable[[bool], "str | None"]
 
 
 def statements(read_line: LineReader) -> Iterator[str]:
-    """Dot commands (one line each) and SQL statements (up to a line ending in ';')."""
+    """Dot commands (one line each) and SQL statements (up to a line ending in ';').
+
+    Ctrl-C at a prompt drops the statement being typed.
+    """
     buffer: list[str] = []
-    while (line := read_line(bool(buffer))) is not None:
+    while True:
+        try:
+            line = read_line(bool(buffer))
+        except KeyboardInterrupt:
+            buffer = []
+            continue
+        if line is None:
+            break
         if not buffer and line.strip().startswith("."):
             yield line.strip()
         elif buffer or line.strip():
             buffer.append(line)
-            if line.rstrip().endswith(";"):
+            if ends_statement("\n".join(buffer)):
                 yield "\n".join(buffer)
                 buffer = []
     if buffer:
@@ -137,14 +150,14 @@ def terminal_reader() -> LineReader:
     """A line reader that prompts on the terminal (readline editing and history)."""
 
     def read_line(pending: bool) -> str | None:
-        while True:
-            try:
-                return input(CONTINUATION if pending else PROMPT)
-            except EOFError:
-                click.echo()
-                return None
-            except KeyboardInterrupt:
-                click.echo("^C")
+        try:
+            return input(CONTINUATION if pending else PROMPT)
+        except EOFError:
+            click.echo()
+            return None
+        except KeyboardInterrupt:
+            click.echo("^C")
+            raise
 
     return read_line
 
@@ -168,7 +181,8 @@ def readline_history() -> Iterator[None]:
 def run_shell(session: Session, read_line: LineReader, *, interactive: bool = False) -> None:
     """Run every statement read; errors are printed and the shell carries on.
 
-    At a terminal, Ctrl-C stops the running statement and returns to the prompt.
+    Ctrl-C cancels the running statement (:mod:`.interrupt`): at a terminal the shell goes
+    back to the prompt with its tables intact; a script stops.
     """
     for text in statements(read_line):
         try:
@@ -179,10 +193,9 @@ def run_shell(session: Session, read_line: LineReader, *, interactive: bool = Fa
         except VcfZarrError as err:
             session.failures += 1
             click.echo(f"error: {err}", err=True)
-        except KeyboardInterrupt:
+        except (Interrupted, KeyboardInterrupt):
             if not interactive:
-                raise
-            session.con.interrupt()
+                raise Interrupted() from None
             click.echo("interrupted", err=True)
         if session.done:
             return

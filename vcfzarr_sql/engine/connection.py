@@ -54,6 +54,10 @@ class Connection:
         """What :meth:`sql` would run for ``query`` (the table-function calls it makes)."""
         return rewrite(query, parameters, self._defaults)
 
+    def table_function_calls(self) -> dict[str, str]:
+        """Each registered relation's name -> the table-function call it stands for (SQL)."""
+        return {name: spec.call_sql for name, spec in self._registry.calls().items()}
+
     def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
         rewritten = self.rewrite(query, parameters)
         self._registry.refresh(rewritten.relations)

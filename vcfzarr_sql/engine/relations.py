@@ -63,6 +63,10 @@ class Registry:
         """(name, relation) of every registered relation."""
         return ((name, relation) for name, (_, _, relation) in self._relations.items())
 
+    def calls(self) -> dict[str, ScanSpec]:
+        """The call behind each registered relation, by relation name."""
+        return {name: spec for name, (spec, _, _) in self._relations.items()}
+
     def refresh(self, wanted: Mapping[str, ScanSpec]) -> None:
         """Register the relations of ``wanted`` (by name) and rebuild those over changed stores.
 
