@@ -20,7 +20,7 @@ from vcfzarr_sql.cli import main
 
 #: more rows than the table format shows on a terminal (1000): 9 records x 300
 MANY = "SELECT v.pos, r.range AS k FROM vcf_zarr('{store}') v, range(300) r ORDER BY v.pos, k"
-INTERNAL = re.compile(r"vcf_zarr_[0-9a-f]{12}|vcfzarr-sql-|query_result")
+INTERNAL = re.compile(r"vcf_zarr_[0-9a-f]{12}|vcfzarr-sql-|vcfzarr_sql_result")
 
 
 @pytest.fixture(scope="module")

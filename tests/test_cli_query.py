@@ -9,6 +9,7 @@ import collections
 import csv
 import io
 import json
+import os
 
 import pyarrow.parquet as pq
 import pytest
@@ -237,3 +238,18 @@ def test_demo_on_a_file_without_dp_or_genotypes(capsys, tmp_path) -> None:
     targets = title.split("bcftools view -t ")[1].rstrip(")")
     first_row = cells.index(["records", "pass", "mean_qual"]) + 2
     assert cells[first_row][0] == str(len(oracle.records(str(vcf), targets=targets)))
+
+
+def test_a_view_saved_in_a_database_file_works_in_the_next_session(capsys, monkeypatch, store, tmp_path) -> None:
+    database = str(tmp_path / "saved.db")
+    monkeypatch.chdir(os.path.dirname(store))
+    relative = os.path.basename(store)
+    script = f"CREATE VIEW v AS SELECT pos FROM vcf_zarr('{relative}', region := '20');\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(script))
+    assert _run(capsys, "shell", "-d", database) == (0, "", "")
+    monkeypatch.chdir(tmp_path)  # another directory, another session
+    monkeypatch.setattr("sys.stdin", io.StringIO(".mode csv\nSELECT count(*) AS n FROM v;\n.tables\n"))
+    code, out, err = _run(capsys, "shell", "-d", database)
+    assert (code, err) == (0, "")
+    expected = sum(r.chrom == "20" for r in oracle.records(SAMPLE_VCF))
+    assert out.split() == ["n", str(expected), "name", "v"]  # no internal relation names

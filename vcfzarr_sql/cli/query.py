@@ -41,6 +41,8 @@ EXTENSION_FORMATS = {
 }
 #: rows shown by the ``table`` format on standard output unless --max-rows says otherwise
 DEFAULT_MAX_ROWS = 1000
+#: the name under which a result is registered for DuckDB's COPY
+RESULT_VIEW = "vcfzarr_sql_result"
 #: the columns of DuckDB's EXPLAIN result
 EXPLAIN_COLUMNS = ["explain_key", "explain_value"]
 
@@ -128,7 +130,7 @@ def _copy(con: Connection, relation: duckdb.DuckDBPyRelation, fmt: str, output: 
     with tempfile.TemporaryDirectory(prefix="vcfzarr-sql-") as tmp:
         target = output if output is not None else os.path.join(tmp, f"result.{fmt}")
         raw = con.duckdb_connection
-        view = "query_result"
+        view = RESULT_VIEW
         try:
             raw.register(view, relation)
             raw.execute(f"COPY {view} TO '{_quote(target)}' ({COPY_OPTIONS[fmt]})")

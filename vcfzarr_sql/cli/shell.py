@@ -20,7 +20,7 @@ import click
 import vcfzarr_sql
 from vcfzarr_sql.cli import options
 from vcfzarr_sql.cli.interrupt import Interrupted
-from vcfzarr_sql.cli.query import FORMATS, print_query
+from vcfzarr_sql.cli.query import FORMATS, RESULT_VIEW, print_query
 from vcfzarr_sql.cli.sql_text import ends_statement
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import QueryError, VcfZarrError
@@ -63,7 +63,9 @@ def _quit(session: Session, argument: str) -> None:
 
 
 def _tables(session: Session, argument: str) -> None:
-    print_query(session.con, "SHOW TABLES")
+    # without the relations registered for table-function calls and results (internal names)
+    print_query(session.con, "SELECT name FROM (SHOW TABLES) WHERE NOT regexp_matches(name, "
+                f"'^vcf_zarr(_[a-z]+)?_[0-9a-f]{{12}}$|^{RESULT_VIEW}$')", session.mode)
 
 
 def _stats(session: Session, argument: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 
+from vcfzarr_sql.engine import saved_calls
 from vcfzarr_sql.engine.relations import Registry
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
 from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
@@ -28,7 +29,8 @@ class Connection:
     ``vcf_zarr_calls(...)``, ``vcf_zarr_samples(...)``, ``vcf_zarr_contigs(...)`` and
     ``vcf_zarr_fields(...)`` wherever a table may stand; every other attribute is the DuckDB
     connection's own. Each distinct call is registered once, under a stable name, for the
-    connection's lifetime, so views over the table functions keep working; a store that
+    connection's lifetime (and in a database file, for later sessions too: see
+    :mod:`.saved_calls`), so views over the table functions keep working; a store that
     changes on disk is opened again before the next query (see :mod:`.relations`).
     ``opener`` opens the store a call names (:func:`~vcfzarr_sql.store.open_store` by default).
     """
@@ -40,6 +42,9 @@ class Connection:
         self._defaults = defaults
         self._registry = Registry(connection, opener)
         self._stats_before: dict[str, Mapping] = {}
+        self._saves_calls = saved_calls.is_database_file(connection)
+        self._saved_calls = saved_calls.load(connection) if self._saves_calls else {}
+        self._registry.register_available(self._saved_calls)
 
     @property
     def duckdb_connection(self) -> duckdb.DuckDBPyConnection:
@@ -56,13 +61,16 @@ class Connection:
 
     def table_function_calls(self) -> dict[str, str]:
         """Each registered relation's name -> the table-function call it stands for (SQL)."""
-        return {name: spec.call_sql for name, spec in self._registry.calls().items()}
+        calls = {**self._saved_calls, **self._registry.calls()}
+        return {name: spec.call_sql for name, spec in calls.items()}
 
     def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
         rewritten = self.rewrite(query, parameters)
         self._registry.refresh(rewritten.relations)
         for names in rewritten.unions:
             self._registry.check_same_samples(names)
+        if self._saves_calls and rewritten.relations and "create" in query.lower():
+            saved_calls.save(self._con, rewritten.relations)  # views over them outlive us
         self._stats_before = self._scan_stats()
         return rewritten
 

@@ -67,6 +67,14 @@ class Registry:
         """The call behind each registered relation, by relation name."""
         return {name: spec for name, (spec, _, _) in self._relations.items()}
 
+    def register_available(self, calls: Mapping[str, ScanSpec]) -> None:
+        """Register ``calls`` whose stores can be opened; leave out the others."""
+        for name, spec in calls.items():
+            try:
+                self._register(name, spec)
+            except VcfZarrError:
+                continue
+
     def refresh(self, wanted: Mapping[str, ScanSpec]) -> None:
         """Register the relations of ``wanted`` (by name) and rebuild those over changed stores.
 
