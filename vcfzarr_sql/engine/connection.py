@@ -9,17 +9,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from vcfzarr_sql.engine import saved_calls
 from vcfzarr_sql.engine.relations import Registry
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
-from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
-from vcfzarr_sql.engine.rules.inline_parameters import Parameters
 from vcfzarr_sql.engine.stats import sum_stats
-from vcfzarr_sql.store import VczStore
+
+if TYPE_CHECKING:  # SQL without table functions needs neither sqlglot nor the store modules
+    from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
+    from vcfzarr_sql.engine.rules.inline_parameters import Parameters
+    from vcfzarr_sql.store import VczStore
 
 
 class Connection:

@@ -11,19 +11,22 @@ again under the same names, so no query (not even one through a view) reads a st
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from vcfzarr_sql.engine.functions import ScanSpec, canonical_path
-from vcfzarr_sql.engine.metadata import METADATA_TABLES
 from vcfzarr_sql.errors import QueryError, VcfZarrError
-from vcfzarr_sql.scan import dataset
-from vcfzarr_sql.store import VczStore, open_store
+
+if TYPE_CHECKING:  # the store and scan modules are imported once a query needs them
+    from vcfzarr_sql.store import VczStore
 
 
 def open_relation(spec: ScanSpec, store: Any) -> Any:
     """A pyarrow Dataset (``vcf_zarr``, ``vcf_zarr_calls``) or a metadata Arrow table."""
+    from vcfzarr_sql.engine.metadata import METADATA_TABLES
+    from vcfzarr_sql.scan import dataset
+
     builder = METADATA_TABLES.get(spec.table)
     if builder is not None:
         return builder(store)
@@ -54,6 +57,8 @@ class Registry:
         return self._opened(path)
 
     def _opened(self, path: str) -> VczStore:
+        from vcfzarr_sql.store import open_store
+
         key = canonical_path(path)
         if key not in self._stores:
             self._stores[key] = (self._open or open_store)(path)
