@@ -39,7 +39,7 @@ Shell commands:
   .tables             tables and views of the database
   .stats              scan statistics of the last query (JSON)
   .timer on|off       print each statement's run time (default on)
-  .mode FORMAT        output format: table, csv or json (default table)
+  .mode FORMAT        output format: table, csv, tsv or json (default table)
   .quit, .exit        leave the shell (so does Ctrl-D)"""
 
 
@@ -80,7 +80,7 @@ def _timer(session: Session, argument: str) -> None:
 
 def _mode(session: Session, argument: str) -> None:
     if argument not in FORMATS or argument == "parquet":
-        raise QueryError(".mode takes table, csv or json")
+        raise QueryError(".mode takes table, csv, tsv or json")
     session.mode = argument
 
 
