@@ -40,7 +40,10 @@ def test_query_exits_130_with_one_line_on_ctrl_c(store):
         out, err = process.communicate(timeout=30)
     finally:
         process.kill()
-    assert (process.returncode, err) == (130, "error: interrupted\n"), out
+    # (numcodecs without google_crc32c may print a DeprecationWarning of its own first)
+    assert process.returncode == 130 and err.endswith("\nerror: interrupted\n" if "Warning" in err
+                                                      else "error: interrupted\n"), err
+    assert "Traceback" not in err and out == ""
 
 
 def _press_ctrl_c_after(seconds: float) -> None:

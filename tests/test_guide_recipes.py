@@ -38,7 +38,8 @@ def test_bed_join_counts_variants_per_feature_like_bcftools(tmp_path):
     bed = tmp_path / "genes.bed"
     bed.write_text(BED)
     sql = recipe("bed-join").replace("'genes.bed'", f"'{bed}'").replace("'calls.zarr'", f"'{store}'")
-    got = dict(vcfzarr_sql.connect().sql(sql).fetchall())
+    con = vcfzarr_sql.connect()  # kept: a relation does not keep its connection open
+    got = dict(con.sql(sql).fetchall())
     expected = {}
     for line in BED.splitlines():
         if line.startswith(("browser", "track", "#")):

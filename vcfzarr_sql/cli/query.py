@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -135,7 +136,7 @@ def _copy(con: Connection, relation: duckdb.DuckDBPyRelation, fmt: str, output: 
             raw.register(view, relation)
             raw.execute(f"COPY {view} TO '{_quote(target)}' ({COPY_OPTIONS[fmt]})")
         except duckdb.Error as err:  # about the rows, not about our COPY statement's text
-            message = str(err).split("\n\nLINE ")[0]
+            message = re.split(r"\n+LINE \d+:", str(err))[0]
             raise type(err)(message.replace(target, output or "standard output")) from None
         finally:
             raw.unregister(view)
