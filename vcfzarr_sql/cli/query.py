@@ -170,10 +170,8 @@ def print_vcf(con: Connection, sql: str, output: str | None) -> None:
     relation = run_sql(con, sql)
     if relation is None:
         raise QueryError("--format vcf needs a query that returns rows")
-    try:
+    with _errors_as_query_errors(con, sql), cancelling(con.duckdb_connection):
         reader = relation.to_arrow_table()
-    except duckdb.Error as err:
-        raise QueryError(str(err).strip()) from None
     lines = table_vcf_lines(reader.to_batches(), reader.schema, con.store(scans[0].path), scans[0].samples)
     with open_output(output, "v", next(lines), sys.stdout) as out:
         for line in lines:
