@@ -14,7 +14,6 @@ import oracle
 import zarr
 
 from vcfzarr_sql import spec
-from vcfzarr_sql.region_index import region_index
 from vcfzarr_sql.validation import validate
 
 #: Marks a fill (padding) element before it is trimmed away.
@@ -194,16 +193,31 @@ def check_length_and_index(stored: Stored, vcf) -> Mismatches:
         out.add(f"record {i} ({_where(recs[i])}) variant_length: expected {want_length[i]}, "
                 f"got {got_length[i]}")
     contig_index = {c: i for i, c in enumerate(stored.strings("contig_id"))}
-    want_index = region_index(
-        np.array([contig_index.get(r.chrom, -1) for r in recs], dtype=np.int64),
-        np.array([r.pos for r in recs], dtype=np.int64),
-        want_length,
+    want_index = expected_region_index(
+        [(contig_index.get(r.chrom, -1), r.pos, r.end) for r in recs],
         chunk_size=stored.group["variant_position"].chunks[0],
     )
     got_index = stored["region_index"].astype(np.int64)
     if got_index.shape != want_index.shape or not np.array_equal(got_index, want_index):
         out.add(f"region_index: expected {want_index.tolist()[:6]}..., got {got_index.tolist()[:6]}...")
     return out
+
+
+def expected_region_index(records: list[tuple[int, int, int]], chunk_size: int) -> np.ndarray:
+    """The spec's region index of (contig index, POS, END) records, written out in plain Python:
+    one row per distinct contig of each chunk (contig order), with first POS, last POS, max END
+    and count, however the records of the chunk are ordered."""
+    rows = []
+    for chunk in range(0, len(records), chunk_size):
+        by_contig: dict[int, list[tuple[int, int]]] = {}
+        for contig, pos, end in records[chunk : chunk + chunk_size]:
+            by_contig.setdefault(contig, []).append((pos, end))
+        for contig in sorted(by_contig):
+            spans = by_contig[contig]
+            positions = [pos for pos, _ in spans]
+            rows.append([chunk // chunk_size, contig, min(positions), max(positions),
+                         max(end for _, end in spans), len(spans)])
+    return np.array(rows, dtype=np.int64).reshape(-1, 6)
 
 
 def _field_value(values, field) -> object:

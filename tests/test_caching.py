@@ -17,7 +17,8 @@ import pytest
 
 import oracle
 import vcfzarr_sql
-from vcfzarr_sql.engine import relations, rewrite
+import vcfzarr_sql.store
+from vcfzarr_sql.engine import rewrite
 from vcfzarr_sql.errors import QueryError, StoreError
 
 SAMPLE_VCF = oracle.CORPUS_SAMPLE
@@ -90,13 +91,13 @@ def test_dataset_over_a_changed_store_refuses_to_scan(con, tmp_path) -> None:
 def test_unchanged_store_is_opened_once(con, tmp_path, monkeypatch) -> None:
     path = _convert(SAMPLE_VCF, tmp_path / "s.zarr")
     opened = collections.Counter()
-    real_open = relations.open_store
+    real_open = vcfzarr_sql.store.open_store  # imported by the registry when it opens a store
 
     def counting_open(location):
         opened[location] += 1
         return real_open(location)
 
-    monkeypatch.setattr(relations, "open_store", counting_open)
+    monkeypatch.setattr(vcfzarr_sql.store, "open_store", counting_open)
     for _ in range(3):
         con.sql(f"SELECT count(*) FROM vcf_zarr('{path}', region := '20')").fetchall()
         con.sql(f"SELECT count(*) FROM vcf_zarr_calls('{path}') WHERE contig = '19'").fetchall()

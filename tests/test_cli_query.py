@@ -9,6 +9,7 @@ import collections
 import csv
 import io
 import json
+import os
 
 import pyarrow.parquet as pq
 import pytest
@@ -218,3 +219,37 @@ def test_shell_prompts_at_a_terminal(capsys, monkeypatch, store) -> None:
     assert _cells(out)[-1] == [str(len(oracle.records(SAMPLE_VCF)))]
     assert "Run Time: " in err
     assert session.done and session.failures == 0
+
+
+def test_demo_on_a_file_without_dp_or_genotypes(capsys, tmp_path) -> None:
+    vcf = tmp_path / "plain.vcf"
+    vcf.write_text(
+        "##fileformat=VCFv4.2\n##contig=<ID=chrA>\n##contig=<ID=chrB>\n"
+        "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+        + "".join(f"chr{c}\t{p}\t.\tA\tG\t{p % 50}\tPASS\t.\n" for c in "AB" for p in range(100, 2100, 10))
+    )
+    code, out, err = _run(capsys, "demo", "--vcf", str(vcf))
+    assert (code, err) == (0, "")
+    cells = _cells(out)
+    for contig in ("chrA", "chrB"):
+        positions = [r.pos for r in oracle.records(str(vcf)) if r.chrom == contig]
+        assert [contig, str(len(positions)), str(positions[0]), str(positions[-1])] in cells
+    title = next(line for line in out.splitlines() if "bcftools view -t" in line)
+    targets = title.split("bcftools view -t ")[1].rstrip(")")
+    first_row = cells.index(["records", "pass", "mean_qual"]) + 2
+    assert cells[first_row][0] == str(len(oracle.records(str(vcf), targets=targets)))
+
+
+def test_a_view_saved_in_a_database_file_works_in_the_next_session(capsys, monkeypatch, store, tmp_path) -> None:
+    database = str(tmp_path / "saved.db")
+    monkeypatch.chdir(os.path.dirname(store))
+    relative = os.path.basename(store)
+    script = f"CREATE VIEW v AS SELECT pos FROM vcf_zarr('{relative}', region := '20');\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(script))
+    assert _run(capsys, "shell", "-d", database) == (0, "", "")
+    monkeypatch.chdir(tmp_path)  # another directory, another session
+    monkeypatch.setattr("sys.stdin", io.StringIO(".mode csv\nSELECT count(*) AS n FROM v;\n.tables\n"))
+    code, out, err = _run(capsys, "shell", "-d", database)
+    assert (code, err) == (0, "")
+    expected = sum(r.chrom == "20" for r in oracle.records(SAMPLE_VCF))
+    assert out.split() == ["n", str(expected), "name", "v"]  # no internal relation names

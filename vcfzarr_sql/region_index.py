@@ -20,21 +20,25 @@ def chunk_region_index(
     length: np.ndarray,
     dtype: np.dtype | type = np.int64,
 ) -> np.ndarray:
-    """Region index rows of one variant chunk, one per run of equal contig ids.
+    """Region index rows of one variant chunk, one per distinct contig id (in id order).
 
-    Records of a contig are expected to be contiguous within the chunk (a sorted VCF); if a
-    contig appears in several runs, each run gets its own row, which keeps pruning correct.
+    Each row covers every record of its contig in the chunk, also when an unsorted file
+    alternates between contigs inside the chunk: first POS, last POS, maximum END, count.
 
     >>> chunk_region_index(2, np.array([1, 1, 2]), np.array([1234567, 1235237, 10]),
     ...                    np.array([1, 1, 2])).tolist()
     [[2, 1, 1234567, 1235237, 1235237, 2], [2, 2, 10, 10, 11, 1]]
+    >>> chunk_region_index(0, np.array([2, 1, 2]), np.array([50, 7, 20]),
+    ...                    np.array([1, 1, 40])).tolist()
+    [[0, 1, 7, 7, 7, 1], [0, 2, 20, 50, 59, 2]]
     """
     n = len(contig)
     if n == 0:
         return np.empty((0, spec.REGION_INDEX_FIELDS), dtype=dtype)
-    contig = np.asarray(contig, dtype=np.int64)
-    position = np.asarray(position, dtype=np.int64)
-    end = position + np.asarray(length, dtype=np.int64) - 1
+    order = np.argsort(np.asarray(contig, dtype=np.int64), kind="stable")
+    contig = np.asarray(contig, dtype=np.int64)[order]
+    position = np.asarray(position, dtype=np.int64)[order]
+    end = position + np.asarray(length, dtype=np.int64)[order] - 1
     starts = np.flatnonzero(np.r_[True, contig[1:] != contig[:-1]])
     stops = np.r_[starts[1:], n]
     rows = np.empty((len(starts), spec.REGION_INDEX_FIELDS), dtype=np.int64)

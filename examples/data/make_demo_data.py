@@ -16,6 +16,9 @@ import numpy as np
 import pysam
 
 HERE = Path(__file__).parent
+#: the demo VCF is package data (``vcfzarr-sql demo`` needs it in a regular install);
+#: examples/data/demo.vcf.gz is a link to it
+PACKAGE_DATA = HERE.parents[1] / "vcfzarr_sql" / "data"
 SEED = 20260101
 NUM_SAMPLES = 50
 #: contig -> length
@@ -101,13 +104,13 @@ def main() -> None:
         for k, (contig, length) in enumerate(CONTIGS.items())
         for line in _records(contig, length, SEED + k, rng)
     ]
-    plain = HERE / "demo.vcf"
+    plain = PACKAGE_DATA / "demo.vcf"
     plain.write_text(_header(samples) + "\n".join(body) + "\n")
     pysam.tabix_index(str(plain), preset="vcf", force=True)  # bgzips to demo.vcf.gz (+ .tbi)
     (HERE / "genes.bed").write_text(
         "".join(f"{c}\t{start}\t{end}\t{name}\n" for c, start, end, name in GENES)
     )
-    print(f"{len(body)} records, {NUM_SAMPLES} samples -> {HERE / 'demo.vcf.gz'}")
+    print(f"{len(body)} records, {NUM_SAMPLES} samples -> {PACKAGE_DATA / 'demo.vcf.gz'}")
 
 
 if __name__ == "__main__":

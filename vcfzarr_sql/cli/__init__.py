@@ -1,6 +1,6 @@
 """The ``vcfzarr-sql`` command line: thin commands over the library API.
 
-Each command lives in its own module of this package (named in :data:`COMMAND_MODULES`),
+Each command lives in its own module of this package (named in :data:`COMMANDS`),
 imported only when it runs.
 Errors the library raises on purpose (:class:`~vcfzarr_sql.errors.VcfZarrError`) are printed
 as one line ``error: <message>`` with exit code 1, never as a traceback.
@@ -14,35 +14,51 @@ import warnings
 
 import click
 
+from vcfzarr_sql.cli.interrupt import Interrupted
 from vcfzarr_sql.errors import VcfZarrError, VcfZarrWarning
 
-#: Command modules, each defining a click command named ``command``.
-COMMAND_MODULES = (
-    "convert",
-    "validate",
-    "index",
-    "info",
-    "query",
-    "shell",
-    "demo",
-    "serve",
-    "view",
-)
+#: Each command's module (defining a click command named ``command``) -> its one-line summary,
+#: which ``--help`` lists without importing the module.
+COMMANDS = {
+    "convert": "Convert VCF/BCF to a VCF Zarr store.",
+    "validate": "Check a store against the VCF Zarr spec.",
+    "index": "Write a store's region_index (and variant_length).",
+    "info": "Describe a store: samples, contigs, fields, chunks.",
+    "query": "Run SQL over VCF Zarr stores and print the result.",
+    "shell": "Interactive SQL prompt (or run a script from stdin).",
+    "demo": "Convert a small VCF and query it, with pruning statistics.",
+    "serve": "Serve SQL on the PostgreSQL wire protocol.",
+    "view": "Write a store as VCF/BCF, as bcftools view would.",
+}
 
 
 class LazyGroup(click.Group):
     """A click group that imports a command's module only when that command runs.
 
-    ``vcfzarr-sql convert`` then never pays for importing DuckDB and the SQL engine.
+    ``vcfzarr-sql --help`` and ``vcfzarr-sql convert`` then never pay for importing DuckDB and
+    the SQL engine. Ctrl-C in a command becomes :class:`~.interrupt.Interrupted`, which
+    :func:`main` reports in one line (click would print an empty line and abort with code 1).
     """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMAND_MODULES)
+        return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in COMMAND_MODULES:
+        if cmd_name not in COMMANDS:
             return None
-        return importlib.import_module(f"vcfzarr_sql.cli.{cmd_name}").command
+        command = importlib.import_module(f"vcfzarr_sql.cli.{cmd_name}").command
+        command.short_help = COMMANDS[cmd_name]
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, COMMANDS[name]) for name in self.list_commands(ctx)])
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -78,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as err:
         err.show()
         return err.exit_code
-    except KeyboardInterrupt:
+    except (Interrupted, KeyboardInterrupt):
         click.echo("error: interrupted", err=True)
         return 130
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import click
@@ -17,48 +18,116 @@ import vcfzarr_sql
 from vcfzarr_sql.cli.info import describe_store
 from vcfzarr_sql.cli.query import print_query
 from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.errors import QueryError
 
-#: The bundled demo call set (see examples/data/make_demo_data.py).
-DEMO_VCF = Path(__file__).resolve().parents[2] / "examples" / "data" / "demo.vcf.gz"
+#: The bundled demo call set (package data; see examples/data/make_demo_data.py).
+DEMO_VCF = Path(__file__).resolve().parents[1] / "data" / "demo.vcf.gz"
 #: Small chunks, so pruning shows on a small file.
 DEMO_CHUNK_SIZE = 500
 
-#: (title, SQL with a {store} placeholder)
+
+@dataclass(frozen=True)
+class Places:
+    """Where the demo queries look: a region of one contig, a position range and a region of
+    another (the same one if the file has a single contig)."""
+
+    region: str
+    contig: str
+    start: int
+    stop: int
+    frequencies_region: str
+
+
+#: hand-picked places in the bundled data (the region is the gene BETA2 of genes.bed)
+BUNDLED_PLACES = Places("1:450000-470000", "2", 300000, 400000, "2:50000-90000")
+
+#: (title, SQL with placeholders: {store}, the fields of Places, {site_fields}, {frequency_fields};
+#: the columns it needs)
 QUERIES = (
     (
         "Records per contig",
         "SELECT contig, count(*) AS records, min(pos) AS first, max(pos) AS last\n"
         "FROM vcf_zarr('{store}')\nGROUP BY contig ORDER BY contig",
+        (),
     ),
     (
-        "Records overlapping a region (region :=, like bcftools view -r 1:450000-470000)",
-        "SELECT contig, pos, \"end\", id, ref, alt, qual, filters, info_DP\n"
-        "FROM vcf_zarr('{store}', region := '1:450000-470000')\nORDER BY pos LIMIT 8",
+        "Records overlapping a region (region :=, like bcftools view -r {region})",
+        "SELECT contig, pos, \"end\", id, ref, alt, qual, filters{site_fields}\n"
+        "FROM vcf_zarr('{store}', region := '{region}')\nORDER BY pos LIMIT 8",
+        (),
     ),
     (
-        "Records by position (WHERE, like bcftools view -t 2:300000-400000)",
+        "Records by position (WHERE, like bcftools view -t {contig}:{start}-{stop})",
         "SELECT count(*) AS records, count(*) FILTER (WHERE 'PASS' IN filters) AS pass,\n"
         "       round(avg(qual), 1) AS mean_qual\n"
-        "FROM vcf_zarr('{store}')\nWHERE contig = '2' AND pos BETWEEN 300000 AND 400000",
+        "FROM vcf_zarr('{store}')\nWHERE contig = '{contig}' AND pos BETWEEN {start} AND {stop}",
+        (),
     ),
     (
-        "Allele counts and frequencies from the genotypes (vs the AC/AF the VCF carries)",
+        "Allele counts and frequencies from the genotypes{frequency_note}",
         "SELECT pos, ref, alt,\n"
         "       list_count(flatten(fmt_GT)) AS an,\n"
         "       len([a FOR a IN flatten(fmt_GT) IF a = 1]) AS ac,\n"
-        "       round(ac / an, 4) AS af, info_AC, info_AF\n"
-        "FROM vcf_zarr('{store}', region := '2:50000-90000')\nORDER BY pos LIMIT 8",
+        "       round(ac / an, 4) AS af{frequency_fields}\n"
+        "FROM vcf_zarr('{store}', region := '{frequencies_region}')\nORDER BY pos LIMIT 8",
+        ("fmt_GT",),
     ),
     (
-        "Per-sample missingness and heterozygosity on contig 2 (one row per call;"
+        "Per-sample missingness and heterozygosity on contig {contig} (one row per call;"
         " fmt_GT_1, fmt_GT_2: the alleles)",
         "SELECT sample_id, count(*) AS calls,\n"
         "       round(avg((fmt_GT_1 IS NULL AND fmt_GT_2 IS NULL)::INT), 4) AS missing,\n"
         "       round(avg((fmt_GT_1 <> fmt_GT_2)::INT), 4) AS het\n"
-        "FROM vcf_zarr_calls('{store}')\nWHERE contig = '2'\n"
+        "FROM vcf_zarr_calls('{store}')\nWHERE contig = '{contig}'\n"
         "GROUP BY sample_id ORDER BY missing DESC, sample_id LIMIT 5",
+        ("fmt_GT",),
     ),
 )
+
+
+def _sql_string(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def places_in(con: Connection, store: str) -> Places:
+    """Places for a file the demo does not know: windows of its two largest contigs."""
+    rows = con.sql(
+        f"SELECT contig, min(pos), max(pos) FROM vcf_zarr('{_sql_string(store)}') "
+        "GROUP BY contig ORDER BY count(*) DESC, contig LIMIT 2"
+    ).fetchall()
+    if not rows:
+        raise QueryError(f"{store}: no records to demonstrate on")
+    first, second = rows[0], rows[-1]
+
+    def at(row: tuple, fraction: float) -> int:
+        return int(row[1] + fraction * (row[2] - row[1]))
+
+    return Places(
+        region=f"{first[0]}:{at(first, 0.45)}-{at(first, 0.47)}",
+        contig=second[0],
+        start=at(second, 0.3),
+        stop=at(second, 0.4),
+        frequencies_region=f"{second[0]}:{at(second, 0.1)}-{at(second, 0.2)}",
+    )
+
+
+def demo_queries(con: Connection, store: str, places: Places) -> list[tuple[str, str]]:
+    """(title, SQL) of each demo query the store has the columns for, with INFO/DP, AC and AF
+    shown beside the computed values when the file has them."""
+    columns = set(con.sql(f"SELECT * FROM vcf_zarr('{_sql_string(store)}') LIMIT 0").columns)
+    frequency_fields = [c for c in ("info_AC", "info_AF") if c in columns]
+    values = {
+        "store": _sql_string(store),
+        **asdict(places),
+        "site_fields": ", info_DP" if "info_DP" in columns else "",
+        "frequency_fields": "".join(f", {c}" for c in frequency_fields),
+        "frequency_note": " (vs the AC/AF the VCF carries)" if frequency_fields else "",
+    }
+    return [
+        (title.format(**values), template.format(**values))
+        for title, template, needs in QUERIES
+        if columns.issuperset(needs)
+    ]
 
 
 def pruning_line(stats: dict) -> str:
@@ -81,10 +150,9 @@ def _heading(text: str) -> None:
     click.echo("-" * len(text))
 
 
-def run_queries(con: Connection, store: str) -> None:
+def run_queries(con: Connection, store: str, places: Places = BUNDLED_PLACES) -> None:
     """Run and print each demo query with its pruning statistics."""
-    for title, template in QUERIES:
-        sql = template.format(store=store.replace("'", "''"))
+    for title, sql in demo_queries(con, store, places):
         _heading(title)
         click.echo(sql)
         start = time.perf_counter()
@@ -96,7 +164,7 @@ def run_queries(con: Connection, store: str) -> None:
 @click.command("demo")
 @click.option(
     "--vcf", type=click.Path(exists=True, dir_okay=False), default=str(DEMO_VCF),
-    show_default="the bundled examples/data/demo.vcf.gz", help="VCF/BCF to demonstrate on.",
+    show_default="the bundled demo.vcf.gz", help="VCF/BCF to demonstrate on.",
 )
 @click.option(
     "--keep", type=click.Path(file_okay=False), default=None,
@@ -117,4 +185,5 @@ def command(vcf: str, keep: str | None) -> None:
         describe_store(con, store)
         click.echo()
         click.secho("3. Queries", bold=True)
-        run_queries(con, store)
+        bundled = Path(vcf).resolve() == DEMO_VCF
+        run_queries(con, store, BUNDLED_PLACES if bundled else places_in(con, store))

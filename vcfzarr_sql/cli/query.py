@@ -20,6 +20,10 @@ import click
 import duckdb
 
 import vcfzarr_sql
+from vcfzarr_sql.cli.interrupt import cancelling
+from vcfzarr_sql.cli.messages import query_error
+from vcfzarr_sql.cli.sql_text import without_trailing_comments
+from vcfzarr_sql.cli.text_table import write_text_table
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import QueryError
 
@@ -31,55 +35,54 @@ COPY_OPTIONS = {
     "json": "FORMAT json",
     "parquet": "FORMAT parquet",
 }
-#: rows shown by the ``table`` format unless --max-rows says otherwise
+#: the format an output file's extension implies (others: table)
+EXTENSION_FORMATS = {
+    ".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".json": "json", ".ndjson": "json",
+    ".jsonl": "json", ".parquet": "parquet", ".pq": "parquet", ".vcf": "vcf",
+}
+#: rows shown by the ``table`` format on standard output unless --max-rows says otherwise
 DEFAULT_MAX_ROWS = 1000
+#: the name under which a result is registered for DuckDB's COPY
+RESULT_VIEW = "vcfzarr_sql_result"
+#: the columns of DuckDB's EXPLAIN result
+EXPLAIN_COLUMNS = ["explain_key", "explain_value"]
 
 
-#: How DuckDB reports an exception raised by our scan: the traceback follows the message.
-_SCAN_ERROR = re.compile(
-    r"registered as '[^']*' failed: \w+: (?P<message>.*?)(?:\. Detail: Python exception.*)?\Z", re.S
-)
+def output_format(fmt: str | None, output: str | None) -> str:
+    """The format to write: ``fmt`` if given, else the one ``output``'s extension implies.
 
-
-def duckdb_error(err: duckdb.Error) -> QueryError:
-    """DuckDB's error as a QueryError: DuckDB's message, or, when our scan raised the error
-    (a damaged chunk, say), our one-line message without the traceback DuckDB appends."""
-    text = str(err).strip()
-    found = _SCAN_ERROR.search(text)
-    return QueryError(found["message"] if found else text)
+    >>> output_format(None, "x.parquet"), output_format("csv", "x.parquet"), output_format(None, None)
+    ('parquet', 'csv', 'table')
+    """
+    if fmt is not None:
+        return fmt
+    return EXTENSION_FORMATS.get(os.path.splitext(output or "")[1].lower(), "table")
 
 
 def run_sql(con: Connection, sql: str) -> duckdb.DuckDBPyRelation | None:
     """``con.sql(sql)``: the rows to show, or None for a statement without any (CREATE, SET...).
 
-    DuckDB's own errors become a QueryError carrying DuckDB's message.
+    DuckDB's own errors become a QueryError in the user's terms (:mod:`.messages`); Ctrl-C
+    cancels the statement (:class:`~.interrupt.Interrupted`).
     """
-    try:
-        relation = con.sql(sql)
-    except duckdb.Error as err:
-        raise duckdb_error(err) from None
+    with _errors_as_query_errors(con, sql), cancelling(con.duckdb_connection):
+        relation = con.sql(without_trailing_comments(sql))
     if relation is None or _is_status(relation):
         return None
     return relation
 
 
+@contextlib.contextmanager
+def _errors_as_query_errors(con: Connection, sql: str) -> Iterator[None]:
+    try:
+        yield
+    except duckdb.Error as err:
+        raise query_error(err, sql, con.table_function_calls()) from None
+
+
 def _is_status(relation: duckdb.DuckDBPyRelation) -> bool:
     """DuckDB's reply to a statement that returns no rows (``Count`` or ``Success``)."""
     return relation.type == "MATERIALIZED_RELATION" and relation.columns in (["Count"], ["Success"])
-
-
-@contextlib.contextmanager
-def _stdout_to(output: str | None) -> Iterator[None]:
-    if output is None:
-        yield
-        return
-    with open(output, "w") as f, contextlib.redirect_stdout(f):
-        yield
-
-
-def _copy_to_stdout(path: str, stream: IO[str]) -> None:
-    with open(path) as f:
-        shutil.copyfileobj(f, stream)
 
 
 def write_relation(
@@ -88,34 +91,58 @@ def write_relation(
     fmt: str,
     output: str | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
+    sql: str = "",
 ) -> None:
-    """Write ``relation`` in ``fmt`` to ``output`` (a path) or to standard output.
+    """Write ``relation`` (the result of ``sql``) in ``fmt`` to ``output`` (a path) or to
+    standard output.
 
-    ``table`` is DuckDB's box rendering, ``csv`` has a header line, ``json`` is one object
-    per line (NDJSON), ``parquet`` needs ``output``.
+    ``table`` is DuckDB's box rendering of at most ``max_rows`` rows on standard output, and an
+    aligned text table of every row in a file; an EXPLAIN result is its plan text. ``csv`` and
+    ``tsv`` have a header line, ``json`` is one object per line (NDJSON), ``parquet`` needs
+    ``output``. Files get every row.
     """
-    if fmt == "table":
-        with _stdout_to(output):
-            try:
-                relation.show(max_rows=max_rows, max_width=10_000)
-            except duckdb.Error as err:
-                raise duckdb_error(err) from None
+    with _errors_as_query_errors(con, sql), cancelling(con.duckdb_connection):
+        if relation.columns == EXPLAIN_COLUMNS:
+            with _text_output(output) as stream:
+                for _, plan in relation.fetchall():
+                    stream.write(plan.rstrip("\n") + "\n")
+        elif fmt == "table" and output is None:
+            relation.show(max_rows=max_rows, max_width=10_000)
+        elif fmt == "table":
+            with _text_output(output) as stream:
+                write_text_table(relation, stream)
+        elif fmt == "parquet" and output is None:
+            raise QueryError("--format parquet needs -o FILE")
+        else:
+            _copy(con, relation, fmt, output)
+
+
+@contextlib.contextmanager
+def _text_output(output: str | None) -> Iterator[IO[str]]:
+    if output is None:
+        yield sys.stdout
         return
-    if fmt == "parquet" and output is None:
-        raise QueryError("--format parquet needs -o FILE")
+    with open(output, "w") as stream:
+        yield stream
+
+
+def _copy(con: Connection, relation: duckdb.DuckDBPyRelation, fmt: str, output: str | None) -> None:
+    """DuckDB's COPY of ``relation`` to ``output`` (or, through a temporary file, stdout)."""
     with tempfile.TemporaryDirectory(prefix="vcfzarr-sql-") as tmp:
         target = output if output is not None else os.path.join(tmp, f"result.{fmt}")
-        view = "__vcfzarr_sql_result"
         raw = con.duckdb_connection
+        view = RESULT_VIEW
         try:
             raw.register(view, relation)
             raw.execute(f"COPY {view} TO '{_quote(target)}' ({COPY_OPTIONS[fmt]})")
-        except duckdb.Error as err:
-            raise duckdb_error(err) from None
+        except duckdb.Error as err:  # about the rows, not about our COPY statement's text
+            message = re.split(r"\n+LINE \d+:", str(err))[0]
+            raise type(err)(message.replace(target, output or "standard output")) from None
         finally:
             raw.unregister(view)
         if output is None:
-            _copy_to_stdout(target, sys.stdout)
+            with open(target) as f:
+                shutil.copyfileobj(f, sys.stdout)
 
 
 def _quote(path: str) -> str:
@@ -129,7 +156,7 @@ def print_query(
     """Run ``sql`` and write its rows (if it returns any) like :func:`write_relation`."""
     relation = run_sql(con, sql)
     if relation is not None:
-        write_relation(con, relation, fmt, output, max_rows)
+        write_relation(con, relation, fmt, output, max_rows, sql)
 
 
 def print_vcf(con: Connection, sql: str, output: str | None) -> None:
@@ -143,10 +170,8 @@ def print_vcf(con: Connection, sql: str, output: str | None) -> None:
     relation = run_sql(con, sql)
     if relation is None:
         raise QueryError("--format vcf needs a query that returns rows")
-    try:
+    with _errors_as_query_errors(con, sql), cancelling(con.duckdb_connection):
         reader = relation.to_arrow_table()
-    except duckdb.Error as err:
-        raise QueryError(str(err).strip()) from None
     lines = table_vcf_lines(reader.to_batches(), reader.schema, con.store(scans[0].path), scans[0].samples)
     with open_output(output, "v", next(lines), sys.stdout) as out:
         for line in lines:
@@ -180,16 +205,19 @@ def read_sql(sql: str | None, file: str | None) -> str:
 @click.option("--region", "-r", help="Region for every vcf_zarr(...) call without its own (bcftools -r).")
 @click.option("--samples", "-s", help="Comma-separated samples for every call without its own.")
 @click.option(
-    "--format", "-f", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-    help="Output format (json: one object per line).",
+    "--format", "-f", "fmt", type=click.Choice(FORMATS), default=None,
+    help="Output format (json: one object per line). Default: table, or what -o FILE's "
+    "extension says (.csv .tsv .json .parquet).",
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the result to FILE.")
+@click.option(
+    "--output", "-o", type=click.Path(dir_okay=False), help="Write the result (every row) to FILE."
+)
 @click.option("--stats", is_flag=True, help="Print the scan statistics as JSON on stderr.")
 @click.option(
     "--max-rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS, show_default=True,
-    help="Rows shown by the table format.",
+    help="Rows the table format shows on standard output.",
 )
-def command(sql: str | None, file: str | None, region: str | None, samples: str | None, fmt: str,
+def command(sql: str | None, file: str | None, region: str | None, samples: str | None, fmt: str | None,
             output: str | None, stats: bool, max_rows: int) -> None:
     """Run SQL over VCF Zarr stores and print the result.
 
@@ -197,14 +225,15 @@ def command(sql: str | None, file: str | None, region: str | None, samples: str 
     vcfzarr-sql query "SELECT contig, count(*) FROM vcf_zarr('x.zarr') GROUP BY contig"
     vcfzarr-sql query -r 20:1-2000000 -s NA00001 -f tsv --file q.sql
     """
-    from vcfzarr_sql.engine.rules import ScanDefaults
-
     defaults = None
     if region is not None or samples is not None:
+        from vcfzarr_sql.engine.rules import ScanDefaults  # sqlglot: only when needed
+
         listed = None if samples is None else tuple(n for n in samples.split(",") if n)
         defaults = ScanDefaults(region=region, samples=listed)
     con = vcfzarr_sql.connect(defaults=defaults)
     text = read_sql(sql, file)
+    fmt = output_format(fmt, output)
     if fmt == "vcf":
         print_vcf(con, text, output)
     else:

@@ -19,7 +19,9 @@ import click
 
 import vcfzarr_sql
 from vcfzarr_sql.cli import options
-from vcfzarr_sql.cli.query import FORMATS, print_query
+from vcfzarr_sql.cli.interrupt import Interrupted
+from vcfzarr_sql.cli.query import FORMATS, RESULT_VIEW, print_query
+from vcfzarr_sql.cli.sql_text import ends_statement
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import QueryError, VcfZarrError
 
@@ -37,7 +39,7 @@ Shell commands:
   .tables             tables and views of the database
   .stats              scan statistics of the last query (JSON)
   .timer on|off       print each statement's run time (default on)
-  .mode FORMAT        output format: table, csv or json (default table)
+  .mode FORMAT        output format: table, csv, tsv or json (default table)
   .quit, .exit        leave the shell (so does Ctrl-D)"""
 
 
@@ -61,7 +63,9 @@ def _quit(session: Session, argument: str) -> None:
 
 
 def _tables(session: Session, argument: str) -> None:
-    print_query(session.con, "SHOW TABLES")
+    # without the relations registered for table-function calls and results (internal names)
+    print_query(session.con, "SELECT name FROM (SHOW TABLES) WHERE NOT regexp_matches(name, "
+                f"'^vcf_zarr(_[a-z]+)?_[0-9a-f]{{12}}$|^{RESULT_VIEW}$')", session.mode)
 
 
 def _stats(session: Session, argument: str) -> None:
@@ -76,7 +80,7 @@ def _timer(session: Session, argument: str) -> None:
 
 def _mode(session: Session, argument: str) -> None:
     if argument not in FORMATS or argument == "parquet":
-        raise QueryError(".mode takes table, csv or json")
+        raise QueryError(".mode takes table, csv, tsv or json")
     session.mode = argument
 
 
@@ -108,19 +112,30 @@ def run_statement(session: Session, sql: str) -> None:
         click.echo(f"Run Time: {time.perf_counter() - start:.3f} s", err=True)
 
 
-#: reads one line (the argument says whether a statement is pending); None at the end
+#: reads one line (the argument says whether a statement is pending); None at the end; raises
+#: KeyboardInterrupt when Ctrl-C drops the line being typed
 LineReader = Callable[[bool], "str | None"]
 
 
 def statements(read_line: LineReader) -> Iterator[str]:
-    """Dot commands (one line each) and SQL statements (up to a line ending in ';')."""
+    """Dot commands (one line each) and SQL statements (up to a line ending in ';').
+
+    Ctrl-C at a prompt drops the statement being typed.
+    """
     buffer: list[str] = []
-    while (line := read_line(bool(buffer))) is not None:
+    while True:
+        try:
+            line = read_line(bool(buffer))
+        except KeyboardInterrupt:
+            buffer = []
+            continue
+        if line is None:
+            break
         if not buffer and line.strip().startswith("."):
             yield line.strip()
         elif buffer or line.strip():
             buffer.append(line)
-            if line.rstrip().endswith(";"):
+            if ends_statement("\n".join(buffer)):
                 yield "\n".join(buffer)
                 buffer = []
     if buffer:
@@ -137,14 +152,14 @@ def terminal_reader() -> LineReader:
     """A line reader that prompts on the terminal (readline editing and history)."""
 
     def read_line(pending: bool) -> str | None:
-        while True:
-            try:
-                return input(CONTINUATION if pending else PROMPT)
-            except EOFError:
-                click.echo()
-                return None
-            except KeyboardInterrupt:
-                click.echo("^C")
+        try:
+            return input(CONTINUATION if pending else PROMPT)
+        except EOFError:
+            click.echo()
+            return None
+        except KeyboardInterrupt:
+            click.echo("^C")
+            raise
 
     return read_line
 
@@ -168,7 +183,8 @@ def readline_history() -> Iterator[None]:
 def run_shell(session: Session, read_line: LineReader, *, interactive: bool = False) -> None:
     """Run every statement read; errors are printed and the shell carries on.
 
-    At a terminal, Ctrl-C stops the running statement and returns to the prompt.
+    Ctrl-C cancels the running statement (:mod:`.interrupt`): at a terminal the shell goes
+    back to the prompt with its tables intact; a script stops.
     """
     for text in statements(read_line):
         try:
@@ -179,10 +195,9 @@ def run_shell(session: Session, read_line: LineReader, *, interactive: bool = Fa
         except VcfZarrError as err:
             session.failures += 1
             click.echo(f"error: {err}", err=True)
-        except KeyboardInterrupt:
+        except (Interrupted, KeyboardInterrupt):
             if not interactive:
-                raise
-            session.con.interrupt()
+                raise Interrupted() from None
             click.echo("interrupted", err=True)
         if session.done:
             return

@@ -72,7 +72,9 @@ def _ragged(rows: Sequence, kind: str) -> np.ndarray:
 
 
 def _info_values(value, field: FieldDef, kind: str):
-    if value is None:
+    # cyvcf2 gives a bool for a key without a value (``;KEY;``) of a non-Flag field: present
+    # but missing, as bcftools' expressions and pysam read it.
+    if value is None or isinstance(value, bool):
         return None
     if kind == "str":
         text = value if isinstance(value, str) else ",".join(map(str, value))

@@ -9,16 +9,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from vcfzarr_sql.engine import saved_calls
 from vcfzarr_sql.engine.relations import Registry
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
-from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
-from vcfzarr_sql.engine.rules.inline_parameters import Parameters
 from vcfzarr_sql.engine.stats import sum_stats
-from vcfzarr_sql.store import VczStore
+
+if TYPE_CHECKING:  # SQL without table functions needs neither sqlglot nor the store modules
+    from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
+    from vcfzarr_sql.engine.rules.inline_parameters import Parameters
+    from vcfzarr_sql.store import VczStore
 
 
 class Connection:
@@ -28,7 +31,8 @@ class Connection:
     ``vcf_zarr_calls(...)``, ``vcf_zarr_samples(...)``, ``vcf_zarr_contigs(...)`` and
     ``vcf_zarr_fields(...)`` wherever a table may stand; every other attribute is the DuckDB
     connection's own. Each distinct call is registered once, under a stable name, for the
-    connection's lifetime, so views over the table functions keep working; a store that
+    connection's lifetime (and in a database file, for later sessions too: see
+    :mod:`.saved_calls`), so views over the table functions keep working; a store that
     changes on disk is opened again before the next query (see :mod:`.relations`).
     ``opener`` opens the store a call names (:func:`~vcfzarr_sql.store.open_store` by default).
     """
@@ -40,6 +44,9 @@ class Connection:
         self._defaults = defaults
         self._registry = Registry(connection, opener) if registry is None else registry
         self._stats_before: dict[str, Mapping] = {}
+        self._saves_calls = saved_calls.is_database_file(connection)
+        self._saved_calls = saved_calls.load(connection) if self._saves_calls else {}
+        self._registry.register_available(self._saved_calls)
 
     @property
     def duckdb_connection(self) -> duckdb.DuckDBPyConnection:
@@ -54,11 +61,18 @@ class Connection:
         """What :meth:`sql` would run for ``query`` (the table-function calls it makes)."""
         return rewrite(query, parameters, self._defaults)
 
+    def table_function_calls(self) -> dict[str, str]:
+        """Each registered relation's name -> the table-function call it stands for (SQL)."""
+        calls = {**self._saved_calls, **self._registry.calls()}
+        return {name: spec.call_sql for name, spec in calls.items()}
+
     def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
         rewritten = self.rewrite(query, parameters)
         self._registry.refresh(rewritten.relations)
         for names in rewritten.unions:
             self._registry.check_same_samples(names)
+        if self._saves_calls and rewritten.relations and "create" in query.lower():
+            saved_calls.save(self._con, rewritten.relations)  # views over them outlive us
         self._stats_before = self._scan_stats()
         return rewritten
 

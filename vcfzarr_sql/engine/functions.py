@@ -79,3 +79,21 @@ class ScanSpec:
         """
         key = repr((self.function, canonical_path(self.path), self.region, self.samples))
         return f"{self.function}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+    @property
+    def call_sql(self) -> str:
+        """The call as SQL text (how messages name the relation).
+
+        >>> ScanSpec("vcf_zarr", "x.zarr", region="1:5-9", samples=("a", "b")).call_sql
+        "vcf_zarr('x.zarr', region := '1:5-9', samples := ['a', 'b'])"
+        """
+
+        def literal(text: str) -> str:
+            return "'" + text.replace("'", "''") + "'"
+
+        arguments = [literal(self.path)]
+        if self.region is not None:
+            arguments.append(f"region := {literal(self.region)}")
+        if self.samples is not None:
+            arguments.append(f"samples := [{', '.join(map(literal, self.samples))}]")
+        return f"{self.function}({', '.join(arguments)})"

@@ -11,21 +11,24 @@ again under the same names, so no query (not even one through a view) reads a st
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from vcfzarr_sql.engine.functions import ScanSpec, canonical_path
-from vcfzarr_sql.engine.metadata import METADATA_TABLES
 from vcfzarr_sql.errors import QueryError, VcfZarrError
-from vcfzarr_sql.scan import dataset
-from vcfzarr_sql.scan.sample_stats import sample_stats_table
-from vcfzarr_sql.store import VczStore, open_store
+
+if TYPE_CHECKING:  # the store and scan modules are imported once a query needs them
+    from vcfzarr_sql.store import VczStore
 
 
 def open_relation(spec: ScanSpec, store: Any) -> Any:
     """A pyarrow Dataset (``vcf_zarr``, ``vcf_zarr_calls``) or an Arrow table (metadata, and
     ``vcf_zarr_sample_stats``, computed when registered)."""
+    from vcfzarr_sql.engine.metadata import METADATA_TABLES
+    from vcfzarr_sql.scan import dataset
+    from vcfzarr_sql.scan.sample_stats import sample_stats_table
+
     builder = METADATA_TABLES.get(spec.table)
     if builder is not None:
         return builder(store)
@@ -68,6 +71,8 @@ class Registry:
         return self._opened(path)
 
     def _opened(self, path: str) -> VczStore:
+        from vcfzarr_sql.store import open_store
+
         key = canonical_path(path)
         if key not in self._stores:
             self._stores[key] = (self._open or open_store)(path)
@@ -76,6 +81,18 @@ class Registry:
     def relations(self) -> Iterator[tuple[str, Any]]:
         """(name, relation) of every registered relation."""
         return ((name, relation) for name, (_, _, relation) in self._relations.items())
+
+    def calls(self) -> dict[str, ScanSpec]:
+        """The call behind each registered relation, by relation name."""
+        return {name: spec for name, (spec, _, _) in self._relations.items()}
+
+    def register_available(self, calls: Mapping[str, ScanSpec]) -> None:
+        """Register ``calls`` whose stores can be opened; leave out the others."""
+        for name, spec in calls.items():
+            try:
+                self._register(name, spec)
+            except VcfZarrError:
+                continue
 
     def refresh(self, wanted: Mapping[str, ScanSpec]) -> None:
         """Register the relations of ``wanted`` (by name) and rebuild those over changed stores.

@@ -11,26 +11,14 @@ import functools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vcfzarr_sql.engine.call_sites import (
-    CallSite,
-    find_call_sites,
-    find_parameter_refs,
-    positional_placeholders_outside,
-    tokenize,
-)
 from vcfzarr_sql.engine.functions import ScanSpec
-from vcfzarr_sql.engine.rules import (
-    ScanDefaults,
-    bind_arguments,
-    default_arguments,
-    inline_parameters,
-    placeholder_keys,
-    reference_relation,
-)
-from vcfzarr_sql.engine.rules.expand_stores import expand_stores, is_glob, union_reference
-from vcfzarr_sql.engine.rules.inline_parameters import Parameters
+
+if TYPE_CHECKING:  # sqlglot is imported only for SQL that calls a table function
+    from vcfzarr_sql.engine.call_sites import CallSite
+    from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
+    from vcfzarr_sql.engine.rules.inline_parameters import Parameters
 
 
 @dataclass(frozen=True)
@@ -59,6 +47,8 @@ def _remaining_parameters(
     tokens: list, sites: list[CallSite], parameters: Parameters, consumed: set
 ) -> tuple[list[tuple[int, int, str]], Parameters]:
     """Parameters DuckDB still needs once the calls' own are gone, and ``$n`` renumberings."""
+    from vcfzarr_sql.engine.call_sites import find_parameter_refs, positional_placeholders_outside
+
     refs = find_parameter_refs(tokens, sites)
     used_outside = {ref.key for ref in refs}
     if isinstance(parameters, Mapping):
@@ -112,6 +102,16 @@ def _rewrite_text(sql: str, cwd: str, home: str, defaults: ScanDefaults | None) 
 
 
 def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = None) -> RewrittenQuery:
+    from vcfzarr_sql.engine.call_sites import find_call_sites, tokenize
+    from vcfzarr_sql.engine.rules import (
+        bind_arguments,
+        default_arguments,
+        inline_parameters,
+        placeholder_keys,
+        reference_relation,
+    )
+    from vcfzarr_sql.engine.rules.expand_stores import expand_stores, is_glob, union_reference
+
     tokens = tokenize(sql)
     sites = find_call_sites(sql, tokens)
     replacements = []

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from vcfzarr_sql.scan.stats import STATS_KEYS
-
 
 def sum_stats(stats: Iterable[Mapping[str, float]]) -> dict[str, float]:
     """Key-wise sums of several scans' statistics (every key present: 0 when nothing was scanned).
@@ -16,6 +14,8 @@ def sum_stats(stats: Iterable[Mapping[str, float]]) -> dict[str, float]:
     >>> sum_stats([])["variant_chunks_read"]
     0
     """
+    from vcfzarr_sql.scan.stats import STATS_KEYS  # the scan's imports, only once one ran
+
     total: dict[str, float] = dict.fromkeys(STATS_KEYS, 0)
     for one in stats:
         for key, value in one.items():

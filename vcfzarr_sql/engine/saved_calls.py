@@ -1,0 +1,60 @@
+"""Table-function calls that a database file remembers, so views over them outlive the session.
+
+DuckDB stores a view as SQL text, in which a call such as ``vcf_zarr('x.zarr')`` stands as the
+name of the relation registered for it (a Python object, gone with the session). When a
+``CREATE`` statement on a database file uses calls, :func:`save` writes them to the table
+:data:`TABLE`; connecting to the file again registers them (:func:`load`), so the views work.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from vcfzarr_sql.engine.functions import ScanSpec, canonical_path
+
+SCHEMA = "vcfzarr_sql"
+TABLE = f"{SCHEMA}.table_function_calls"
+
+
+def is_database_file(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``con``'s current database is a file it may write to."""
+    try:
+        rows = con.execute(
+            "SELECT path IS NOT NULL AND path <> '' AND NOT readonly FROM duckdb_databases() "
+            "WHERE database_name = current_database()"
+        ).fetchall()
+    except duckdb.Error:  # a DuckDB without these columns: remember nothing
+        return False
+    return bool(rows and rows[0][0])
+
+
+def save(con: duckdb.DuckDBPyConnection, calls: dict[str, ScanSpec]) -> None:
+    """Remember ``calls`` (relation name -> call) in the database."""
+    con.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}")
+    con.execute(
+        f"CREATE TABLE IF NOT EXISTS {TABLE} (name VARCHAR PRIMARY KEY, function VARCHAR, "
+        "path VARCHAR, region VARCHAR, samples VARCHAR[])"
+    )
+    con.executemany(
+        f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
+        [
+            [name, spec.function, canonical_path(spec.path), spec.region,
+             None if spec.samples is None else list(spec.samples)]
+            for name, spec in calls.items()
+        ],
+    )
+
+
+def load(con: duckdb.DuckDBPyConnection) -> dict[str, ScanSpec]:
+    """The calls the database remembers, by relation name."""
+    exists = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?",
+        [SCHEMA, TABLE.split(".")[1]],
+    ).fetchall()[0][0]
+    if not exists:
+        return {}
+    rows = con.execute(f"SELECT name, function, path, region, samples FROM {TABLE}").fetchall()
+    return {
+        name: ScanSpec(function, path, region, None if samples is None else tuple(samples))
+        for name, function, path, region, samples in rows
+    }
