@@ -131,6 +131,7 @@ class ClientSession:
         #: When the connection was made, and whether the client logged in (the auth timeout).
         self.connected_at = time.monotonic()
         self.logged_in = False
+        self._login_expired = False
         #: When the message being handled arrived (None: waiting for the client).
         self.busy_since: float | None = None
         self._cancel_reason: str | None = None
@@ -173,7 +174,10 @@ class ClientSession:
                            "terminating connection due to idle-session timeout" if self.logged_in
                            else "timeout expired before the client logged in")
         except (ProtocolError, ConnectionError, OSError) as err:
-            log.debug("session %s ended: %s", self.key[0], err)
+            if self._login_expired:
+                self._end_with("08006", "timeout expired before the client logged in")
+            else:
+                log.debug("session %s ended: %s", self.key[0], err)
         except Exception:  # a bug of ours outside any query: this session ends, the server goes on
             log.exception("session %s failed", self.key[0])
         finally:
@@ -209,9 +213,11 @@ class ClientSession:
         return self._sock.fileno()
 
     def drop(self) -> None:
-        """Hang up on the client (from another thread): its reads and writes end."""
+        """End a login past the auth timeout (from another thread): the session's pending
+        read ends, and the session tells the client why before it hangs up."""
+        self._login_expired = True
         with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
+            self._sock.shutdown(socket.SHUT_RD)
 
     def _start(self) -> bool:
         """The startup phase; False when the client only probed (SSL, cancel) or failed."""
