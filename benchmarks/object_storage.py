@@ -2,8 +2,9 @@
 
 Object storage (S3, GCS) answers each request after tens of milliseconds however small it is;
 what matters there is how many requests a query waits for one after another. This script
-serves a store directory from a local threaded HTTP server that sleeps ``--latency`` seconds
-before every answer (many requests may wait at once, as on S3), counts the requests, and
+serves a store directory from a threaded HTTP server (in another process) that sleeps
+``--latency`` seconds before every answer (many requests may wait at once, as on S3), counts
+the requests, and
 reads the store through fsspec's HTTP filesystem (``http://127.0.0.1:PORT/sim.vcz``), then:
 
 - (a) a warm region count (``SELECT count(*) FROM vcf_zarr(url, region := ...)``, runs after
@@ -23,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
+import multiprocessing
 import statistics
 import subprocess
 import threading
@@ -31,6 +34,7 @@ import time
 from collections.abc import Callable, Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -64,25 +68,21 @@ def simulated_store(directory: Path, samples: int, length: int) -> Path:
 
 
 class SlowServer(ThreadingHTTPServer):
-    """Files under ``root``, each answer ``latency`` seconds late; counts the requests."""
+    """Files under ``root``, each answer ``latency`` seconds late; counts the requests in
+    ``counter`` (shared with the process that started it)."""
 
     daemon_threads = True
     request_queue_size = 1024
 
-    def __init__(self, root: Path, latency: float):
+    def __init__(self, root: str, latency: float, counter: Any):
         self.latency = latency
-        self.requests = 0
-        self._count_lock = threading.Lock()
-        handler = functools.partial(_SlowHandler, directory=str(root))
+        self.counter = counter
+        handler = functools.partial(_SlowHandler, directory=root)
         super().__init__(("127.0.0.1", 0), handler)
 
     def counted(self) -> None:
-        with self._count_lock:
-            self.requests += 1
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        with self.counter.get_lock():
+            self.counter.value += 1
 
 
 class _SlowHandler(SimpleHTTPRequestHandler):
@@ -98,16 +98,35 @@ class _SlowHandler(SimpleHTTPRequestHandler):
         pass
 
 
+def _serve(root: str, latency: float, counter: Any, ports: Any) -> None:
+    server = SlowServer(root, latency, counter)
+    ports.put(server.server_address[1])
+    server.serve_forever()
+
+
+@dataclasses.dataclass
+class Served:
+    """A directory served over HTTP by another process (so serving takes no GIL from ours)."""
+
+    url: str
+    counter: Any
+
+    @property
+    def requests(self) -> int:
+        return self.counter.value
+
+
 @contextlib.contextmanager
-def serving(root: Path, latency: float) -> Iterator[SlowServer]:
-    server = SlowServer(root, latency)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def serving(root: Path, latency: float) -> Iterator[Served]:
+    context = multiprocessing.get_context("spawn")
+    counter, ports = context.Value("q", 0), context.Queue()
+    process = context.Process(target=_serve, args=(str(root), latency, counter, ports), daemon=True)
+    process.start()
     try:
-        yield server
+        yield Served(f"http://127.0.0.1:{ports.get(timeout=60)}", counter)
     finally:
-        server.shutdown()
-        server.server_close()
+        process.terminate()
+        process.join()
 
 
 def timed(run: Callable[[], object]) -> tuple[float, object]:
@@ -116,7 +135,7 @@ def timed(run: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - started, answer
 
 
-def warm(con: vcfzarr_sql.Connection, query: str, server: SlowServer | None,
+def warm(con: vcfzarr_sql.Connection, query: str, server: Served | None,
          repeats: int) -> tuple[float, int, object]:
     """(median seconds, requests per run, answer) of ``repeats`` runs of ``query`` on ``con``
     after a first one (warm: the store is open, the connection has seen the query)."""
