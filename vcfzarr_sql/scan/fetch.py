@@ -29,15 +29,16 @@ b'pos(0,)'
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from vcfzarr_sql.scan.prefetch import shared_pool
 from vcfzarr_sql.store.derived import variant_length
 
 #: (array, chunk indexes after the variants axis) that scans read, by store and scan shape.
@@ -45,6 +46,25 @@ _learned: weakref.WeakKeyDictionary[Any, dict[tuple, set[tuple[str, tuple[int, .
     weakref.WeakKeyDictionary()
 )
 _learned_lock = threading.Lock()
+#: The thread that waits for background fetches (not a decode thread: a fetch mostly waits).
+_fetcher: ThreadPoolExecutor | None = None
+
+
+def _fetch_thread() -> ThreadPoolExecutor:
+    global _fetcher
+    with _learned_lock:
+        if _fetcher is None:
+            _fetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vcfzarr-fetch")
+        return _fetcher
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: the parent's fetch thread and lock were not copied."""
+    global _fetcher, _learned_lock
+    _fetcher, _learned_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def scan_shape(store: Any, plan: Any) -> tuple:
@@ -138,7 +158,7 @@ def fetched_windows(source: Any, variant_chunks: np.ndarray, window: int) -> Ite
 
     Over a :class:`FetchingSource` (or a source forwarding to one), the chunks the pieces of
     a window read are fetched in one batch before it is yielded, and once the source knows
-    what pieces read, the next window's are fetched in a scan thread meanwhile; a window
+    what pieces read, the next window's are fetched meanwhile (in a fetch thread); a window
     whose fetch was abandoned (the consumer stopped) is cancelled, not waited for. Over any
     other source, one window of every piece.
     """
@@ -154,7 +174,7 @@ def fetched_windows(source: Any, variant_chunks: np.ndarray, window: int) -> Ite
             source.use(found)
             pending = None
             if stop < count and source.knows_reads:
-                pending = shared_pool().submit(source.fetch, variant_chunks[stop : stop + window].tolist())
+                pending = _fetch_thread().submit(source.fetch, variant_chunks[stop : stop + window].tolist())
             yield range(start, stop)
     finally:
         if pending is not None:

@@ -35,7 +35,7 @@ _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
-def shared_pool() -> ThreadPoolExecutor:
+def _shared_pool() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
@@ -60,7 +60,7 @@ def prefetched(
         yield from map(work, items)
         return
     remaining = iter(items)
-    executor = shared_pool()
+    executor = _shared_pool()
     pending: deque[Future[R]] = deque()
     try:
         for item in itertools.islice(remaining, depth):
