@@ -29,7 +29,6 @@ import functools
 import multiprocessing
 import statistics
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -197,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
             ts_http = statistics.median(timed(anchor_http)[0] for _ in range(args.repeats))
             ts_requests = (server.requests - before) // args.repeats
             ts_disk = statistics.median(timed(anchor_disk)[0] for _ in range(args.repeats))
-    print(f"\n| query | local disk s | HTTP s | HTTP / disk | requests | round trips of time |")
+    print("\n| query | local disk s | HTTP s | HTTP / disk | requests | round trips of time |")
     print("|---|---|---|---|---|---|")
     for name, disk_s, http_s, requests, answer in rows:
         print(f"| {name} ({answer}) | {disk_s:.3f} | {http_s:.3f} | {http_s / disk_s:.2f}x | "

@@ -46,7 +46,8 @@ _learned: weakref.WeakKeyDictionary[Any, dict[tuple, set[tuple[str, tuple[int, .
     weakref.WeakKeyDictionary()
 )
 _learned_lock = threading.Lock()
-#: The thread that waits for background fetches (not a decode thread: a fetch mostly waits).
+#: Threads that wait for background fetches (not decode threads: a fetch mostly waits), one
+#: per scan fetching at once, up to four (started as needed).
 _fetcher: ThreadPoolExecutor | None = None
 
 
@@ -54,12 +55,12 @@ def _fetch_thread() -> ThreadPoolExecutor:
     global _fetcher
     with _learned_lock:
         if _fetcher is None:
-            _fetcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vcfzarr-fetch")
+            _fetcher = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vcfzarr-fetch")
         return _fetcher
 
 
 def _forget_after_fork() -> None:
-    """In a forked child: the parent's fetch thread and lock were not copied."""
+    """In a forked child: the parent's fetch threads and lock were not copied."""
     global _fetcher, _learned_lock
     _fetcher, _learned_lock = None, threading.Lock()
 
@@ -170,8 +171,10 @@ def fetched_windows(source: Any, variant_chunks: np.ndarray, window: int) -> Ite
     try:
         for start in range(0, count, window):
             stop = min(start + window, count)
-            found = pending.result() if pending is not None else source.fetch(variant_chunks[start:stop].tolist())
-            source.use(found)
+            if pending is None:
+                source.use(source.fetch(variant_chunks[start:stop].tolist()))
+            else:
+                source.use(pending.result())
             pending = None
             if stop < count and source.knows_reads:
                 pending = _fetch_thread().submit(source.fetch, variant_chunks[stop : stop + window].tolist())
