@@ -74,7 +74,7 @@ class VczScanner:
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The batches of matching rows, one per task that has any."""
-        source = CountingSource(fetching(self._dataset.store))
+        source = CountingSource(fetching(self._dataset.store, self._plan))
         started = time.perf_counter()
         try:
             yield from plan_batches(source, self._plan)

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from vcfzarr_sql.scan import arrays, decode
 from vcfzarr_sql.scan.expressions import parse_or_none
+from vcfzarr_sql.scan.fetch import fetched_windows
 from vcfzarr_sql.scan.plan import ChunkTask, ScanPlan
 from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, prefetched
 from vcfzarr_sql.scan.residual import matching_rows
@@ -50,12 +51,10 @@ def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
     remote = getattr(source, "is_remote", False)
     ahead = PREFETCH_DEPTH if plan.reads_calls or remote else 0
     work = lambda i: _run(source, plan, plan.task(i), tree)  # noqa: E731
-    # Over a remote store, the chunks of each window of pieces after the first are fetched in
-    # one batch (the first window shows which arrays the pieces read; see .fetch).
+    # Over a remote store, the chunks of each window of pieces are fetched in one batch, the
+    # next window's while this one is decoded (once a scan shows what pieces read; see .fetch).
     window = FETCH_WINDOW if remote else max(len(plan), 1)
-    for start in range(0, len(plan), window):
-        if start and hasattr(source, "prefetch"):
-            source.prefetch(plan.variant_chunks[start : start + window].tolist())
-        for batch in prefetched(work, range(start, min(start + window, len(plan))), depth=ahead):
+    for pieces in fetched_windows(source, plan.variant_chunks, window):
+        for batch in prefetched(work, pieces, depth=ahead):
             if batch.num_rows:
                 yield batch

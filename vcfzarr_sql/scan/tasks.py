@@ -172,7 +172,7 @@ class ScanTask:
             raise StoreError(
                 f"{self.store.path}: the store changed after the scan was planned; plan it again"
             )
-        return plan_batches(fetching(self.store), self.plan)
+        return plan_batches(fetching(self.store, self.plan), self.plan)
 
     def to_table(self) -> pa.Table:
         """The matching rows of the task as one table."""

@@ -145,6 +145,8 @@ class VczStore:
         self._lock = threading.Lock()
         self._region_index: np.ndarray | None = None
         root_documents = self._kv.get_many(_ROOT_DOCUMENTS)
+        #: The root documents present (what opening read; revalidating asks for these only)
+        self._root_keys = tuple(root_documents)
         self._root_digest = _digest(root_documents)
         self.zarr_format, self.attrs, self.consolidated = self._read_root(root_documents)
         self.version = self._version()
@@ -452,13 +454,14 @@ class VczStore:
 
     def is_unchanged(self) -> bool:
         """Whether the store is still the one this object read: by its fingerprint (local),
-        or by one request for its root metadata documents (a URL store; a zip archive at a URL
+        or by one request for the root metadata documents it read (a URL store: a batch of
+        concurrent requests, none for documents that were absent; a zip archive at a URL
         cannot be checked cheaply and counts as changed)."""
         if self.fingerprint is not None:
             return metadata_fingerprint(self.path) == self.fingerprint
         if not self._kv.revalidates:
             return False
-        return _digest(self._kv.get_many(_ROOT_DOCUMENTS)) == self._root_digest
+        return _digest(self._kv.get_many(self._root_keys)) == self._root_digest
 
     def __reduce__(self) -> tuple:
         from vcfzarr_sql.store.reopen import reopen

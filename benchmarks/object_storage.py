@@ -1,0 +1,215 @@
+"""Reading a store over HTTP with a 20 ms round trip per request, side by side with local disk.
+
+Object storage (S3, GCS) answers each request after tens of milliseconds however small it is;
+what matters there is how many requests a query waits for one after another. This script
+serves a store directory from a threaded HTTP server (in another process) that sleeps
+``--latency`` seconds before every answer (many requests may wait at once, as on S3), counts
+the requests, and
+reads the store through fsspec's HTTP filesystem (``http://127.0.0.1:PORT/sim.vcz``), then:
+
+- (a) a warm region count (``SELECT count(*) FROM vcf_zarr(url, region := ...)``, runs after
+  the first on one connection): wall time, requests, and time in round trips;
+- (b) whole-store scans (``count(fmt_GT_1)``, ``sum(fmt_GT_1)`` over ``vcf_zarr_calls``)
+  against the same scans of the store on local disk;
+- (c) TensorStore's zarr driver reading the whole ``call_genotype`` array over the same server
+  and from disk (the read anchor; skipped when ``tensorstore`` is not installed).
+
+The store is converted from an msprime simulation (seeded, cached under
+``benchmarks/data/object_storage/``). Needs ``aiohttp`` (fsspec's HTTP filesystem).
+
+    python -m benchmarks.object_storage --samples 500 --length 15000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import functools
+import multiprocessing
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import vcfzarr_sql
+from benchmarks import data
+from benchmarks.sizes import DATA_DIR, Contig
+from vcfzarr_sql.converter import convert
+
+REGION_WIDTH = 100_000
+
+
+def simulated_store(directory: Path, samples: int, length: int) -> Path:
+    """A store converted from an msprime simulation of one contig (made once)."""
+    store = directory / "sim.vcz"
+    if store.exists():
+        return store
+    directory.mkdir(parents=True, exist_ok=True)
+    contig = Contig("1", length, 1e-8)
+    size = data.Size("object_storage", samples, (contig,), repeats=1)
+    vcf = directory / "sim.vcf.gz"
+    with vcf.open("wb") as out:
+        bgzip = subprocess.Popen(["bgzip", "-c"], stdin=subprocess.PIPE, stdout=out)
+        bgzip.stdin.write(data.vcf_header(size))
+        for positions, alleles, genotypes in data.site_blocks(data.simulate(contig, samples, 7), 5000):
+            missing = np.zeros(genotypes.shape[:2], dtype=bool)
+            bgzip.stdin.write(data.vcf_lines(contig.name, positions, alleles, genotypes, missing))
+        bgzip.stdin.close()
+        bgzip.wait()
+    convert(vcf, store, workers=1, show_progress=False)
+    return store
+
+
+class SlowServer(ThreadingHTTPServer):
+    """Files under ``root``, each answer ``latency`` seconds late; counts the requests in
+    ``counter`` (shared with the process that started it)."""
+
+    daemon_threads = True
+    request_queue_size = 1024
+
+    def __init__(self, root: str, latency: float, counter: Any):
+        self.latency = latency
+        self.counter = counter
+        handler = functools.partial(_SlowHandler, directory=root)
+        super().__init__(("127.0.0.1", 0), handler)
+
+    def counted(self) -> None:
+        with self.counter.get_lock():
+            self.counter.value += 1
+
+
+class _SlowHandler(SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as object stores
+    disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms stall
+
+    def send_head(self):  # noqa: ANN201 - the base class's hook (GET and HEAD)
+        self.server.counted()
+        time.sleep(self.server.latency)
+        return super().send_head()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _serve(root: str, latency: float, counter: Any, ports: Any) -> None:
+    server = SlowServer(root, latency, counter)
+    ports.put(server.server_address[1])
+    server.serve_forever()
+
+
+@dataclasses.dataclass
+class Served:
+    """A directory served over HTTP by another process (so serving takes no GIL from ours)."""
+
+    url: str
+    counter: Any
+
+    @property
+    def requests(self) -> int:
+        return self.counter.value
+
+
+@contextlib.contextmanager
+def serving(root: Path, latency: float) -> Iterator[Served]:
+    context = multiprocessing.get_context("spawn")
+    counter, ports = context.Value("q", 0), context.Queue()
+    process = context.Process(target=_serve, args=(str(root), latency, counter, ports), daemon=True)
+    process.start()
+    try:
+        yield Served(f"http://127.0.0.1:{ports.get(timeout=60)}", counter)
+    finally:
+        process.terminate()
+        process.join()
+
+
+def timed(run: Callable[[], object]) -> tuple[float, object]:
+    started = time.perf_counter()
+    answer = run()
+    return time.perf_counter() - started, answer
+
+
+def warm(con: vcfzarr_sql.Connection, query: str, server: Served | None,
+         repeats: int) -> tuple[float, int, object]:
+    """(median seconds, requests per run, answer) of ``repeats`` runs of ``query`` on ``con``
+    after a first one (warm: the store is open, the connection has seen the query)."""
+    con.sql(query).fetchall()
+    before = server.requests if server else 0
+    runs = [timed(lambda: con.sql(query).fetchall()) for _ in range(repeats)]
+    requests = (server.requests - before) // repeats if server else 0
+    return statistics.median(s for s, _ in runs), requests, runs[0][1]
+
+
+def tensorstore_read(location: str) -> Callable[[], object] | None:
+    """Reading the whole ``call_genotype`` array with TensorStore (None: not installed)."""
+    try:
+        import tensorstore as ts
+    except ImportError:
+        return None
+    if location.startswith("http"):
+        kvstore = {"driver": "http", "base_url": f"{location}/call_genotype/"}
+    else:
+        kvstore = {"driver": "file", "path": f"{location}/call_genotype/"}
+    spec = {"driver": "zarr", "kvstore": kvstore, "context": {"cache_pool": {"total_bytes_limit": 0}}}
+    return lambda: ts.open(spec, read=True).result().read().result()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=500)
+    parser.add_argument("--length", type=int, default=15_000_000, help="contig length (bp)")
+    parser.add_argument("--latency", type=float, default=0.020, help="seconds per request")
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs (median)")
+    args = parser.parse_args(argv)
+    directory = DATA_DIR / "object_storage" / f"{args.samples}x{args.length}"
+    store = simulated_store(directory, args.samples, args.length)
+    middle = args.length // 2
+    region = f"1:{middle}-{middle + REGION_WIDTH - 1}"
+    local = str(store)
+    with vcfzarr_sql.open_store(local) as opened:
+        print(f"store: {opened.num_variants} variants x {opened.num_samples} samples, "
+              f"{opened.num_variant_chunks} variant chunks; latency {args.latency * 1000:.0f} ms")
+    with serving(directory, args.latency) as server:
+        url = f"{server.url}/{store.name}"
+        count = "SELECT count(*) FROM vcf_zarr('{}', region := '%s')" % region
+        queries = (
+            ("(a) warm 100 kb region count", count),
+            ("(b) whole-store count(fmt_GT_1), calls", "SELECT count(fmt_GT_1) FROM vcf_zarr_calls('{}')"),
+            ("(b) whole-store sum(fmt_GT_1), calls", "SELECT sum(fmt_GT_1) FROM vcf_zarr_calls('{}')"),
+        )
+        rows = []
+        for name, query in queries:
+            with vcfzarr_sql.connect() as con_local, vcfzarr_sql.connect() as con_http:
+                disk_s, _, disk_answer = warm(con_local, query.format(local), None, args.repeats)
+                http_s, requests, http_answer = warm(con_http, query.format(url), server, args.repeats)
+            assert disk_answer == http_answer, (disk_answer, http_answer)
+            rows.append((name, disk_s, http_s, requests, http_answer[0][0]))
+        anchor_disk, anchor_http = tensorstore_read(local), tensorstore_read(url)
+        if anchor_disk is not None:
+            anchor_disk(), anchor_http()
+            before = server.requests
+            ts_http = statistics.median(timed(anchor_http)[0] for _ in range(args.repeats))
+            ts_requests = (server.requests - before) // args.repeats
+            ts_disk = statistics.median(timed(anchor_disk)[0] for _ in range(args.repeats))
+    print("\n| query | local disk s | HTTP s | HTTP / disk | requests | round trips of time |")
+    print("|---|---|---|---|---|---|")
+    for name, disk_s, http_s, requests, answer in rows:
+        print(f"| {name} ({answer}) | {disk_s:.3f} | {http_s:.3f} | {http_s / disk_s:.2f}x | "
+              f"{requests} | {http_s / args.latency:.1f} |")
+    if anchor_disk is None:
+        print("(c) TensorStore: not installed (pip install tensorstore)")
+    else:
+        print(f"| (c) TensorStore read of call_genotype | {ts_disk:.3f} | {ts_http:.3f} | "
+              f"{ts_http / ts_disk:.2f}x | {ts_requests} | {ts_http / args.latency:.1f} |")
+        for name, _, http_s, _, _ in rows[1:]:
+            print(f"\n{name} over HTTP / TensorStore HTTP read: {http_s / ts_http:.2f}x", end="")
+        print()
+
+
+if __name__ == "__main__":
+    main()
