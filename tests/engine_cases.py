@@ -60,6 +60,15 @@ def simulated(directory: Path) -> StoreCase:
     return StoreCase("msprime", str(_simulated_vcf(directory)), 10, 3)
 
 
+def converted(stores: list[StoreCase], convert_once: Callable) -> dict[str, tuple[StoreCase, str]]:
+    """``stores`` converted once each (the ``convert_once`` fixture): name -> (case, path)."""
+    made = {}
+    for case in stores:
+        path = convert_once(case.vcf, variants_chunk_size=case.variants_chunk, samples_chunk_size=case.samples_chunk)
+        made[case.name] = (case, str(path))
+    return made
+
+
 def _positions(vcf: str, region: str | None = None) -> list[tuple]:
     return sorted((r.chrom, r.pos) for r in oracle.records(vcf, region=region))
 

@@ -38,11 +38,8 @@ def spark():
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory, convert_once) -> dict[str, tuple[engine_cases.StoreCase, str]]:
-    made = {}
-    for case in (engine_cases.SAMPLE, engine_cases.simulated(tmp_path_factory.mktemp("sim"))):
-        path = convert_once(case.vcf, variants_chunk_size=case.variants_chunk, samples_chunk_size=case.samples_chunk)
-        made[case.name] = (case, str(path))
-    return made
+    sim = engine_cases.simulated(tmp_path_factory.mktemp("sim"))
+    return engine_cases.converted([engine_cases.SAMPLE, sim], convert_once)
 
 
 def _rows(spark, sql: str) -> list[tuple]:
