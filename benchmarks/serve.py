@@ -8,8 +8,9 @@
 
 Each server runs in its own process (``python -m vcfzarr_sql serve``), the client here; ratios
 are against psycopg text (what BI tools get) and against the in-process API. psycopg is run
-the ways a client may read a big result: ``fetchall()``, and ``stream(size=...)`` (libpq 17's
-chunked rows; plain ``stream()`` is libpq's single-row mode, several times slower in the client).
+the ways a client may read a big result: ``fetchall()``, ``stream(size=...)`` (libpq 17's
+chunked rows), plain ``stream()`` (libpq's single-row mode, several times slower in the
+client) and a named (server-side) cursor.
 
 A busy machine changes wall time a lot, CPU time little: for each path the client's CPU
 seconds (this process) and the server's (its process, from ``/proc``) are printed, the rows per
@@ -127,8 +128,27 @@ def _in_process(rows: int) -> Run:
     return clock.stop()
 
 
-def _psycopg(binary: bool, chunk: int = 0) -> Callable[[int, int, int], Run]:
-    """psycopg reading the result with ``fetchall()``, or ``stream(size=chunk)``."""
+def _psycopg(binary: bool, how: str = "fetchall", size: int = 10_000) -> Callable[[int, int, int], Run]:
+    """psycopg reading the result ``how``: ``fetchall()``; ``stream`` (``size`` rows at a time,
+    or one row at a time when ``size`` is 0); or ``named``, a server-side cursor fetching
+    ``size`` rows at a time."""
+
+    def streamed(con, query: str) -> Iterator[tuple]:
+        if how == "named":
+            with con.transaction(), con.cursor("bench", binary=binary) as cursor:
+                cursor.itersize = size
+                yield from cursor.execute(query)
+        else:
+            yield from con.cursor(binary=binary).stream(query, **({"size": size} if size else {}))
+
+    def count_and_last(con, query: str) -> tuple[int, tuple]:
+        if how == "fetchall":
+            got = con.cursor(binary=binary).execute(query).fetchall()
+            return len(got), got[-1]
+        count = 0
+        for count, row in enumerate(streamed(con, query), 1):
+            pass
+        return count, row
 
     def run(port: int, pid: int, rows: int) -> Run:
         import psycopg
@@ -142,14 +162,7 @@ def _psycopg(binary: bool, chunk: int = 0) -> Callable[[int, int, int], Run]:
             first = time.perf_counter() - started
         with psycopg.connect(host="127.0.0.1", port=port, user="bench", autocommit=True) as con:
             clock = _Clock(pid)
-            cursor = con.cursor(binary=binary)
-            if chunk:
-                count = 0
-                for count, row in enumerate(cursor.stream(query, size=chunk), 1):
-                    pass
-            else:
-                got = cursor.execute(query).fetchall()
-                count, row = len(got), got[-1]
+            count, row = count_and_last(con, query)
             measured = clock.stop()
         assert count == rows and row[0] == rows - 1
         measured.first = first
@@ -177,13 +190,13 @@ def _print(rows: int, results: dict[str, Run]) -> None:
     text, api = results["psycopg text"].total, results["in-process API"].total
     print(f"\n{rows:,} rows (id BIGINT, name VARCHAR, score DOUBLE); load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; medians")
-    print(f"{'path':34} {'first row':>9} {'total':>7} {'M rows/s':>8} {'vs text':>7} {'vs API':>6}"
+    print(f"{'path':37} {'first row':>9} {'total':>7} {'M rows/s':>8} {'vs text':>7} {'vs API':>6}"
           f" {'client CPU':>10} {'server CPU':>10} {'M rows/CPU s':>12}  limited by")
     for name, run in results.items():
         both = run.client_cpu + (0 if run.server_cpu != run.server_cpu else run.server_cpu)
         side = "-" if run.server_cpu != run.server_cpu else (
             "client" if run.client_cpu >= run.server_cpu else "server")
-        print(f"{name:34} {run.first * 1000:7.1f}ms {run.total:6.2f}s {rows / run.total / 1e6:8.2f} "
+        print(f"{name:37} {run.first * 1000:7.1f}ms {run.total:6.2f}s {rows / run.total / 1e6:8.2f} "
               f"{text / run.total:6.2f}x {api / run.total:5.2f}x {run.client_cpu:9.2f}s "
               f"{'-' if side == '-' else f'{run.server_cpu:.2f}s':>10} {rows / both / 1e6:12.2f}  {side}")
 
@@ -197,8 +210,11 @@ def main(argv: list[str] | None = None) -> None:
     cases: list[tuple[str, str, Path, Callable[[int, int, int], Run]]] = [
         ("psycopg text", "postgres", ROOT, _psycopg(False)),
         ("psycopg binary", "postgres", ROOT, _psycopg(True)),
-        ("psycopg text stream(size=10000)", "postgres", ROOT, _psycopg(False, 10_000)),
-        ("psycopg binary stream(size=10000)", "postgres", ROOT, _psycopg(True, 10_000)),
+        ("psycopg text stream(size=10000)", "postgres", ROOT, _psycopg(False, "stream")),
+        ("psycopg binary stream(size=10000)", "postgres", ROOT, _psycopg(True, "stream")),
+        ("psycopg text stream()", "postgres", ROOT, _psycopg(False, "stream", 0)),
+        ("psycopg text named, itersize 10000", "postgres", ROOT, _psycopg(False, "named")),
+        ("psycopg binary named, itersize 10000", "postgres", ROOT, _psycopg(True, "named")),
         ("ADBC Flight SQL", "flight-sql", ROOT, _flight_sql),
     ]
     if args.baseline:
