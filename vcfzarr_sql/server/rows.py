@@ -131,7 +131,7 @@ Piece = np.ndarray | pa.Array
 def _as_matrix(values: pa.Array, lengths: np.ndarray) -> Piece:
     """``values`` as a byte matrix when none is NULL and all have the same length."""
     rows = len(values)
-    width = int(lengths[0])
+    width = int(lengths[0]) if rows else -1
     if values.null_count or width < 0 or not (lengths == width).all():
         return values
     if width == 0:
