@@ -43,3 +43,24 @@ def test_many_batches_as_duckdb_has_them(server, binary) -> None:
             cursor.itersize = 777
             cursor.execute(QUERY)
             assert _same(list(cursor), expected)
+
+
+#: No NULL: fields of one width (numbers in binary, strings of one length, empty strings) are
+#: laid out by NumPy rather than Arrow's join; the second query's binary rows are nothing else.
+FIXED_WIDTH_QUERIES = [
+    "SELECT i AS n, ''::VARCHAR AS empty, lpad((i % 1000)::VARCHAR, 3, '0') AS same_width, "
+    "(i * 0.25)::DOUBLE AS x, i::INTEGER AS m, 'x' || i AS s FROM range(20000) t(i) ORDER BY i",
+    "SELECT i AS n, i::DOUBLE / 3 AS x, i::SMALLINT AS small FROM range(20000) t(i) ORDER BY i",
+]
+
+
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("query", FIXED_WIDTH_QUERIES)
+def test_fields_of_one_width_as_duckdb_has_them(server, binary, query) -> None:
+    expected = duckdb.sql(query).fetchall()
+    with psycopg.connect(host="127.0.0.1", port=server.port, user="t", autocommit=True) as con:
+        assert con.execute(query, binary=binary).fetchall() == expected
+        with con.transaction(), con.cursor("slices", binary=binary) as cursor:
+            cursor.itersize = 777
+            cursor.execute(query)
+            assert list(cursor) == expected

@@ -28,7 +28,7 @@ import struct
 import threading
 from collections.abc import Sequence
 
-from vcfzarr_sql.server import protocol, watchdog
+from vcfzarr_sql.server import protocol, rows, watchdog
 from vcfzarr_sql.server.config import Limits, Security, ServerConfigError, check_exposure
 from vcfzarr_sql.server.lockdown import DEFAULT_MEMORY_LIMIT, DataDirs, LockedDatabase, SessionPolicy
 from vcfzarr_sql.server.session import ClientSession
@@ -181,6 +181,7 @@ def make_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
                            database=None if database in (None, ":memory:") else database,
                            writable=writable, memory_limit=memory_limit)
     sessions = LockedDatabase(policy)
+    rows.warm_up()
     try:
         return PgServer(host, port, database=sessions, security=security, limits=limits or Limits())
     except OSError as err:

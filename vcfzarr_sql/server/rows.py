@@ -9,7 +9,7 @@ dates, times and timestamps in binary); other types use their encoder from :mod:
 
 >>> import pyarrow as pa
 >>> batch = pa.record_batch({"n": pa.array([1, None]), "s": pa.array(["a", "bc"])})
->>> data_rows(batch, [wire_values(column_codec(f.type), f.type, False) for f in batch.schema])
+>>> data_rows(batch, [wire_values(column_codec(f.type), f.type, False) for f in batch.schema]).to_pybytes()
 b'D\\x00\\x00\\x00\\x10\\x00\\x02\\x00\\x00\\x00\\x011\\x00\\x00\\x00\\x01aD\\x00\\x00\\x00\\x10\\x00\\x02\\xff\\xff\\xff\\xff\\x00\\x00\\x00\\x02bc'
 """
 
@@ -25,7 +25,7 @@ from vcfzarr_sql.server import types as pg
 from vcfzarr_sql.server.binary import EPOCH_DAYS, EPOCH_MICROS, binary_encoder
 from vcfzarr_sql.server.types import ColumnCodec, column_codec
 
-__all__ = ["WireValues", "data_rows", "encode_rows", "wire_values"]
+__all__ = ["WireValues", "data_rows", "encode_rows", "warm_up", "wire_values"]
 
 #: Per-column wire values: a ``large_binary`` array, NULL where the value is SQL NULL.
 WireValues = Callable[[pa.Array], pa.Array]
@@ -123,37 +123,95 @@ def wire_values(codec: ColumnCodec, arrow_type: pa.DataType, binary: bool) -> Wi
     return _one_at_a_time(binary_encoder(codec.pg_type, arrow_type) if binary else codec.encode)
 
 
-def _big_endian_int32s(numbers: np.ndarray) -> pa.Array:
-    """Each number as 4 big-endian bytes, one binary value per number."""
-    offsets = np.arange(0, (len(numbers) + 1) * 4, 4, dtype=np.int64)
-    return pa.Array.from_buffers(pa.large_binary(), len(numbers),
-                                 [None, pa.py_buffer(offsets), pa.py_buffer(numbers.astype(">i4").tobytes())])
+#: One field (or run of fields) of every row: a (rows, width) byte matrix when all have one
+#: width, else a ``large_binary`` array.
+Piece = np.ndarray | pa.Array
 
 
-def encode_rows(columns: Sequence[pa.Array]) -> bytes:
-    """DataRow messages of rows whose fields are ``columns`` (wire values, NULL for NULL)."""
+def _as_matrix(values: pa.Array, lengths: np.ndarray) -> Piece:
+    """``values`` as a byte matrix when none is NULL and all have the same length."""
+    rows = len(values)
+    width = int(lengths[0]) if rows else -1
+    if values.null_count or width < 0 or not (lengths == width).all():
+        return values
+    if width == 0:
+        return np.empty((rows, 0), np.uint8)
+    start = int(np.frombuffer(values.buffers()[1], np.int64, 1, values.offset * 8)[0])
+    return np.frombuffer(values.buffers()[2], np.uint8, rows * width, start).reshape(rows, width)
+
+
+def _as_binary_array(piece: Piece) -> pa.Array:
+    if isinstance(piece, pa.Array):
+        return piece
+    rows, width = piece.shape
+    offsets = np.arange(0, (rows + 1) * width, width, dtype=np.int64)
+    return pa.Array.from_buffers(pa.large_binary(), rows,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(piece))])
+
+
+def _side_by_side(matrices: list[np.ndarray]) -> np.ndarray:
+    """Byte matrices of as many rows, each row's bytes one after the other (a structured
+    array's fields: NumPy copies each field in one pass, not a few bytes at a time)."""
+    matrices = [m for m in matrices if m.shape[1]]
+    if len(matrices) == 1:
+        return matrices[0]
+    rows = len(matrices[0]) if matrices else 0
+    row = np.dtype([(f"f{i}", f"V{m.shape[1]}") for i, m in enumerate(matrices)])
+    out = np.empty(rows, row)
+    for i, matrix in enumerate(matrices):
+        out[f"f{i}"] = np.ascontiguousarray(matrix).view(f"V{matrix.shape[1]}").ravel()
+    return out.view(np.uint8).reshape(rows, row.itemsize)
+
+
+def _joined(pieces: list[Piece]) -> pa.Buffer:
+    """Each row's pieces one after the other, row after row. Runs of byte matrices are laid
+    side by side by NumPy first: Arrow's join costs about as much per piece as per byte."""
+    runs: list[Piece | list[np.ndarray]] = []
+    for piece in pieces:
+        if isinstance(piece, np.ndarray) and runs and isinstance(runs[-1], list):
+            runs[-1].append(piece)
+        else:
+            runs.append([piece] if isinstance(piece, np.ndarray) else piece)
+    runs = [_side_by_side(run) if isinstance(run, list) else run for run in runs]
+    if len(runs) == 1 and isinstance(runs[0], np.ndarray):
+        return pa.py_buffer(np.ascontiguousarray(runs[0]))
+    joined = pc.binary_join_element_wise(*map(_as_binary_array, runs), pa.scalar(b"", pa.large_binary()))
+    offsets = np.frombuffer(joined.buffers()[1], np.int64, len(joined) + 1, joined.offset * 8)
+    return joined.buffers()[2][int(offsets[0]):int(offsets[-1])]
+
+
+def encode_rows(columns: Sequence[pa.Array]) -> pa.Buffer:
+    """DataRow messages of rows whose fields are ``columns`` (wire values, NULL for NULL), in
+    the buffer they were laid out in (not copied: it goes to the socket as it is).
+
+    >>> encode_rows([pa.array([b"\\x01", None], pa.large_binary())]).to_pybytes()
+    b'D\\x00\\x00\\x00\\x0b\\x00\\x01\\x00\\x00\\x00\\x01\\x01D\\x00\\x00\\x00\\n\\x00\\x01\\xff\\xff\\xff\\xff'
+    """
     rows = len(columns[0])
     total = np.full(rows, 4 + 2 + 4 * len(columns), dtype=np.int64)
-    parts = []
+    fields: list[Piece] = []
     for values in columns:
         lengths = pc.fill_null(pc.binary_length(values), -1).to_numpy(zero_copy_only=False)
         total += np.maximum(lengths, 0)
         if values.null_count:
             values = pc.fill_null(values, pa.scalar(b"", pa.large_binary()))
-        parts += [_big_endian_int32s(lengths), values]
+        fields += [lengths.astype(">i4").view(np.uint8).reshape(rows, 4), _as_matrix(values, lengths)]
     header = np.empty(rows, _ROW_HEADER)
     header["kind"], header["length"], header["width"] = b"D", total, len(columns)
-    header_offsets = np.arange(0, (rows + 1) * _ROW_HEADER.itemsize, _ROW_HEADER.itemsize, dtype=np.int64)
-    headers = pa.Array.from_buffers(pa.large_binary(), rows,
-                                    [None, pa.py_buffer(header_offsets), pa.py_buffer(header.tobytes())])
-    joined = pc.binary_join_element_wise(headers, *parts, pa.scalar(b"", pa.large_binary()))
-    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64, count=rows + 1, offset=joined.offset * 8)
-    return joined.buffers()[2][int(offsets[0]):int(offsets[-1])].to_pybytes()
+    return _joined([header.view(np.uint8).reshape(rows, _ROW_HEADER.itemsize), *fields])
 
 
-def data_rows(batch: pa.RecordBatch, wire: Sequence[WireValues]) -> bytes:
+def data_rows(batch: pa.RecordBatch, wire: Sequence[WireValues]) -> pa.Buffer:
     """DataRow messages for every row of ``batch``, each column made wire values by ``wire``
     (see :func:`wire_values`)."""
     if batch.num_columns == 0:
-        return b"D\x00\x00\x00\x06\x00\x00" * batch.num_rows
+        return pa.py_buffer(b"D\x00\x00\x00\x06\x00\x00" * batch.num_rows)
     return encode_rows([encode(column) for encode, column in zip(wire, batch.columns)])
+
+
+def warm_up() -> None:
+    """Encode a row once. pyarrow's compute functions import pandas (when it is installed) on
+    their first call, a tenth of a second or more better spent when a server starts than in
+    its first query's time to first row."""
+    data_rows(pa.record_batch({"n": pa.array([1, None])}),
+              [wire_values(column_codec(pa.int64()), pa.int64(), False)])

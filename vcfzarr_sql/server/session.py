@@ -145,7 +145,12 @@ class ClientSession:
 
     # -- output ------------------------------------------------------------------------------
 
-    def _send(self, data: bytes) -> None:
+    def _send(self, data: bytes | pa.Buffer) -> None:
+        """Queue ``data``; a big piece (a batch of rows) goes out at once, not copied first."""
+        if len(data) >= SEND_BUFFER:
+            self._flush()
+            self._sock.sendall(data)
+            return
         self._out += data
         if len(self._out) >= SEND_BUFFER:
             self._flush()
