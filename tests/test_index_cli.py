@@ -49,7 +49,9 @@ def test_index_writes_what_bio2zarr_writes(bio2zarr_store, tmp_path, capsys, rel
     assert (code, err) == (0, "")
     expected = zarr.open_group(str(original), mode="r")
     written = zarr.open_group(str(path), mode="r", zarr_format=zarr_format)
-    assert out == f"{path}: wrote region_index ({expected[spec.REGION_INDEX].shape[0]} rows)\n"
+    assert out.startswith(
+        f"{path}: wrote region_index ({expected[spec.REGION_INDEX].shape[0]} rows)\n"
+    )
     assert np.array_equal(written[spec.REGION_INDEX][:], expected[spec.REGION_INDEX][:])
     records = oracle.records(CORPUS / relpath)
     assert written[spec.VARIANT_LENGTH][:].tolist() == [r.end - r.pos + 1 for r in records]

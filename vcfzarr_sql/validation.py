@@ -4,7 +4,8 @@
 (path, dimension names, dtype kind), consistent dimension sizes, equal chunking along
 ``variants``, the dimensions of every INFO/FORMAT array (against the header's Number and Type
 when the store carries a ``vcf_header``), and the ``region_index`` content, recomputed from
-``variant_contig``, ``variant_position`` and ``variant_length``.
+``variant_contig``, ``variant_position`` and ``variant_length``, and the stored genotype counts
+(``summary_gt_*``, :mod:`vcfzarr_sql.scan.stored_counts`), recomputed from the genotypes.
 
 Metadata is read with zarr-python (Zarr v2 or v3; a directory, a ``.zip`` file or an fsspec URL);
 array contents with vcfzarr-sql's own checked reader, and none through a refused codec
@@ -30,6 +31,7 @@ import zarr.storage
 from vcfzarr_sql import spec
 from vcfzarr_sql.errors import StoreError, VcfZarrError
 from vcfzarr_sql.region_index import region_index
+from vcfzarr_sql.scan import stored_counts
 from vcfzarr_sql.store.codecs import RefusedCodec
 from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField, parse_header
 from vcfzarr_sql.store.vcz import VczStore, open_store
@@ -178,6 +180,7 @@ def validate(path: str | os.PathLike, *, deep: bool = False) -> list[Problem]:
     with store:
         problems += _problems_reading(spec.VARIANT_CONTIG, _check_contents, store)
         problems += _problems_reading(spec.REGION_INDEX, _check_region_index, store)
+        problems += _problems_reading(stored_counts.ALLELE_COUNTS, _check_genotype_counts, store)
         if deep:
             problems += _check_every_chunk(store)
     return problems
@@ -446,3 +449,33 @@ def _check_region_index(store: VczStore) -> Iterator[Problem]:
         row = int(np.flatnonzero((actual != expected).any(axis=1))[0])
         yield Problem(spec.REGION_INDEX, f"row {row} is {actual[row].tolist()}, expected "
                                          f"{expected[row].tolist()}")
+
+
+def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
+    """The stored genotype counts (:mod:`vcfzarr_sql.scan.stored_counts`) against the counts
+    of the genotypes, one variant chunk at a time: the first record that disagrees."""
+    names = (stored_counts.ALLELE_COUNTS, stored_counts.CALL_COUNTS)
+    present = [name for name in names if store.has_array(name)]
+    gt = store.format_fields.get("GT")
+    if not present:
+        return
+    if gt is None or len(present) < len(names):
+        yield Problem(present[0], "stored genotype counts need call_genotype and both of "
+                                  f"{', '.join(names)}")
+        return
+    width = store.array_info(spec.VARIANT_ALLELE).shape[1]
+    for name, shape in zip(names, [(store.num_variants, width, 3), (store.num_variants, 2)]):
+        if store.array_info(name).shape != shape:
+            yield Problem(name, f"shape {store.array_info(name).shape}, expected {shape}")
+            return
+    for chunk in range(store.num_variant_chunks):
+        expected = stored_counts.counts_of_chunk(store, gt.array, chunk)
+        for name, wanted in zip(names, expected):
+            actual = store.read_chunk(name, (chunk,) + (0,) * (wanted.ndim - 1))
+            if not np.array_equal(actual, wanted):
+                bad = wanted != actual
+                row = int(np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))[0])
+                record = chunk * store.variants_chunk_size + row
+                yield Problem(name, f"record {record} has {actual[row].tolist()}, the genotypes "
+                                    f"give {wanted[row].tolist()}")
+                return

@@ -11,8 +11,12 @@ from vcfzarr_sql.cli import options
 @options.store_path
 def command(store: str) -> None:
     """Write region_index (and variant_length if absent) into STORE, a local directory store
-    (Zarr v2 or v3), so region queries read only the chunks they need."""
-    from vcfzarr_sql.store import write_region_index
+    (Zarr v2 or v3), so region queries read only the chunks they need; and genotype counts
+    (summary_gt_* arrays), so the gt_ columns over all samples need no genotype decoding."""
+    from vcfzarr_sql.store import write_genotype_counts, write_region_index
 
     index = write_region_index(store)
     click.echo(f"{store}: wrote region_index ({len(index)} rows)")
+    if write_genotype_counts(store):
+        click.echo(f"{store}: wrote genotype counts (summary_gt_allele_counts, "
+                   "summary_gt_call_counts)")

@@ -220,6 +220,11 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     write_group(store, attrs, arrays + [a for a, _ in small])
     for array, values in small:
         write_whole(store, array, values)
+    # Read back: a variant chunk's genotypes are written by several workers, sample chunk by
+    # sample chunk (zarr-python is imported here, as for a store converted with genotypes).
+    from vcfzarr_sql.store import write_genotype_counts
+
+    write_genotype_counts(store)
 
 
 @dataclass(frozen=True)

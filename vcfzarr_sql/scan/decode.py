@@ -42,6 +42,7 @@ from vcfzarr_sql import spec
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.scan import arrays, genotype_stats, schema
 from vcfzarr_sql.scan.blocks import BatchBlocks
+from vcfzarr_sql.scan.stored_counts import stored_counts
 
 
 def decode_variants(
@@ -267,24 +268,38 @@ def _genotypes(blocks: _Blocks, gt: Any) -> np.ndarray:
 
 
 def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
-    """The ``gt_`` columns of the batch, computed from its genotypes when first asked for."""
+    """The ``gt_`` columns of the batch: from the counts stored in the store when it has them
+    and the batch covers all samples, else from its genotypes, when first asked for."""
     fields = blocks.source.format_fields
+    stored: list[genotype_stats.GenotypeCounts | None] = []
+
+    def stored_or_none() -> genotype_stats.GenotypeCounts | None:
+        if not stored:
+            stored.append(stored_counts(blocks))
+        return stored[0]
+
+    def num_alleles() -> np.ndarray:
+        alleles = blocks.values(spec.VARIANT_ALLELE)
+        return alleles.shape[1] - alleles.fill.sum(axis=1)
 
     def genotypes() -> np.ndarray:
         if schema.GT not in fields:
             raise QueryError("the gt_ columns need genotypes (FORMAT/GT); the store has none")
         return blocks.values(fields[schema.GT].array)
 
-    def num_alleles() -> np.ndarray:
-        alleles = blocks.values(spec.VARIANT_ALLELE)
-        return alleles.shape[1] - alleles.fill.sum(axis=1)
+    def counts(width: int) -> genotype_stats.AlleleCounts:
+        found = stored_or_none()
+        return genotype_stats.allele_counts(genotypes(), width) if found is None else found.alleles
 
-    def phased() -> np.ndarray | None:
-        if not blocks.source.has_array(spec.CALL_GENOTYPE_PHASED):
-            return None
-        return blocks.read(spec.CALL_GENOTYPE_PHASED)
+    def missing() -> np.ndarray:
+        found = stored_or_none()
+        if found is not None:
+            return found.missing
+        phased = (blocks.read(spec.CALL_GENOTYPE_PHASED)
+                  if blocks.source.has_array(spec.CALL_GENOTYPE_PHASED) else None)
+        return genotype_stats.missing_calls(genotypes(), phased)
 
-    return genotype_stats.ChunkSummaries(genotypes, num_alleles, phased)
+    return genotype_stats.ChunkSummaries(num_alleles, counts, missing, blocks.num_samples)
 
 
 def _phased(blocks: _Blocks) -> pa.Array:

@@ -197,27 +197,63 @@ def _float32_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray
         return numerator.astype(np.float32) / denominator.astype(np.float32)
 
 
+@dataclass(frozen=True)
+class GenotypeCounts:
+    """Everything the ``gt_`` columns of a batch are computed from: bcftools' allele counts,
+    ``missing`` (samples per record F_MISSING counts as missing) and ``samples`` (how many).
+    Every count adds up over disjoint sets of samples (:meth:`plus`)."""
+
+    alleles: AlleleCounts
+    missing: np.ndarray
+    samples: int
+
+    def plus(self, other: GenotypeCounts) -> GenotypeCounts:
+        """The counts over the samples of both (per-allele counts widened to the wider)."""
+        width = max(self.alleles.het.shape[1], other.alleles.het.shape[1])
+        mine, theirs = (_widened(c.alleles, width) for c in (self, other))
+        summed = AlleleCounts(*(getattr(mine, f) + getattr(theirs, f) for f in _COUNT_FIELDS))
+        return GenotypeCounts(summed, self.missing + other.missing, self.samples + other.samples)
+
+
+_COUNT_FIELDS = ("het", "hom", "hemi", "called")
+
+
+def _widened(counts: AlleleCounts, width: int) -> AlleleCounts:
+    pad = ((0, 0), (0, width - counts.het.shape[1]))
+    return AlleleCounts(np.pad(counts.het, pad), np.pad(counts.hom, pad),
+                        np.pad(counts.hemi, pad), counts.called)
+
+
+def genotype_counts(
+    genotypes: np.ndarray, phased: np.ndarray | None, num_alleles: int
+) -> GenotypeCounts:
+    """The :class:`GenotypeCounts` of ``genotypes`` (records, samples, ploidy), ``phased``
+    (records, samples) or None, over at least ``num_alleles`` alleles."""
+    return GenotypeCounts(
+        allele_counts(genotypes, num_alleles), missing_calls(genotypes, phased), genotypes.shape[1]
+    )
+
+
 class ChunkSummaries:
     """The ``gt_`` columns of one batch of records, computed on demand and each once.
 
-    ``genotypes``: () -> (records, samples, ploidy) alleles of the selected samples;
-    ``num_alleles``: () -> alleles (REF and ALTs) of each record; ``phased``: () -> (records,
-    samples) bool or None.
+    ``num_alleles``: () -> alleles (REF and ALTs) of each record; ``counts``: (that many
+    alleles at least) -> the batch's :class:`AlleleCounts`; ``missing``: () -> samples per
+    record F_MISSING counts as missing; ``samples``: samples counted. The counts come from
+    decoded genotypes or from counts stored in the store.
     """
 
     def __init__(
         self,
-        genotypes: Callable[[], np.ndarray],
         num_alleles: Callable[[], np.ndarray],
-        phased: Callable[[], np.ndarray | None],
+        counts: Callable[[int], AlleleCounts],
+        missing: Callable[[], np.ndarray],
+        samples: int,
     ):
-        self._genotypes = genotypes
         self._num_alleles = num_alleles
-        self._phased = phased
-
-    @cached_property
-    def genotypes(self) -> np.ndarray:
-        return self._genotypes()
+        self._counts = counts
+        self._missing = missing
+        self.samples = samples
 
     @cached_property
     def alleles(self) -> np.ndarray:
@@ -225,7 +261,7 @@ class ChunkSummaries:
 
     @cached_property
     def counts(self) -> AlleleCounts:
-        return allele_counts(self.genotypes, int(self.alleles.max(initial=1)))
+        return self._counts(int(self.alleles.max(initial=1)))
 
     @cached_property
     def an(self) -> np.ndarray:
@@ -308,8 +344,7 @@ def _int_scalar(values: np.ndarray) -> pa.Array:
 
 
 def _f_missing(s: ChunkSummaries) -> pa.Array:
-    samples = s.genotypes.shape[1]
-    missing = missing_calls(s.genotypes, s._phased())
+    samples, missing = s.samples, s._missing()
     with np.errstate(divide="ignore", invalid="ignore"):
         fraction = (missing / samples).astype(np.float32)
     return pa.array(fraction, type=pa.float32(), mask=np.full(len(fraction), samples == 0))

@@ -50,7 +50,8 @@ def _write_array(
         layout = {"attributes": attrs, "dimension_names": dims}
     array = group.create_array(
         name, shape=data.shape, chunks=chunks, dtype=data.dtype, compressors=compressor,
-        fill_value=None if group.metadata.zarr_format == 2 else 0, overwrite=True, **layout,
+        fill_value=None if group.metadata.zarr_format == 2 else 0, overwrite=True,
+        config={"write_empty_chunks": True}, **layout,  # (our reader wants every chunk)
     )
     array[...] = data
 
@@ -91,7 +92,43 @@ def write_region_index(path: str | os.PathLike) -> np.ndarray:
         (spec.DIM_REGION_INDEX_VALUES, spec.DIM_REGION_INDEX_FIELDS), {},
     )
     if consolidated:
-        with warnings.catch_warnings():  # zarr-python: v3 consolidated metadata is not in the spec
-            warnings.simplefilter("ignore", UserWarning)
-            zarr.consolidate_metadata(location, zarr_format=zarr_format)
+        _consolidate(location, zarr_format)
     return index
+
+
+def _consolidate(location: str, zarr_format: int) -> None:
+    with warnings.catch_warnings():  # zarr-python: v3 consolidated metadata is not in the spec
+        warnings.simplefilter("ignore", UserWarning)
+        zarr.consolidate_metadata(location, zarr_format=zarr_format)
+
+
+def write_genotype_counts(path: str | os.PathLike) -> bool:
+    """Write the stored genotype counts (:mod:`vcfzarr_sql.scan.stored_counts`, replacing
+    any) into the local directory store at ``path``, one variant chunk at a time. Returns
+    False (and writes nothing) when the store has no genotypes."""
+    from vcfzarr_sql.scan import stored_counts
+
+    location = _local_directory(os.fspath(path))
+    with open_store(location) as store:
+        gt = store.format_fields.get("GT")
+        if gt is None or not store.has_array(spec.VARIANT_ALLELE):
+            return False
+        zarr_format, consolidated = store.zarr_format, store.consolidated is not None
+        shape = (store.num_variants, store.array_info(spec.VARIANT_ALLELE).shape[1])
+        chunk_size = store.variants_chunk_size
+        chunks = [stored_counts.counts_of_chunk(store, gt.array, k)
+                  for k in range(store.num_variant_chunks)]
+    group = zarr.open_group(location, mode="r+", zarr_format=zarr_format)
+    written = (
+        (stored_counts.ALLELE_COUNTS, (*shape, 3),
+         (spec.DIM_VARIANTS, spec.DIM_ALLELES, stored_counts.DIM_ALLELE_COUNTS)),
+        (stored_counts.CALL_COUNTS, (shape[0], 2),
+         (spec.DIM_VARIANTS, stored_counts.DIM_CALL_COUNTS)),
+    )
+    for k, (name, full_shape, dims) in enumerate(written):
+        data = np.concatenate([c[k] for c in chunks]) if chunks else np.zeros(full_shape, np.int32)
+        _write_array(group, name, data.reshape(full_shape), (chunk_size, *full_shape[1:]), dims,
+                     {"description": stored_counts.DESCRIPTIONS[name]})
+    if consolidated:
+        _consolidate(location, zarr_format)
+    return True
