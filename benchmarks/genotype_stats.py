@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--records", type=int, default=60000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", default="", help="time only the tasks whose name has this text")
     args = parser.parse_args(argv)
     directory = DATA_DIR / f"gtstats-{args.samples}x{args.records}"
     vcf, store, pgen = prepare(directory, args.samples, args.records)
@@ -202,6 +203,8 @@ def main(argv: list[str] | None = None) -> None:
           f"(ALT allele total {ac}, equal in vcfzarr-sql, plink2, bcftools)\n")
     print("| task | tool | time | tool / vcfzarr-sql |\n|---|---|---|---|")
     for task, tools in tasks.items():
+        if args.only not in task:
+            continue
         ours_time = None
         for tool, run in tools.items():
             seconds = timed(run, args.repeats)
