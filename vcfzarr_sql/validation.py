@@ -32,6 +32,7 @@ from vcfzarr_sql import spec
 from vcfzarr_sql.errors import StoreError, VcfZarrError
 from vcfzarr_sql.region_index import region_index
 from vcfzarr_sql.scan import stored_counts
+from vcfzarr_sql.scan.blocks import BatchBlocks
 from vcfzarr_sql.store.codecs import RefusedCodec
 from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField, parse_header
 from vcfzarr_sql.store.vcz import VczStore, open_store
@@ -453,29 +454,44 @@ def _check_region_index(store: VczStore) -> Iterator[Problem]:
 
 def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
     """The stored genotype counts (:mod:`vcfzarr_sql.scan.stored_counts`) against the counts
-    of the genotypes, one variant chunk at a time: the first record that disagrees."""
-    names = (stored_counts.ALLELE_COUNTS, stored_counts.CALL_COUNTS)
+    of the genotypes, one variant chunk at a time: the first block that disagrees."""
+    from vcfzarr_sql.scan.summarise import summarise_chunk  # (imports the scan)
+
+    names = (stored_counts.ALLELE_COUNTS, stored_counts.CALL_COUNTS,
+             stored_counts.SAMPLE_CLASS_COUNTS)
     present = [name for name in names if store.has_array(name)]
     gt = store.format_fields.get("GT")
     if not present:
         return
     if gt is None or len(present) < len(names):
-        yield Problem(present[0], "stored genotype counts need call_genotype and both of "
+        yield Problem(present[0], "stored genotype counts need call_genotype and all of "
                                   f"{', '.join(names)}")
         return
-    width = store.array_info(spec.VARIANT_ALLELE).shape[1]
-    for name, shape in zip(names, [(store.num_variants, width, 3), (store.num_variants, 2)]):
-        if store.array_info(name).shape != shape:
-            yield Problem(name, f"shape {store.array_info(name).shape}, expected {shape}")
+    expected = summarise_chunk(store, gt.array, 0) if store.num_variant_chunks else None
+    for name in names:
+        info = store.array_info(name)
+        if expected is not None and info.shape[1:] != expected.block(name).shape[1:]:
+            yield Problem(name, f"shape {info.shape}, expected {expected.block(name).shape[1:]} "
+                                "after the first axis")
             return
     for chunk in range(store.num_variant_chunks):
-        expected = stored_counts.counts_of_chunk(store, gt.array, chunk)
-        for name, wanted in zip(names, expected):
-            actual = store.read_chunk(name, (chunk,) + (0,) * (wanted.ndim - 1))
-            if not np.array_equal(actual, wanted):
-                bad = wanted != actual
-                row = int(np.flatnonzero(bad.reshape(len(bad), -1).any(axis=1))[0])
-                record = chunk * store.variants_chunk_size + row
-                yield Problem(name, f"record {record} has {actual[row].tolist()}, the genotypes "
-                                    f"give {wanted[row].tolist()}")
+        expected = summarise_chunk(store, gt.array, chunk)
+        for name in names:
+            wanted = expected.block(name)
+            actual = BatchBlocks(store, chunk, None).read(name)
+            if actual.shape != wanted.shape or not np.array_equal(actual, wanted):
+                yield Problem(name, _disagreement(name, chunk, store.variants_chunk_size,
+                                                  actual, wanted))
                 return
+
+
+def _disagreement(name: str, chunk: int, size: int, actual: np.ndarray, wanted: np.ndarray) -> str:
+    if actual.shape != wanted.shape:
+        return f"variant chunk {chunk} has shape {actual.shape}, expected {wanted.shape}"
+    if name == stored_counts.SAMPLE_CLASS_COUNTS:
+        sample = int(np.flatnonzero((actual != wanted).any(axis=(0, 1)))[0])
+        return (f"variant chunk {chunk}, sample {sample} has {actual[0, :, sample].tolist()}, "
+                f"the genotypes give {wanted[0, :, sample].tolist()}")
+    row = int(np.flatnonzero((actual != wanted).reshape(len(wanted), -1).any(axis=1))[0])
+    return (f"record {chunk * size + row} has {actual[row].tolist()}, the genotypes give "
+            f"{wanted[row].tolist()}")

@@ -17,7 +17,9 @@ and, as ``plink2 --missing`` / ``--sample-counts`` users expect:
   ``het_rate`` = n_het / (n_hom_ref + n_hom_alt + n_het).
 
 Computed chunk by chunk from the genotypes (the region's edge chunks keep only the records
-that overlap it), with vectorised numpy, a few chunks at a time in the scan's threads.
+that overlap it), with vectorised numpy, a few chunks at a time in the scan's threads; chunks
+the region covers whole read their counts from ``summary_sample_class_counts`` when the
+store has it (:mod:`.stored_counts`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from vcfzarr_sql.scan.blocks import BatchBlocks
 from vcfzarr_sql.scan.dataset import VczDataset
 from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, prefetched
 from vcfzarr_sql.scan.schema import GT
+from vcfzarr_sql.scan.stored_counts import stored_class_counts
 
 #: Call classes, in the order of the count columns.
 CLASSES = ("n_hom_ref", "n_hom_alt", "n_het", "n_hap_ref", "n_hap_alt", "n_missing")
@@ -200,6 +203,10 @@ def sample_stats_table(
                       dtype=np.int64)
     def chunk_counts(task: Any) -> tuple[np.ndarray, int]:
         blocks = BatchBlocks(store, task.variant_chunk, selected)
+        if task.filter is None:  # the whole chunk: its stored counts, if the store has them
+            stored = stored_class_counts(blocks)
+            if stored is not None:
+                return stored, task.num_rows
         genotypes = blocks.read(gt.array)
         alleles = blocks.read(spec.VARIANT_ALLELE)
         rows = _rows_in_region(store, task)

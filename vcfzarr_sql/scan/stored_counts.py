@@ -1,8 +1,9 @@
 """Genotype counts stored in the store beside the genotypes, so that the ``gt_`` columns of a
-query over all samples add up counts instead of decoding ``call_genotype``.
+query over all samples, and ``vcf_zarr_sample_stats`` over whole chunks, add up counts
+instead of decoding ``call_genotype``.
 
-Two arrays, chunked like ``variants`` (named ``summary_*`` so that VCF Zarr readers, which
-read ``variant_*`` and ``call_*`` arrays, ignore them):
+Named ``summary_*`` so that VCF Zarr readers, which read ``variant_*`` and ``call_*``
+arrays, ignore them. Per record, chunked like ``variants``:
 
 * ``summary_gt_allele_counts`` (variants, alleles, 3) int32: per allele (REF first) bcftools'
   het, hom and hemi counts over all samples (:func:`.genotype_stats.allele_counts`);
@@ -10,8 +11,16 @@ read ``variant_*`` and ``call_*`` arrays, ignore them):
   samples F_MISSING counts as missing; NS is -1 where a genotype names an allele beyond the
   ``alleles`` axis (those records are decoded).
 
-The counts are computed one (variant chunk, sample chunk) block at a time and added up
-(:meth:`.GenotypeCounts.plus`), so writing them needs one genotype block of memory.
+Per variant chunk and sample (:mod:`.sample_stats`' classes):
+
+* ``summary_sample_class_counts`` (variant chunks, classes, samples), uint16 (uint32 for
+  chunks of more than 65,535 records), chunked (1, classes, samples chunk): the calls of the
+  chunk in each class of :data:`.sample_stats.CLASSES` (n_hom_ref ... n_missing) per sample.
+  12 bytes per sample and chunk before compression (12 GB for 1e6 samples x 1e3 chunks, that
+  is 1e6 records in chunks of 1000: 1/170 of the int8 diploid genotypes); classes no call
+  has (haploid ones in a diploid store) compress to almost nothing.
+
+:mod:`.summarise` computes them; the writer is :func:`vcfzarr_sql.store.write_genotype_counts`.
 """
 
 from __future__ import annotations
@@ -20,38 +29,31 @@ from typing import Any
 
 import numpy as np
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.scan.blocks import BatchBlocks
-from vcfzarr_sql.scan.genotype_stats import AlleleCounts, GenotypeCounts, genotype_counts
+from vcfzarr_sql.scan.genotype_stats import AlleleCounts, GenotypeCounts
 
 ALLELE_COUNTS = "summary_gt_allele_counts"
 CALL_COUNTS = "summary_gt_call_counts"
+SAMPLE_CLASS_COUNTS = "summary_sample_class_counts"
 #: Dimension names of the last axes of the two arrays.
 DIM_ALLELE_COUNTS = "summary_gt_allele_count_kinds"
 DIM_CALL_COUNTS = "summary_gt_call_count_kinds"
+DIM_VARIANT_CHUNKS = "summary_variant_chunks"
+DIM_SAMPLE_CLASSES = "summary_sample_classes"
 NOT_COUNTED = -1
 DESCRIPTIONS = {
     ALLELE_COUNTS: "vcfzarr-sql: per allele, bcftools' het, hom and hemi allele counts in the "
                    "genotypes of all samples",
     CALL_COUNTS: "vcfzarr-sql: samples with a called allele (-1: not counted) and samples with "
                  "a missing genotype (F_MISSING)",
+    SAMPLE_CLASS_COUNTS: "vcfzarr-sql: calls per variant chunk, class (bcftools stats -s) "
+                         "and sample",
 }
 
 
-def counts_of_chunk(source: Any, gt_array: str, chunk_index: int) -> tuple[np.ndarray, np.ndarray]:
-    """The two stored arrays' rows for variant chunk ``chunk_index`` of ``source``, computed
-    from its genotypes (array ``gt_array``), one sample chunk at a time."""
-    width = source.array_info(spec.VARIANT_ALLELE).shape[1]
-    size = source.samples_chunk_size
-    total: GenotypeCounts | None = None
-    for lo in range(0, max(source.num_samples, 1), size):
-        samples = np.arange(lo, min(lo + size, source.num_samples))
-        blocks = BatchBlocks(source, chunk_index, samples)
-        phased = (blocks.read(spec.CALL_GENOTYPE_PHASED)
-                  if source.has_array(spec.CALL_GENOTYPE_PHASED) else None)
-        counts = genotype_counts(blocks.read(gt_array), phased, width)
-        total = counts if total is None else total.plus(counts)
-    return packed(total, width)
+def sample_class_dtype(variants_chunk_size: int) -> np.dtype:
+    """The dtype of ``summary_sample_class_counts`` for chunks of that many records."""
+    return np.dtype(np.uint16 if variants_chunk_size <= np.iinfo(np.uint16).max else np.uint32)
 
 
 def packed(counts: GenotypeCounts, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -81,3 +83,10 @@ def stored_counts(blocks: BatchBlocks) -> GenotypeCounts | None:
     alleles = AlleleCounts(het, hom, hemi, calls[:, 0].astype(np.int64))
     return GenotypeCounts(alleles, calls[:, 1].astype(np.int64), source.num_samples)
 
+
+def stored_class_counts(blocks: BatchBlocks) -> np.ndarray | None:
+    """The (classes, samples) call counts of the batch's whole variant chunk for its samples,
+    read from ``summary_sample_class_counts``; None when the store has none."""
+    if not blocks.source.has_array(SAMPLE_CLASS_COUNTS):
+        return None
+    return blocks.read(SAMPLE_CLASS_COUNTS)[0].astype(np.int64)

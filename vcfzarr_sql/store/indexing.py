@@ -38,22 +38,28 @@ def smallest_int_dtype(values: np.ndarray, at_least: np.dtype | type = np.int8) 
     raise StoreError(f"values {low}..{high} do not fit in int64")
 
 
-def _write_array(
-    group: zarr.Group, name: str, data: np.ndarray, chunks: tuple[int, ...],
-    dims: tuple[str, ...], attrs: dict,
-) -> None:
+def _create_array(
+    group: zarr.Group, name: str, shape: tuple[int, ...], dtype: np.dtype,
+    chunks: tuple[int, ...], dims: tuple[str, ...], attrs: dict,
+) -> zarr.Array:
     if group.metadata.zarr_format == 2:
         compressor = numcodecs.Blosc(cname="zstd", clevel=7, shuffle=numcodecs.Blosc.SHUFFLE)
         layout = {"attributes": {**attrs, spec.ARRAY_DIMENSIONS: list(dims)}}
     else:
         compressor = zarr.codecs.BloscCodec(cname="zstd", clevel=7, shuffle="shuffle")
         layout = {"attributes": attrs, "dimension_names": dims}
-    array = group.create_array(
-        name, shape=data.shape, chunks=chunks, dtype=data.dtype, compressors=compressor,
+    return group.create_array(
+        name, shape=shape, chunks=chunks, dtype=dtype, compressors=compressor,
         fill_value=None if group.metadata.zarr_format == 2 else 0, overwrite=True,
         config={"write_empty_chunks": True}, **layout,  # (our reader wants every chunk)
     )
-    array[...] = data
+
+
+def _write_array(
+    group: zarr.Group, name: str, data: np.ndarray, chunks: tuple[int, ...],
+    dims: tuple[str, ...], attrs: dict,
+) -> None:
+    _create_array(group, name, data.shape, data.dtype, chunks, dims, attrs)[...] = data
 
 
 def _local_directory(path: str) -> str:
@@ -106,7 +112,9 @@ def write_genotype_counts(path: str | os.PathLike) -> bool:
     """Write the stored genotype counts (:mod:`vcfzarr_sql.scan.stored_counts`, replacing
     any) into the local directory store at ``path``, one variant chunk at a time. Returns
     False (and writes nothing) when the store has no genotypes."""
-    from vcfzarr_sql.scan import stored_counts
+    from vcfzarr_sql.scan import stored_counts as sc
+    from vcfzarr_sql.scan.sample_stats import CLASSES
+    from vcfzarr_sql.scan.summarise import summarise_chunk
 
     location = _local_directory(os.fspath(path))
     with open_store(location) as store:
@@ -114,21 +122,33 @@ def write_genotype_counts(path: str | os.PathLike) -> bool:
         if gt is None or not store.has_array(spec.VARIANT_ALLELE):
             return False
         zarr_format, consolidated = store.zarr_format, store.consolidated is not None
-        shape = (store.num_variants, store.array_info(spec.VARIANT_ALLELE).shape[1])
-        chunk_size = store.variants_chunk_size
-        chunks = [stored_counts.counts_of_chunk(store, gt.array, k)
-                  for k in range(store.num_variant_chunks)]
-    group = zarr.open_group(location, mode="r+", zarr_format=zarr_format)
-    written = (
-        (stored_counts.ALLELE_COUNTS, (*shape, 3),
-         (spec.DIM_VARIANTS, spec.DIM_ALLELES, stored_counts.DIM_ALLELE_COUNTS)),
-        (stored_counts.CALL_COUNTS, (shape[0], 2),
-         (spec.DIM_VARIANTS, stored_counts.DIM_CALL_COUNTS)),
-    )
-    for k, (name, full_shape, dims) in enumerate(written):
-        data = np.concatenate([c[k] for c in chunks]) if chunks else np.zeros(full_shape, np.int32)
-        _write_array(group, name, data.reshape(full_shape), (chunk_size, *full_shape[1:]), dims,
-                     {"description": stored_counts.DESCRIPTIONS[name]})
+        variants, alleles = store.num_variants, store.array_info(spec.VARIANT_ALLELE).shape[1]
+        size, samples = store.variants_chunk_size, store.num_samples
+        num_chunks = store.num_variant_chunks
+        group = zarr.open_group(location, mode="r+", zarr_format=zarr_format)
+        layouts = {  # name: (shape, dtype, chunks, dims)
+            sc.ALLELE_COUNTS: ((variants, alleles, 3), np.int32, (size, alleles, 3),
+                               (spec.DIM_VARIANTS, spec.DIM_ALLELES, sc.DIM_ALLELE_COUNTS)),
+            sc.CALL_COUNTS: ((variants, 2), np.int32, (size, 2),
+                             (spec.DIM_VARIANTS, sc.DIM_CALL_COUNTS)),
+            sc.SAMPLE_CLASS_COUNTS: (
+                (num_chunks, len(CLASSES), samples), sc.sample_class_dtype(size),
+                (1, len(CLASSES), max(store.samples_chunk_size, 1)),
+                (sc.DIM_VARIANT_CHUNKS, sc.DIM_SAMPLE_CLASSES, spec.DIM_SAMPLES)),
+        }
+        arrays = {
+            name: _create_array(group, name, shape, np.dtype(dtype), chunks, dims,
+                                {"description": sc.DESCRIPTIONS[name]})
+            for name, (shape, dtype, chunks, dims) in layouts.items()
+        }
+        for k in range(num_chunks):
+            summary = summarise_chunk(store, gt.array, k)
+            for name, array in arrays.items():
+                block = summary.block(name)
+                if name == sc.SAMPLE_CLASS_COUNTS:
+                    array[k : k + 1] = block
+                else:
+                    array[k * size : k * size + len(block)] = block
     if consolidated:
         _consolidate(location, zarr_format)
     return True
