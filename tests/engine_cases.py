@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 import oracle
-from corpus import CORPUS
+from corpus import CORPUS, CorpusFile, readable_corpus
+from vcfzarr_sql import region_index, spec
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Case:
     expected: Callable[[str], list[tuple]]
     region: str | None = None
     samples: tuple[str, ...] | None = None
+    #: the columns ``sql`` uses (what an engine without projection pushdown should read)
+    columns: tuple[str, ...] = ("contig", "pos")
 
     def duckdb_sql(self, path: str) -> str:
         """The query on the DuckDB path: ``t`` as a ``vcf_zarr`` / ``vcf_zarr_calls`` call."""
@@ -60,6 +63,26 @@ def simulated(directory: Path) -> StoreCase:
     return StoreCase("msprime", str(_simulated_vcf(directory)), 10, 3)
 
 
+#: Corpus stores are chunked like tests/test_sql_corpus.py's (so ``convert_once`` shares them):
+#: tiny chunks, but at most ~100 x 3 chunks for the few large files.
+VARIANTS_CHUNK = 7
+SAMPLES_CHUNK = 2
+
+
+def corpus_store(corpus_file: CorpusFile) -> StoreCase:
+    """A corpus file as a store case, chunked small."""
+    return StoreCase(
+        corpus_file.id,
+        str(corpus_file.path),
+        max(VARIANTS_CHUNK, (corpus_file.records or 0) // 100),
+        max(SAMPLES_CHUNK, (corpus_file.samples or 0) // 3),
+    )
+
+
+#: Every corpus file bcftools reads, as a store case.
+CORPUS_STORES = [corpus_store(f) for f in readable_corpus()]
+
+
 def converted(stores: list[StoreCase], convert_once: Callable) -> dict[str, tuple[StoreCase, str]]:
     """``stores`` converted once each (the ``convert_once`` fixture): name -> (case, path)."""
     made = {}
@@ -69,72 +92,130 @@ def converted(stores: list[StoreCase], convert_once: Callable) -> dict[str, tupl
     return made
 
 
+def literal(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def region_string(contig: str, start: int, end: int) -> str:
+    """A bcftools ``-r`` string (contig names with ``:``, ``,`` or braces braced)."""
+    name = "{" + contig + "}" if any(c in contig for c in ":,{}") else contig
+    return f"{name}:{start}-{end}"
+
+
 def _positions(vcf: str, region: str | None = None) -> list[tuple]:
     return sorted((r.chrom, r.pos) for r in oracle.records(vcf, region=region))
 
 
-def _window(vcf: str) -> tuple[str, int, int]:
-    """A contig and a POS window covering its middle records."""
-    records = oracle.records(vcf)
+def _window(records: list) -> tuple[str, int, int]:
+    """A contig and a POS window (1-based) covering its middle records."""
     contig = records[len(records) // 2].chrom
     pos = sorted(r.pos for r in records if r.chrom == contig)
-    return contig, pos[len(pos) // 4], pos[(3 * len(pos)) // 4]
+    return contig, max(pos[len(pos) // 4], 1), max(pos[(3 * len(pos)) // 4], 1)
 
 
 def _alt_alleles(vcf: str, region: str | None, samples: tuple[str, ...] | None) -> list[tuple]:
-    """Non-reference alleles called (an allele count): from bcftools' genotypes."""
+    """Non-reference alleles called (an allele count, every ploidy): bcftools' genotypes."""
     alleles, _ = oracle.genotype_arrays(vcf, region=region)
     keep = oracle._sample_indexes(vcf, samples)
-    return [(int((alleles[:, keep, :2] > 0).sum()),)]
+    return [(int((alleles[:, keep, :] > 0).sum()),)]
+
+
+def allele_counts(vcf: str, region: str | None, samples: tuple[str, ...] | None) -> list[tuple]:
+    """``(contig, pos, AC)`` per record, AC counting each ALT in bcftools' genotypes of
+    ``samples`` (all ploidies; None without ALT): ``bcftools +fill-tags``' AC."""
+    alleles, _ = oracle.genotype_arrays(vcf, region=region)
+    keep = oracle._sample_indexes(vcf, samples)
+    rows = []
+    for record, calls in zip(oracle.records(vcf, region=region), alleles[:, keep, :]):
+        counts = [int((calls == a).sum()) for a in range(1, len(record.alt) + 1)]
+        rows.append((record.chrom, record.pos, counts or None))
+    return rows
+
+
+def _ploidy(vcf: str) -> int:
+    """The most alleles a call of ``vcf`` has (bcftools' genotypes)."""
+    return oracle.genotype_arrays(vcf)[0].shape[-1]
+
+
+def _region_records(vcf: str, region: str) -> list | None:
+    """bcftools -r's records, or None when htslib cannot index the file (-r needs an index)."""
+    try:
+        return oracle.records(vcf, region=region)
+    except OSError:
+        return None
 
 
 def cases(store: StoreCase) -> list[Case]:
-    """The queries every engine answers over ``store``."""
-    contig, lo, hi = _window(store.vcf)
-    region = f"{contig}:{lo}-{hi}"
-    samples = tuple(oracle.header(store.vcf).samples[::2])
+    """The queries every engine answers over ``store``: those that apply to it (calls cases
+    when it has samples, allele cases when they have GT, region cases when it has records)."""
+    records = oracle.records(store.vcf)
+    header = oracle.header(store.vcf)
+    out = [Case("count", "variants", "SELECT count(*) AS n FROM t", lambda v: [(len(oracle.records(v)),)],
+                columns=("pos",))]
+    if not records:
+        return out
+    contig, lo, hi = _window(records)
+    region = region_string(contig, lo, hi)
+    in_region = _region_records(store.vcf, region) is not None
+    samples = tuple(header.samples[::2])
+    out.append(Case(
+        "where",
+        "variants",
+        f"SELECT contig, pos FROM t WHERE contig = {literal(contig)} AND pos >= {lo} AND pos <= {hi}",
+        lambda v: sorted(
+            (r.chrom, r.pos) for r in oracle.records(v) if r.chrom == contig and lo <= r.pos <= hi
+        ),
+    ))
+    if in_region:
+        out.append(Case("region", "variants", "SELECT contig, pos FROM t", lambda v: _positions(v, region),
+                        region=region))
+    if not samples:
+        return out
+    out.append(Case(
+        "calls-per-sample",
+        "calls",
+        f"SELECT sample_id, count(*) AS n FROM t WHERE contig = {literal(contig)} AND pos <= {hi}"
+        " GROUP BY sample_id",
+        lambda v: sorted(
+            (s, sum(1 for r in oracle.records(v) if r.chrom == contig and r.pos <= hi)) for s in samples
+        ),
+        samples=samples,
+        columns=("sample_id", "contig", "pos"),
+    ))
+    if "GT" not in header.format:
+        return out
+    gt = tuple(f"fmt_GT_{k}" for k in range(1, _ploidy(store.vcf) + 1))
     allele_count = (
-        "SELECT sum(CASE WHEN fmt_GT_1 > 0 THEN 1 ELSE 0 END"
-        " + CASE WHEN fmt_GT_2 > 0 THEN 1 ELSE 0 END) AS ac FROM t"
+        "SELECT sum(" + " + ".join(f"CASE WHEN {c} > 0 THEN 1 ELSE 0 END" for c in gt) + ") AS ac FROM t"
     )
-    return [
-        Case("region", "variants", "SELECT contig, pos FROM t", lambda v: _positions(v, region), region=region),
-        Case(
-            "where",
-            "variants",
-            f"SELECT contig, pos FROM t WHERE contig = '{contig}' AND pos >= {lo} AND pos <= {hi}",
-            lambda v: sorted(
-                (r.chrom, r.pos) for r in oracle.records(v) if r.chrom == contig and lo <= r.pos <= hi
-            ),
-        ),
-        Case("count", "variants", "SELECT count(*) AS n FROM t", lambda v: [(len(oracle.records(v)),)]),
-        Case("alleles", "calls", allele_count, lambda v: _alt_alleles(v, None, None)),
-        Case(
-            "alleles-region-samples",
-            "calls",
-            allele_count,
-            lambda v: _alt_alleles(v, region, samples),
-            region=region,
-            samples=samples,
-        ),
-        Case(
-            "calls-per-sample",
-            "calls",
-            f"SELECT sample_id, count(*) AS n FROM t WHERE contig = '{contig}' AND pos <= {hi}"
-            " GROUP BY sample_id",
-            lambda v: sorted(
-                (s, sum(1 for r in oracle.records(v) if r.chrom == contig and r.pos <= hi))
-                for s in samples
-            ),
-            samples=samples,
-        ),
+    gt_ac = "SELECT contig, pos, gt_AC FROM t"
+    out += [
+        Case("alleles", "calls", allele_count, lambda v: _alt_alleles(v, None, None), columns=gt),
+        Case("gt_AC", "variants", gt_ac, lambda v: allele_counts(v, None, None),
+             columns=("contig", "pos", "gt_AC")),
     ]
+    if in_region:
+        out += [
+            Case("alleles-region-samples", "calls", allele_count, lambda v: _alt_alleles(v, region, samples),
+                 region=region, samples=samples, columns=gt),
+            Case("gt_AC-region-samples", "variants", gt_ac, lambda v: allele_counts(v, region, samples),
+                 region=region, samples=samples, columns=("contig", "pos", "gt_AC")),
+        ]
+    return out
+
+
+def _plain(value):
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(_plain(v) for v in value)
+    return value
 
 
 def normalised(rows: list) -> list[tuple]:
     """Rows as sorted tuples of plain Python values (engines differ in row and int types)."""
-    plain = [tuple(int(v) if isinstance(v, np.integer) else v for v in row) for row in rows]
-    return sorted(plain)
+    return sorted((_plain(row) for row in rows), key=repr)
 
 
 def overlapping_chunks(store: StoreCase, region: str) -> set[int]:
@@ -143,3 +224,22 @@ def overlapping_chunks(store: StoreCase, region: str) -> set[int]:
     index = {(r.chrom, r.pos, r.ref, tuple(r.alt)): i for i, r in enumerate(everything)}
     hits = oracle.records(store.vcf, region=region)
     return {index[(r.chrom, r.pos, r.ref, tuple(r.alt))] // store.variants_chunk for r in hits}
+
+
+def chunks_to_read(records, chunk_size: int, contig: str, start: int, end: int, overlap: bool) -> set[int]:
+    """Chunks with a region-index row that may hold a match (of ``bcftools -r`` when
+    ``overlap``, else of ``-t``), computed from bcftools' records."""
+    names = {name: k for k, name in enumerate(dict.fromkeys(r.chrom for r in records))}
+    index = region_index.region_index(
+        np.array([names[r.chrom] for r in records]),
+        np.array([r.pos for r in records]),
+        np.array([r.end - r.pos + 1 for r in records]),
+        chunk_size,
+    )
+    last = spec.RI_MAX_END if overlap else spec.RI_END
+    hits = (
+        (index[:, spec.RI_CONTIG] == names[contig])
+        & (index[:, spec.RI_START] <= end)
+        & (index[:, last] >= start)
+    )
+    return set(index[hits, spec.RI_CHUNK].tolist())
