@@ -79,19 +79,9 @@ def test_tasks_answer_like_bcftools_and_the_duckdb_path(stores, store):
     assert_tasks_answer_like_bcftools_and_the_duckdb_path(*stores[store])
 
 
-def corpus_store(corpus_store: engine_cases.StoreCase, convert_once) -> str:
-    """``corpus_store`` converted (once per run); skipped when pysam's bcftools rejects it."""
-    try:
-        oracle.records(corpus_store.vcf)
-    except oracle.BcftoolsError as err:
-        pytest.skip(f"pysam's bcftools rejects this file (the converter does too): {err}")
-    return str(convert_once(corpus_store.vcf, variants_chunk_size=corpus_store.variants_chunk,
-                            samples_chunk_size=corpus_store.samples_chunk))
-
-
 @pytest.mark.parametrize("source", engine_cases.CORPUS_STORES, ids=[s.name for s in engine_cases.CORPUS_STORES])
 def test_tasks_answer_like_bcftools_over_every_corpus_store(convert_once, source):
-    assert_tasks_answer_like_bcftools_and_the_duckdb_path(source, corpus_store(source, convert_once))
+    assert_tasks_answer_like_bcftools_and_the_duckdb_path(source, engine_cases.converted_corpus_store(source, convert_once))
 
 
 def test_the_allele_count_oracle_is_bcftools_fill_tags():

@@ -16,9 +16,7 @@ import engine_cases  # noqa: E402
 import vcfzarr_sql  # noqa: E402
 import vcfzarr_sql.spark as vcf_spark  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
-
-CASES = [c.id for c in engine_cases.cases(engine_cases.SAMPLE)]
-
+from pyspark.sql.types import StructType  # noqa: E402
 
 @pytest.fixture(scope="module")
 def spark():
@@ -46,6 +44,14 @@ def _rows(spark, sql: str) -> list[tuple]:
     return engine_cases.normalised([tuple(row) for row in spark.sql(sql).collect()])
 
 
+def _view(spark, case: engine_cases.Case, path: str) -> None:
+    """``t``: the case's table with the columns it uses (Spark does not prune a Python source's)."""
+    full = spark.read.format("vcf_zarr").option("table", case.table).load(path).schema
+    schema = StructType([full[c] for c in case.columns])
+    vcf_spark.read(spark, path, case.table, region=case.region, samples=case.samples,
+                   schema=schema).createOrReplaceTempView("t")
+
+
 def test_spark_answers_like_bcftools_and_duckdb(spark, stores):
     source, path = stores["msprime"]  # many variant and sample chunks
     with vcfzarr_sql.connect() as con:
@@ -54,6 +60,22 @@ def test_spark_answers_like_bcftools_and_duckdb(spark, stores):
             vcf_spark.read(spark, path, case.table, region=case.region, samples=case.samples).createOrReplaceTempView("t")
             assert _rows(spark, case.sql) == expected, case.id
             assert engine_cases.normalised(con.sql(case.duckdb_sql(path)).fetchall()) == expected, case.id
+
+
+#: Representative corpus stores: haploid (gCNV calls), multiallelic with many samples, mixed ploidy.
+CORPUS_STORES = [
+    s for s in engine_cases.CORPUS_STORES
+    if s.name.endswith(("intervals_output_SAMPLE_001.vcf.gz", "multiallelicQualRegression.vcf", "mixed_ploidy.vcf.gz"))
+]
+
+
+@pytest.mark.parametrize("source", CORPUS_STORES, ids=[s.name.rsplit("/", 1)[-1] for s in CORPUS_STORES])
+def test_spark_answers_like_bcftools_over_corpus_stores(spark, convert_once, source):
+    """(The DuckDB path's answers to the same cases: tests/test_scan_tasks.py.)"""
+    path = engine_cases.converted_corpus_store(source, convert_once)
+    for case in engine_cases.cases(source):
+        _view(spark, case, path)
+        assert _rows(spark, case.sql) == engine_cases.normalised(case.expected(source.vcf)), case.id
 
 
 def test_one_view_queried_with_and_without_a_filter_alternately(spark, stores):

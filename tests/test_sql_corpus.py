@@ -23,13 +23,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import engine_cases
 import oracle
 import vcfzarr_sql
 from corpus import readable_corpus
-from vcfzarr_sql import region_index, spec
+from vcfzarr_sql import spec
 
-VARIANTS_CHUNK = 7
-SAMPLES_CHUNK = 2
 #: above this many calls, FORMAT fields are compared for SUBSET_SAMPLES samples only
 MAX_FULL_CALLS = 50_000
 SUBSET_SAMPLES = 2
@@ -39,28 +38,17 @@ FILES = readable_corpus()
 
 def _chunking(corpus_file) -> tuple[int, int]:
     """(variants, samples) chunk sizes: tiny, but at most ~100 x 3 chunks for large files."""
-    return (
-        max(VARIANTS_CHUNK, (corpus_file.records or 0) // 100),
-        max(SAMPLES_CHUNK, (corpus_file.samples or 0) // 3),
-    )
+    store = engine_cases.corpus_store(corpus_file)
+    return store.variants_chunk, store.samples_chunk
 
 
 @pytest.fixture(scope="session")
-def stores(tmp_path_factory):
-    """corpus id -> store path, converted on first use."""
-    root = tmp_path_factory.mktemp("sql-corpus")
-    made: dict[str, str] = {}
+def stores(convert_once):
+    """corpus id -> store path, converted on first use (shared with tests/engine_cases.py's)."""
 
     def get(corpus_file) -> str:
-        if corpus_file.id not in made:
-            out = root / f"{len(made)}.zarr"
-            variants, samples = _chunking(corpus_file)
-            vcfzarr_sql.convert(
-                str(corpus_file.path), out, variants_chunk_size=variants,
-                samples_chunk_size=samples, show_progress=False,
-            )
-            made[corpus_file.id] = str(out)
-        return made[corpus_file.id]
+        variants, samples = _chunking(corpus_file)
+        return str(convert_once(corpus_file.path, variants_chunk_size=variants, samples_chunk_size=samples))
 
     return get
 
@@ -299,11 +287,6 @@ def test_the_guides_genotype_counts_match_bcftools(con, stores, corpus_file) -> 
 # Regions (bcftools -r, overlap) and positions (bcftools -t), with the chunks read
 
 
-def _region_string(contig: str, start: int, end: int) -> str:
-    name = "{" + contig + "}" if any(c in contig for c in ":,{}") else contig
-    return f"{name}:{start}-{end}"
-
-
 def _queries(records) -> list[tuple[str, int, int]]:
     """(contig, start, end) intervals: the middle third of the first and of the last contig."""
     contigs = list(dict.fromkeys(r.chrom for r in records))
@@ -313,26 +296,6 @@ def _queries(records) -> list[tuple[str, int, int]]:
         lo, hi = positions[len(positions) // 3], positions[(2 * len(positions)) // 3]
         out.append((contig, max(lo, 1), max(hi, 1)))  # regions are 1-based (POS 0 exists)
     return out
-
-
-def _expected_chunks(
-    records, chunk_size: int, contig: str, start: int, end: int, overlap: bool
-) -> set[int]:
-    """Chunks with a region-index row that may hold a match, computed from bcftools' records."""
-    names = {name: k for k, name in enumerate(dict.fromkeys(r.chrom for r in records))}
-    index = region_index.region_index(
-        np.array([names[r.chrom] for r in records]),
-        np.array([r.pos for r in records]),
-        np.array([r.end - r.pos + 1 for r in records]),
-        chunk_size,
-    )
-    last = spec.RI_MAX_END if overlap else spec.RI_END
-    hits = (
-        (index[:, spec.RI_CONTIG] == names[contig])
-        & (index[:, spec.RI_START] <= end)
-        & (index[:, last] >= start)
-    )
-    return set(index[hits, spec.RI_CHUNK].tolist())
 
 
 REGION_FILES = [f for f in FILES if f.records]
@@ -362,7 +325,7 @@ def test_positions_and_regions(con, stores, corpus_file, overlap: bool) -> None:
     records = oracle.records(path)
     chunk_size, _ = _chunking(corpus_file)
     for contig, start, end in _queries(records):
-        region = _region_string(contig, start, end)
+        region = engine_cases.region_string(contig, start, end)
         if overlap:
             expected_records = _regions(path, region)
             rows = _variant_rows(con, store, header, region=region)
@@ -373,5 +336,5 @@ def test_positions_and_regions(con, stores, corpus_file, overlap: bool) -> None:
         _assert_records_equal(rows, expected_records, header)
         stats = con.last_stats
         assert stats["variant_chunks_total"] == math.ceil(len(records) / chunk_size)
-        expected = _expected_chunks(records, chunk_size, contig, start, end, overlap)
+        expected = engine_cases.chunks_to_read(records, chunk_size, contig, start, end, overlap)
         assert stats["variant_chunks_read"] == len(expected)
