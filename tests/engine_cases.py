@@ -198,8 +198,12 @@ def cases(store: StoreCase) -> list[Case]:
     if "GT" not in header.format:
         return out
     gt = tuple(f"fmt_GT_{k}" for k in range(1, _ploidy(store.vcf) + 1))
+    # coalesce: Daft (0.7.26) takes no branch, not ELSE, when a CASE condition is NULL (a
+    # missing or absent allele); see test_daft.test_daft_case_when_null_is_null_not_else
     allele_count = (
-        "SELECT sum(" + " + ".join(f"CASE WHEN {c} > 0 THEN 1 ELSE 0 END" for c in gt) + ") AS ac FROM t"
+        "SELECT sum("
+        + " + ".join(f"CASE WHEN coalesce({c}, 0) > 0 THEN 1 ELSE 0 END" for c in gt)
+        + ") AS ac FROM t"
     )
     gt_ac = "SELECT contig, pos, gt_AC FROM t"
     out += [
