@@ -5,6 +5,10 @@ and a query over it as the table ``t``; ``expected`` is computed from tests/orac
 (bcftools). The DuckDB path (``vcf_zarr(...)``), our scan tasks, Daft and Spark tests all run
 these cases, so every engine is held to bcftools' answers. The SQL is plain enough for all
 three dialects (no ``end`` column: a keyword in some).
+
+:func:`cases` gives the cases that apply to a store (calls cases when it has samples, allele
+and ``gt_AC`` cases when it has GT, summing every ploidy column; region cases when htslib can
+index it), for the stores here and every corpus file bcftools reads (:data:`CORPUS_STORES`).
 """
 
 from __future__ import annotations

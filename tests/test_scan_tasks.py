@@ -81,7 +81,8 @@ def test_tasks_answer_like_bcftools_and_the_duckdb_path(stores, store):
 
 @pytest.mark.parametrize("source", engine_cases.CORPUS_STORES, ids=[s.name for s in engine_cases.CORPUS_STORES])
 def test_tasks_answer_like_bcftools_over_every_corpus_store(convert_once, source):
-    assert_tasks_answer_like_bcftools_and_the_duckdb_path(source, engine_cases.converted_corpus_store(source, convert_once))
+    path = engine_cases.converted_corpus_store(source, convert_once)
+    assert_tasks_answer_like_bcftools_and_the_duckdb_path(source, path)
 
 
 def test_the_allele_count_oracle_is_bcftools_fill_tags():
