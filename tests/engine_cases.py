@@ -86,6 +86,19 @@ def corpus_store(corpus_file: CorpusFile) -> StoreCase:
 
 #: Every corpus file bcftools reads, as a store case.
 CORPUS_STORES = [corpus_store(f) for f in readable_corpus()]
+#: Corpus files with more calls or records than this take seconds each: marked slow.
+SLOW_CALLS, SLOW_RECORDS = 1_000_000, 10_000
+
+
+def corpus_params() -> list:
+    """:data:`CORPUS_STORES` as pytest parameters (ids: corpus paths), the large ones slow."""
+    sizes = {str(f.path): (f.records or 0, f.samples or 0) for f in readable_corpus()}
+
+    def marks(store: StoreCase) -> list:
+        records, samples = sizes[store.vcf]
+        return [pytest.mark.slow] if records * samples > SLOW_CALLS or records > SLOW_RECORDS else []
+
+    return [pytest.param(s, id=s.name, marks=marks(s)) for s in CORPUS_STORES]
 
 
 def converted(stores: list[StoreCase], convert_once: Callable) -> dict[str, tuple[StoreCase, str]]:

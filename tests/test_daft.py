@@ -45,7 +45,7 @@ def test_daft_answers_like_bcftools_and_duckdb(stores, store):
             assert engine_cases.normalised(con.sql(case.duckdb_sql(path)).fetchall()) == expected, case.id
 
 
-@pytest.mark.parametrize("source", engine_cases.CORPUS_STORES, ids=[s.name for s in engine_cases.CORPUS_STORES])
+@pytest.mark.parametrize("source", engine_cases.corpus_params())
 def test_daft_answers_like_bcftools_over_every_corpus_store(convert_once, source):
     """(The DuckDB path's answers to the same cases: tests/test_scan_tasks.py.)"""
     _assert_daft_answers_like_bcftools(source, engine_cases.converted_corpus_store(source, convert_once))

@@ -79,7 +79,7 @@ def test_tasks_answer_like_bcftools_and_the_duckdb_path(stores, store):
     assert_tasks_answer_like_bcftools_and_the_duckdb_path(*stores[store])
 
 
-@pytest.mark.parametrize("source", engine_cases.CORPUS_STORES, ids=[s.name for s in engine_cases.CORPUS_STORES])
+@pytest.mark.parametrize("source", engine_cases.corpus_params())
 def test_tasks_answer_like_bcftools_over_every_corpus_store(convert_once, source):
     path = engine_cases.converted_corpus_store(source, convert_once)
     assert_tasks_answer_like_bcftools_and_the_duckdb_path(source, path)
