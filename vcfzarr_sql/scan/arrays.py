@@ -456,9 +456,10 @@ def lists_array(elements: pa.Array, lengths: np.ndarray, valid: np.ndarray | Non
     return _lists(elements, _offsets(lengths), None if valid is None else ~valid)
 
 
-def fixed_lists(values: pa.Array, rows: int, width: int) -> pa.Array:
-    """``values`` (``rows * width`` of them) as ``rows`` lists of ``width`` (never null)."""
-    return _lists(values, _regular_offsets(rows, width), None)
+def fixed_lists(values: pa.Array, rows: int, width: int, null: np.ndarray | None = None) -> pa.Array:
+    """``values`` (``rows * width`` of them) as ``rows`` lists of ``width`` (null where
+    ``null``; None: never null)."""
+    return _lists(values, _regular_offsets(rows, width), null)
 
 
 def dictionary_array(

@@ -261,7 +261,7 @@ class ChunkSummaries:
 
     @cached_property
     def counts(self) -> AlleleCounts:
-        return self._counts(int(self.alleles.max(initial=1)))
+        return self._counts(self.widest)
 
     @cached_property
     def an(self) -> np.ndarray:
@@ -292,19 +292,38 @@ class ChunkSummaries:
         the record has ALTs: NULL for a record without ALT (or not ``valid``, or with no
         present element); NaN -> NULL element."""
         alts = self.alleles - 1
+        values = values[:, : self.widest]
         rows, width = values.shape
-        keep = np.arange(1, width)[None, :] < self.alleles[:, None]
-        elements = values[:, 1:][keep]
+        if self._same_width:  # (the usual chunk: no slicing per record)
+            elements = values[:, 1:].reshape(-1)
+        else:
+            elements = values[:, 1:][np.arange(1, width)[None, :] < self.alleles[:, None]]
         null = np.isnan(elements) if elements.dtype.kind == "f" else None
-        row_valid = alts > 0
-        if valid is not None:
-            row_valid &= valid
-        if null is not None and null.any():
+        if null is not None and not null.any():
+            null = None
+        row_valid = alts > 0 if valid is None else (alts > 0) & valid
+        if null is not None:
             some = np.zeros(rows, dtype=bool)
             np.logical_or.at(some, np.repeat(np.arange(rows), alts), ~null)
             row_valid &= some
         element_array = pa.array(elements, type=type_.value_type, mask=null)
+        if self._same_width:
+            return arrays.fixed_lists(element_array, rows, width - 1, _none_if_none(~row_valid))
         return arrays.lists_array(element_array, alts, row_valid)
+
+    @cached_property
+    def widest(self) -> int:
+        """The most alleles (REF included) any record has."""
+        return int(self.alleles.max(initial=1))
+
+    @cached_property
+    def _same_width(self) -> bool:
+        """Whether every record has the same number of alleles."""
+        return bool((self.alleles == self.widest).all())
+
+
+def _none_if_none(mask: np.ndarray) -> np.ndarray | None:
+    return mask if mask.any() else None
 
 
 def _per_allele_counts(attribute: str) -> Callable[[ChunkSummaries], pa.Array]:
@@ -317,7 +336,7 @@ def _per_allele_counts(attribute: str) -> Callable[[ChunkSummaries], pa.Array]:
 
 def _padded(per_allele: np.ndarray, s: ChunkSummaries) -> np.ndarray:
     """Per-allele values widened to the most alleles any record has (extra alleles count 0)."""
-    width = int(s.alleles.max(initial=1))
+    width = s.widest
     if per_allele.shape[1] >= width:
         return per_allele
     return np.pad(per_allele, ((0, 0), (0, width - per_allele.shape[1])))
