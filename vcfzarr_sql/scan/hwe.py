@@ -24,6 +24,10 @@ import numpy as np
 #: row): sorted by rare-allele count, so each group is about as wide as its rows need, and the
 #: per-step Python overhead is paid once per group (32 MB of float64 at most).
 _GROUP_CELLS = 4_000_000
+#: ... and at most this many times as wide (plus the slack) as its narrowest row: the matrix
+#: of probabilities is then at most that many times the values it must hold.
+_GROUP_WIDENING = 2
+_GROUP_SLACK = 64
 
 
 def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -43,6 +47,7 @@ def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.
     while start < len(rows):
         widths = nrare[rows[start:]] + 1  # ascending
         fits = np.arange(1, len(widths) + 1) * widths <= _GROUP_CELLS
+        fits &= widths <= _GROUP_WIDENING * widths[0] + _GROUP_SLACK
         end = start + max(1, int(np.count_nonzero(fits)))
         group = rows[start:end]
         hwe[group], exc_het[group] = _tests(nref[group], nalt[group], nhet[group])
@@ -56,39 +61,15 @@ def _tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.nda
     nrare = np.minimum(nref, nalt)
     mid = ((nrare.astype(np.float64) * (total - nrare)) / total).astype(np.int64)
     mid += (nrare & 1) ^ (mid & 1)
+    hom_r = (nrare - mid) // 2
+    hom_c = ngt - mid - hom_r
     rows = np.arange(len(nref))
     probs = np.zeros((len(nref), int(nrare.max()) + 1))
     probs[rows, mid] = 1.0
     total_prob = np.ones(len(nref))
-
-    het, hom_r = mid.copy(), (nrare - mid) // 2
-    hom_c = ngt - het - hom_r
-    p = np.ones(len(nref))
-    while True:  # from the midpoint down, two heterozygotes at a time
-        active = het > 1
-        if not active.any():
-            break
-        step = p * het * (het - 1.0) / (4.0 * (hom_r + 1.0) * (hom_c + 1.0))
-        a = rows[active]
-        probs[a, het[a] - 2] = step[a]
-        total_prob[a] += step[a]
-        p = np.where(active, step, p)
-        hom_r, hom_c, het = hom_r + active, hom_c + active, het - 2 * active
-
-    het, hom_r = mid.copy(), (nrare - mid) // 2
-    hom_c = ngt - het - hom_r
-    p = np.ones(len(nref))
-    while True:  # and up
-        active = het <= nrare - 2
-        if not active.any():
-            break
-        step = p * 4.0 * hom_r * hom_c / ((het + 2.0) * (het + 1.0))
-        a = rows[active]
-        probs[a, het[a] + 2] = step[a]
-        total_prob[a] += step[a]
-        p = np.where(active, step, p)
-        hom_r, hom_c, het = hom_r - active, hom_c - active, het + 2 * active
-
+    # From the midpoint down, then up, two heterozygotes at a time.
+    _walk(probs, total_prob, mid // 2, mid, hom_r, hom_c, down=True)
+    _walk(probs, total_prob, (nrare - mid) // 2, mid, hom_r, hom_c, down=False)
     probs /= total_prob[:, None]
     observed = probs[rows, nhet]
     columns = np.arange(probs.shape[1])
@@ -96,3 +77,53 @@ def _tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.nda
     exc_het = np.cumsum(np.where(columns >= nhet[:, None], probs, 0.0), axis=1)[:, -1]
     hwe = np.cumsum(np.where(probs > observed[:, None], 0.0, probs), axis=1)[:, -1]
     return np.minimum(hwe, 1.0), exc_het
+
+
+def _walk(
+    probs: np.ndarray,
+    total_prob: np.ndarray,
+    steps: np.ndarray,
+    mid: np.ndarray,
+    hom_r: np.ndarray,
+    hom_c: np.ndarray,
+    down: bool,
+) -> None:
+    """One direction of the recurrence from ``probs[mid] = 1``, ``steps`` steps per row, each
+    with bcftools' operations in its order: step ``k`` down (``het = mid - 2k``, homozygote
+    counts ``+ k``) stores ``p * het * (het - 1.0) / (4.0 * (hom_r + 1.0) * (hom_c + 1.0))``
+    at ``het - 2``; up (``het = mid + 2k``, ``- k``) ``p * 4.0 * hom_r * hom_c / ((het + 2.0)
+    * (het + 1.0))`` at ``het + 2``; ``p`` is the previous step's value, each is added to
+    ``total_prob``.
+
+    Rows run longest first, so the rows still stepping are a prefix: a step is a few numpy
+    operations over it (the factors of every step are computed at once, beforehand)."""
+    order = np.argsort(-steps, kind="stable")
+    longest = int(steps[order[0]]) if len(order) else 0
+    if longest == 0:
+        return
+    k = np.arange(longest)[:, None]
+    sign = -1 if down else 1
+    het = mid[order][None, :] + 2 * sign * k
+    hom_r, hom_c = (h[order][None, :] - sign * k for h in (hom_r, hom_c))
+    with np.errstate(all="ignore"):  # (steps past a row's end give values never used)
+        if down:
+            factors = [het, het - 1.0]
+            divisors = 4.0 * (hom_r + 1.0) * (hom_c + 1.0)
+        else:
+            factors = [np.full(het.shape, 4.0), hom_r, hom_c]
+            divisors = (het + 2.0) * (het + 1.0)
+    stepping = np.searchsorted(-steps[order], -np.arange(longest), side="right")
+    values = np.empty(het.shape)
+    p = np.ones(len(order))
+    total = total_prob[order]
+    for step, n in enumerate(stepping.tolist()):
+        x = p[:n]
+        for factor in factors:
+            np.multiply(x, factor[step, :n], out=x)
+        np.divide(x, divisors[step, :n], out=x)
+        values[step, :n] = x
+        total[:n] += x
+    total_prob[order] = total
+    done = k < steps[order][None, :]
+    row = np.broadcast_to(order[None, :], het.shape)
+    probs[row[done], (het + 2 * sign)[done]] = values[done]
