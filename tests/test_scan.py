@@ -458,7 +458,8 @@ def test_per_call_columns_decode_in_the_scan_threads_site_columns_as_read(stores
     ds = store.dataset()
     sites = ds.to_table(columns=["contig", "pos", "ref"])
     assert threads["variants"] == {threading.current_thread().name}
-    assert sites == store.full().select(["contig", "pos", "ref"])
+    # (site scans join chunks into larger batches: compare values, not dictionaries per batch)
+    assert sites.to_pylist() == store.full().select(["contig", "pos", "ref"]).to_pylist()
     threads["variants"].clear()
     genotypes = ds.to_table(columns=["pos", "fmt_GT"])
     assert threads["variants"] and all(n.startswith("vcfzarr-scan") for n in threads["variants"])

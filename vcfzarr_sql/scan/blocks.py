@@ -1,6 +1,7 @@
-"""The part of a VCF Zarr array that one batch needs: a variant chunk, for some samples.
+"""The part of a VCF Zarr array that one batch needs: variant chunks, for some samples.
 
-A batch covers one chunk along ``variants``; along ``samples`` it covers the selected samples
+A batch covers one chunk along ``variants`` (or a run of consecutive ones, for plans whose
+chunks are cheap to decode); along ``samples`` it covers the selected samples
 (those of one sample chunk for ``calls``); every other axis is read whole. Each array is read
 once per batch, from only the chunks that hold its part, with ``source.read_chunk`` (the
 store's raw-bytes-plus-numcodecs path, or a wrapper that counts).
@@ -19,16 +20,20 @@ from vcfzarr_sql import spec
 
 
 class BatchBlocks:
-    """Reads the blocks of one batch: variant chunk ``chunk_index``, samples ``samples``.
+    """Reads the blocks of one batch: variant chunks ``chunk_index`` to ``chunk_index +
+    chunk_count - 1``, samples ``samples``.
 
     ``samples`` are sorted global sample indexes (None: all samples); arrays with a
     ``samples`` axis come back with exactly those samples, in that order, read from only the
     sample chunks that hold them.
     """
 
-    def __init__(self, source: Any, chunk_index: int, samples: np.ndarray | None):
+    def __init__(
+        self, source: Any, chunk_index: int, samples: np.ndarray | None, chunk_count: int = 1
+    ):
         self.source = source
         self.chunk_index = chunk_index
+        self.chunks = range(chunk_index, chunk_index + chunk_count)
         self.samples = None if samples is None else np.asarray(samples, dtype=np.int64)
         self.num_samples = source.num_samples if samples is None else len(self.samples)
         self._cache: dict[str, np.ndarray] = {}
@@ -43,7 +48,7 @@ class BatchBlocks:
     def _read(self, name: str) -> np.ndarray:
         info = self.source.array_info(name)
         sample_axis = _sample_axis(name, info.dims)
-        grid: list[Sequence[int]] = [[self.chunk_index]]
+        grid: list[Sequence[int]] = [self.chunks]
         grid += [range(max(math.ceil(n / c), 1)) for n, c in zip(info.shape[1:], info.chunks[1:])]
         if sample_axis is None or self.samples is None:
             return _assemble(self.source, name, grid)
@@ -70,6 +75,9 @@ def _assemble(source: Any, name: str, grid: list[Sequence[int]]) -> np.ndarray:
     """The chunks ``itertools.product(*grid)`` of ``name`` joined into one array."""
     if all(len(g) == 1 for g in grid):
         return source.read_chunk(name, tuple(g[0] for g in grid))
+    if all(len(g) == 1 for g in grid[1:]):  # a run of variant chunks
+        rest = tuple(g[0] for g in grid[1:])
+        return np.concatenate([source.read_chunk(name, (c, *rest)) for c in grid[0]])
     chunks = {c: source.read_chunk(name, c) for c in itertools.product(*grid)}
 
     def nest(prefix: tuple[int, ...]) -> Any:

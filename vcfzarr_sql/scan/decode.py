@@ -42,7 +42,7 @@ from vcfzarr_sql import spec
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.scan import arrays, genotype_stats, schema
 from vcfzarr_sql.scan.blocks import BatchBlocks
-from vcfzarr_sql.scan.stored_counts import stored_counts
+from vcfzarr_sql.scan.stored_counts import stored_counts, stored_num_alleles
 
 
 def decode_variants(
@@ -50,13 +50,15 @@ def decode_variants(
     chunk_index: int,
     columns: Sequence[str],
     samples: np.ndarray | None = None,
+    chunk_count: int = 1,
 ) -> pa.RecordBatch:
-    """The ``variants`` rows of variant chunk ``chunk_index``, with ``columns`` in that order.
+    """The ``variants`` rows of variant chunk ``chunk_index`` (and the next ``chunk_count - 1``
+    chunks), with ``columns`` in that order.
 
     ``samples`` are the sorted indexes of the samples the ``fmt_`` lists cover (None: all).
     """
-    blocks = _Blocks(source, chunk_index, samples)
-    rows = _chunk_rows(source, chunk_index)
+    blocks = _Blocks(source, chunk_index, samples, chunk_count)
+    rows = _rows(source, blocks.chunks)
     summaries = _summaries(blocks)
     out = []
     for name in columns:
@@ -86,7 +88,7 @@ def decode_calls(
     hi = min(lo + source.samples_chunk_size, source.num_samples)
     in_chunk = np.arange(lo, hi) if samples is None else _within(np.asarray(samples), lo, hi)
     blocks = _Blocks(source, chunk_index, in_chunk)
-    rows = _chunk_rows(source, chunk_index)
+    rows = _rows(source, blocks.chunks)
     out = []
     for name in columns:
         if name == schema.SAMPLE_ID:
@@ -101,8 +103,10 @@ def decode_calls(
 class _Blocks(BatchBlocks):
     """The blocks of one batch; string blocks (:meth:`values`) as Arrow where the codec can."""
 
-    def __init__(self, source: Any, chunk_index: int, samples: np.ndarray | None):
-        super().__init__(source, chunk_index, samples)
+    def __init__(
+        self, source: Any, chunk_index: int, samples: np.ndarray | None, chunk_count: int = 1
+    ):
+        super().__init__(source, chunk_index, samples, chunk_count)
         self._strings: dict[str, arrays.StringBlock] = {}
         self._string_chunks: _StringChunks | None = None
         self._positions: BatchBlocks | None = None
@@ -122,7 +126,9 @@ class _Blocks(BatchBlocks):
             return arrays.StringBlock.of(self.read(name))
         if self._positions is None:
             self._string_chunks = _StringChunks(self.source)
-            self._positions = BatchBlocks(self._string_chunks, self.chunk_index, self.samples)
+            self._positions = BatchBlocks(
+                self._string_chunks, self.chunk_index, self.samples, len(self.chunks)
+            )
         positions = self._positions.read(name)
         return arrays.StringBlock(self._string_chunks.strings(name), positions)
 
@@ -160,9 +166,10 @@ def _within(samples: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return samples[(samples >= lo) & (samples < hi)]
 
 
-def _chunk_rows(source: Any, chunk_index: int) -> int:
-    start = chunk_index * source.variants_chunk_size
-    return max(0, min(source.variants_chunk_size, source.num_variants - start))
+def _rows(source: Any, chunks: range) -> int:
+    """Records in variant chunks ``chunks``."""
+    start = chunks.start * source.variants_chunk_size
+    return max(0, min(len(chunks) * source.variants_chunk_size, source.num_variants - start))
 
 
 def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordBatch:
@@ -194,7 +201,8 @@ def _pos(blocks: _Blocks) -> pa.Array:
 
 
 def _end(blocks: _Blocks) -> pa.Array:
-    length = np.asarray(blocks.source.variant_length(blocks.chunk_index), dtype=np.int64)
+    lengths = [blocks.source.variant_length(c) for c in blocks.chunks]
+    length = np.concatenate(lengths).astype(np.int64, copy=False)
     return pa.array(_positions(blocks) + length - 1)
 
 
@@ -279,6 +287,9 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
         return stored[0]
 
     def num_alleles() -> np.ndarray:
+        found = stored_num_alleles(blocks)
+        if found is not None:
+            return found
         alleles = blocks.values(spec.VARIANT_ALLELE)
         return alleles.shape[1] - alleles.fill.sum(axis=1)
 
@@ -306,7 +317,7 @@ def _phased(blocks: _Blocks) -> pa.Array:
     if blocks.source.has_array(spec.CALL_GENOTYPE_PHASED):
         phased = blocks.read(spec.CALL_GENOTYPE_PHASED).reshape(-1)
     else:
-        rows = _chunk_rows(blocks.source, blocks.chunk_index)
+        rows = _rows(blocks.source, blocks.chunks)
         phased = np.zeros(rows * blocks.num_samples, dtype=bool)
     return arrays.scalar_array(phased, pa.bool_())
 

@@ -12,15 +12,19 @@ from typing import Any
 
 import pyarrow as pa
 
-from vcfzarr_sql.scan import arrays, decode
+from vcfzarr_sql.scan import arrays, decode, stored_counts
 from vcfzarr_sql.scan.expressions import parse_or_none
 from vcfzarr_sql.scan.fetch import fetched_windows
-from vcfzarr_sql.scan.plan import ChunkTask, ScanPlan
+from vcfzarr_sql.scan.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
+from vcfzarr_sql.scan.plan import ChunkTask, ScanPlan, batch_runs
 from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, prefetched
 from vcfzarr_sql.scan.residual import matching_rows
 
 #: Pieces whose chunks a scan over a remote store fetches in one batch.
 FETCH_WINDOW = 32
+#: Records a batch of a plan with cheap chunks (:func:`chunks_per_batch`) grows to: its
+#: fixed cost per batch (Python, Arrow, the engine) is then small against its values.
+RUN_RECORDS = 65_536
 
 
 def _run(source: Any, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBatch:
@@ -28,7 +32,9 @@ def _run(source: Any, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBa
     if not task.columns:
         batch = arrays.rows_only(task.num_rows)
     elif task.sample_chunk is None:
-        batch = decode.decode_variants(source, task.variant_chunk, task.columns, task.samples)
+        batch = decode.decode_variants(
+            source, task.variant_chunk, task.columns, task.samples, task.chunk_count
+        )
     else:
         batch = decode.decode_calls(
             source, task.variant_chunk, task.sample_chunk, task.columns, task.samples
@@ -38,8 +44,21 @@ def _run(source: Any, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBa
     return matching_rows(batch, tree, task.filter, plan.filter_columns, plan.schema.names)
 
 
+def chunks_per_batch(source: Any, plan: ScanPlan) -> int:
+    """How many consecutive variant chunks a batch of ``plan`` may join: up to
+    :data:`RUN_RECORDS` records for a ``variants`` scan that decodes no per-call value (site
+    columns, and ``gt_`` columns over all samples of a store with stored counts), else one."""
+    if plan.table != "variants" or plan.reads_calls:
+        return 1
+    summaries = any(c.startswith(GT_SUMMARY_PREFIX) for c in plan.filtered_columns)
+    if summaries and (plan.sample_groups[0][1] is not None or not stored_counts.stored(source)):
+        return 1
+    return max(1, RUN_RECORDS // max(source.variants_chunk_size, 1))
+
+
 def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
-    """The batches of matching rows of ``plan``, one per task that has any, in plan order.
+    """The batches of matching rows of ``plan``, in plan order: one per task that has any, or
+    per run of tasks (:func:`.plan.batch_runs`) for plans with cheap chunks.
 
     Plans that decode per-call values, and plans over a remote store (a URL: each chunk read
     waits for a round trip), run a few tasks ahead in the scan threads (codecs, numpy and
@@ -50,11 +69,12 @@ def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
     tree = None if plan.filter is None else parse_or_none(plan.filter)
     remote = getattr(source, "is_remote", False)
     ahead = PREFETCH_DEPTH if plan.reads_calls or remote else 0
-    work = lambda i: _run(source, plan, plan.task(i), tree)  # noqa: E731
+    work = lambda run: _run(source, plan, plan.run(run.start, run.stop), tree)  # noqa: E731
+    most = chunks_per_batch(source, plan)
     # Over a remote store, the chunks of each window of pieces are fetched in one batch, the
     # next window's while this one is decoded (once a scan shows what pieces read; see .fetch).
     window = FETCH_WINDOW if remote else max(len(plan), 1)
     for pieces in fetched_windows(source, plan.variant_chunks, window):
-        for batch in prefetched(work, pieces, depth=ahead):
+        for batch in prefetched(work, batch_runs(plan, pieces, most), depth=ahead):
             if batch.num_rows:
                 yield batch

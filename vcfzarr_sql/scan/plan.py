@@ -59,6 +59,8 @@ class ChunkTask:
 
     ``samples``: sorted store indexes of the samples to decode (None: all); for the ``calls``
     table, those of ``sample_chunk``. ``num_rows``: rows of the task before filtering.
+    ``chunk_count``: for a run of tasks decoded as one (:meth:`ScanPlan.run`), the variant
+    chunks from ``variant_chunk`` on that it covers.
     """
 
     variant_chunk: int
@@ -67,6 +69,7 @@ class ChunkTask:
     columns: tuple[str, ...]
     filter: pc.Expression | None
     num_rows: int
+    chunk_count: int = 1
 
     @property
     def reads_calls(self) -> bool:
@@ -117,6 +120,16 @@ class ScanPlan:
             columns=self.unfiltered_columns if whole else self.filtered_columns,
             filter=None if whole else self.filter,
             num_rows=int(self.rows[i]),
+        )
+
+    def run(self, start: int, stop: int) -> ChunkTask:
+        """Tasks ``start:stop`` as one task: they must be consecutive variant chunks of one
+        sample group, all needing the row filter or none (see :func:`batch_runs`)."""
+        first = self.task(start)
+        return dataclasses.replace(
+            first,
+            num_rows=int(self.rows[start:stop].sum()),
+            chunk_count=int(self.variant_chunks[stop - 1]) - first.variant_chunk + 1,
         )
 
     @property
@@ -266,3 +279,34 @@ def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:
         variant_chunks_total=int(layout.num_variant_chunks),
         sample_chunks_total=int(layout.num_sample_chunks),
     )
+
+
+def batch_runs(plan: ScanPlan, pieces: range, most: int) -> list[range]:
+    """``pieces`` (task indexes of ``plan``) cut into runs that :meth:`ScanPlan.run` can join:
+    consecutive variant chunks of one sample group, with one ``whole`` flag; runs grow from
+    one task, doubling, to at most ``most`` tasks (so a scan stopped early, a LIMIT, decodes
+    little more than it returns).
+
+    >>> from types import SimpleNamespace
+    >>> plan = SimpleNamespace(variant_chunks=np.array([0, 1, 2, 3, 4, 5, 6, 9]),
+    ...     groups=np.zeros(8, np.int32), whole=np.array([1, 1, 1, 1, 1, 1, 0, 0], bool))
+    >>> [(r.start, r.stop) for r in batch_runs(plan, range(8), 4)]
+    [(0, 1), (1, 3), (3, 6), (6, 7), (7, 8)]
+    """
+    if most <= 1 or len(pieces) <= 1:
+        return [range(i, i + 1) for i in pieces]
+    chunks = plan.variant_chunks[pieces.start : pieces.stop]
+    joins = (
+        (np.diff(chunks) == 1)
+        & (np.diff(plan.groups[pieces.start : pieces.stop]) == 0)
+        & (np.diff(plan.whole[pieces.start : pieces.stop].astype(np.int8)) == 0)
+    )
+    breaks = np.flatnonzero(~joins) + 1 + pieces.start
+    runs, size = [], 1
+    for lo, hi in zip([pieces.start, *breaks.tolist()], [*breaks.tolist(), pieces.stop]):
+        while lo < hi:
+            step = min(size, hi - lo)
+            runs.append(range(lo, lo + step))
+            lo += step
+            size = min(2 * size, most)
+    return runs

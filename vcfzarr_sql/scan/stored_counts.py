@@ -7,9 +7,10 @@ arrays, ignore them. Per record, chunked like ``variants``:
 
 * ``summary_gt_allele_counts`` (variants, alleles, 3) int32: per allele (REF first) bcftools'
   het, hom and hemi counts over all samples (:func:`.genotype_stats.allele_counts`);
-* ``summary_gt_call_counts`` (variants, 2) int32: samples with a called allele (NS) and
-  samples F_MISSING counts as missing; NS is -1 where a genotype names an allele beyond the
-  ``alleles`` axis (those records are decoded).
+* ``summary_gt_call_counts`` (variants, 3) int32: samples with a called allele (NS),
+  samples F_MISSING counts as missing, and the record's alleles (REF and ALTs: so that the
+  ``gt_`` lists, one value per ALT, need not decode ``variant_allele``); NS is -1 where a
+  genotype names an allele beyond the ``alleles`` axis (those records are decoded).
 
 Per variant chunk and sample (:mod:`.sample_stats`' classes):
 
@@ -44,8 +45,8 @@ NOT_COUNTED = -1
 DESCRIPTIONS = {
     ALLELE_COUNTS: "vcfzarr-sql: per allele, bcftools' het, hom and hemi allele counts in the "
                    "genotypes of all samples",
-    CALL_COUNTS: "vcfzarr-sql: samples with a called allele (-1: not counted) and samples with "
-                 "a missing genotype (F_MISSING)",
+    CALL_COUNTS: "vcfzarr-sql: samples with a called allele (-1: not counted), samples with "
+                 "a missing genotype (F_MISSING), and alleles (REF and ALTs)",
     SAMPLE_CLASS_COUNTS: "vcfzarr-sql: calls per variant chunk, class (bcftools stats -s) "
                          "and sample",
 }
@@ -56,32 +57,51 @@ def sample_class_dtype(variants_chunk_size: int) -> np.dtype:
     return np.dtype(np.uint16 if variants_chunk_size <= np.iinfo(np.uint16).max else np.uint32)
 
 
-def packed(counts: GenotypeCounts, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """``counts`` as the rows of the two stored arrays (alleles beyond ``width`` mark the
-    record NOT_COUNTED)."""
+#: Columns of ``summary_gt_call_counts``.
+CALLED, MISSING, ALLELES = range(3)
+
+
+def packed(
+    counts: GenotypeCounts, width: int, alleles: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``counts`` of records with ``alleles`` alleles each as the rows of the two stored arrays
+    (alleles beyond ``width`` mark the record NOT_COUNTED)."""
     c = counts.alleles
     per_allele = np.stack([c.het, c.hom, c.hemi], axis=-1)
     beyond = per_allele[:, width:].reshape(len(per_allele), -1).any(axis=1)
     called = np.where(beyond, NOT_COUNTED, c.called)
-    calls = np.stack([called, counts.missing], axis=-1).astype(np.int32)
+    calls = np.stack([called, counts.missing, alleles], axis=-1).astype(np.int32)
     return per_allele[:, :width].astype(np.int32), calls
+
+
+def stored(source: Any) -> bool:
+    """Whether ``source`` has the per-record counts (``gt_`` columns over all samples)."""
+    return all(source.has_array(name) for name in (ALLELE_COUNTS, CALL_COUNTS))
 
 
 def stored_counts(blocks: BatchBlocks) -> GenotypeCounts | None:
     """The batch's counts over all samples read from the stored arrays (one per entry of the
     ``alleles`` axis); None when the store has none or a record is not counted."""
     source = blocks.source
-    if blocks.samples is not None or not all(
-        source.has_array(name) for name in (ALLELE_COUNTS, CALL_COUNTS)
-    ):
+    if blocks.samples is not None or not stored(source):
         return None
     calls = blocks.read(CALL_COUNTS)
-    if (calls[:, 0] == NOT_COUNTED).any():
+    if (calls[:, CALLED] == NOT_COUNTED).any():
         return None
     per_allele = blocks.read(ALLELE_COUNTS).astype(np.int64)
     het, hom, hemi = (per_allele[..., k] for k in range(3))
-    alleles = AlleleCounts(het, hom, hemi, calls[:, 0].astype(np.int64))
-    return GenotypeCounts(alleles, calls[:, 1].astype(np.int64), source.num_samples)
+    alleles = AlleleCounts(het, hom, hemi, calls[:, CALLED].astype(np.int64))
+    return GenotypeCounts(alleles, calls[:, MISSING].astype(np.int64), source.num_samples)
+
+
+def stored_num_alleles(blocks: BatchBlocks) -> np.ndarray | None:
+    """The alleles (REF and ALTs) of each record of the batch, from the stored call counts;
+    None when the store has none (or counts written before they held alleles)."""
+    if not blocks.source.has_array(CALL_COUNTS):
+        return None
+    if blocks.source.array_info(CALL_COUNTS).shape[1] <= ALLELES:
+        return None
+    return blocks.read(CALL_COUNTS)[:, ALLELES]
 
 
 def stored_class_counts(blocks: BatchBlocks) -> np.ndarray | None:

@@ -12,6 +12,7 @@ import numpy as np
 
 from vcfzarr_sql import spec
 from vcfzarr_sql.scan import stored_counts
+from vcfzarr_sql.scan.arrays import StringBlock
 from vcfzarr_sql.scan.blocks import BatchBlocks
 from vcfzarr_sql.scan.genotype_stats import GenotypeCounts, genotype_counts
 from vcfzarr_sql.scan.sample_stats import allele_kinds, class_counts
@@ -42,18 +43,20 @@ def summarise_chunk(source: Any, gt_array: str, chunk_index: int) -> ChunkSummar
     size = source.samples_chunk_size
     total: GenotypeCounts | None = None
     classes = []
-    kinds = None
+    kinds = num_alleles = None
     for lo in range(0, max(source.num_samples, 1), size):
         blocks = BatchBlocks(source, chunk_index, np.arange(lo, min(lo + size, source.num_samples)))
         if kinds is None:
-            kinds = allele_kinds(blocks.read(spec.VARIANT_ALLELE))
+            alleles = blocks.read(spec.VARIANT_ALLELE)
+            kinds = allele_kinds(alleles)
+            num_alleles = width - StringBlock.of(alleles).fill.sum(axis=1)
         phased = (blocks.read(spec.CALL_GENOTYPE_PHASED)
                   if source.has_array(spec.CALL_GENOTYPE_PHASED) else None)
         genotypes = blocks.read(gt_array)
         counts = genotype_counts(genotypes, phased, width)
         total = counts if total is None else total.plus(counts)
         classes.append(class_counts(genotypes, kinds))
-    allele_counts, call_counts = stored_counts.packed(total, width)
+    allele_counts, call_counts = stored_counts.packed(total, width, num_alleles)
     dtype = stored_counts.sample_class_dtype(source.variants_chunk_size)
     joined = np.concatenate(classes, axis=1)[:, : source.num_samples]
     return ChunkSummary(allele_counts, call_counts, joined.astype(dtype)[None])

@@ -129,7 +129,7 @@ def write_genotype_counts(path: str | os.PathLike) -> bool:
         layouts = {  # name: (shape, dtype, chunks, dims)
             sc.ALLELE_COUNTS: ((variants, alleles, 3), np.int32, (size, alleles, 3),
                                (spec.DIM_VARIANTS, spec.DIM_ALLELES, sc.DIM_ALLELE_COUNTS)),
-            sc.CALL_COUNTS: ((variants, 2), np.int32, (size, 2),
+            sc.CALL_COUNTS: ((variants, 3), np.int32, (size, 3),
                              (spec.DIM_VARIANTS, sc.DIM_CALL_COUNTS)),
             sc.SAMPLE_CLASS_COUNTS: (
                 (num_chunks, len(CLASSES), samples), sc.sample_class_dtype(size),

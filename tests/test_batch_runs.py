@@ -1,0 +1,100 @@
+"""Scans whose chunks are cheap (site columns, ``gt_`` columns from stored counts) decode runs
+of consecutive variant chunks as one batch (vcfzarr_sql.scan.execute.chunks_per_batch): the
+rows are those of the chunk-by-chunk scan for any region, filter and run length, runs start at
+one chunk (a LIMIT reads little), and per-call scans stay one chunk per batch."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+import zarr
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import vcfzarr_sql
+from fill_tags import simulated_vcf
+from vcfzarr_sql.scan import execute, stored_counts
+
+SITE_COLUMNS = ["contig", "pos", "end", "id", "ref", "alt", "qual", "filters"]
+GT_COLUMNS = ["gt_AC", "gt_AN", "gt_AF", "gt_MAF", "gt_NS", "gt_F_MISSING", "gt_HWE", "gt_ExcHet"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, convert_once):
+    """Two contigs, 120 records in chunks of 7 (18 chunks), 24 samples, stored counts."""
+    vcf = simulated_vcf(tmp_path_factory.mktemp("runs") / "runs.vcf", seed=5)
+    return str(convert_once(vcf, variants_chunk_size=7, samples_chunk_size=10))
+
+
+def _batches(path, monkeypatch, records, columns, filter=None):
+    monkeypatch.setattr(execute, "RUN_RECORDS", records)
+    ds = vcfzarr_sql.dataset(path)
+    batches = list(ds.to_batches(columns=columns, filter=filter))
+    return [row for b in batches for row in b.to_pylist()], [b.num_rows for b in batches], ds
+
+
+def test_site_and_stored_count_scans_join_chunks(store, monkeypatch):
+    columns = SITE_COLUMNS + GT_COLUMNS
+    one_by_one, sizes, _ = _batches(store, monkeypatch, 1, columns)
+    joined, joined_sizes, ds = _batches(store, monkeypatch, 64 * 7, columns)
+    assert joined == one_by_one
+    assert len(sizes) == 18 and len(joined_sizes) < 18
+    assert joined_sizes[:3] == [7, 14, 28]  # runs start at one chunk and double
+    assert ds.last_stats["variant_chunks_read"] == 18
+
+
+def test_per_call_and_sample_subset_scans_stay_one_chunk_per_batch(store, monkeypatch):
+    for columns, samples in ((["pos", "fmt_GT"], None), (["pos", "gt_AC"], ["sample3", "sample7"])):
+        monkeypatch.setattr(execute, "RUN_RECORDS", 64 * 7)
+        ds = vcfzarr_sql.dataset(store, samples=samples)
+        assert all(b.num_rows <= 7 for b in ds.to_batches(columns=columns))
+
+
+def test_limit_reads_only_the_first_runs(store, monkeypatch):
+    monkeypatch.setattr(execute, "RUN_RECORDS", 64 * 7)
+    ds = vcfzarr_sql.dataset(store)
+    assert ds.head(3, columns=["pos", "gt_AC"]).num_rows == 3
+    assert ds.last_stats["variant_chunks_read"] == 1
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    records=st.sampled_from([7, 14, 20, 35, 1000]),
+    contig=st.sampled_from(["1", "2"]),
+    start=st.integers(1, 1300),
+    length=st.integers(0, 900),
+    maf=st.sampled_from([None, 0.0, 0.05, 0.2]),
+)
+def test_runs_keep_exactly_the_rows_of_chunk_by_chunk_scans(
+    store, monkeypatch, records, contig, start, length, maf
+):
+    """A region (whole chunks inside, partial ones at its edges) and a filter on a stored
+    count column: the same rows whatever the run length."""
+    region = (pc.field("contig") == contig) & (pc.field("pos") >= start) & (pc.field("pos") <= start + length)
+    where = region if maf is None else region & (pc.field("gt_MAF") > maf)
+    columns = ["contig", "pos", "ref", "gt_AC", "gt_AF"]
+    expected, _, _ = _batches(store, monkeypatch, 1, columns, where)
+    actual, _, _ = _batches(store, monkeypatch, records, columns, where)
+    assert actual == expected
+
+
+def test_counts_stored_without_alleles_read_the_alleles(store, tmp_path):
+    """A store whose call counts have no alleles column (written by an earlier vcfzarr-sql)
+    gives the same gt_ lists, counting the alleles from variant_allele."""
+    older = tmp_path / "older.vcz"
+    shutil.copytree(store, older)
+    group = zarr.open_group(str(older), mode="r+", zarr_format=2)
+    calls = group[stored_counts.CALL_COUNTS]
+    two = calls[:, :2]
+    del group[stored_counts.CALL_COUNTS]
+    group.create_array(stored_counts.CALL_COUNTS, data=two, chunks=(7, 2),
+                       attributes=dict(calls.attrs))
+    zarr.consolidate_metadata(str(older), zarr_format=2)
+    columns = ["pos", "alt", "gt_AC", "gt_AF"]
+    new, old = (vcfzarr_sql.dataset(p).to_table(columns=columns) for p in (store, str(older)))
+    assert old.to_pylist() == new.to_pylist()
+    alleles = np.asarray(zarr.open_group(store, mode="r")[stored_counts.CALL_COUNTS][:, 2])
+    assert alleles.tolist() == [len(a) + 1 for a in new["alt"].to_pylist()]
