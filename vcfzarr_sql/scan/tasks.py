@@ -47,7 +47,9 @@ DEFAULT_TARGET_BYTES = 64 << 20
 
 
 def sample_indexes(store: Any, samples: Sequence[str] | str | None) -> np.ndarray | None:
-    """Sorted store indexes of ``samples`` (None: all); QueryError names an unknown sample."""
+    """Sorted store indexes of ``samples`` (None: all, also when ``samples`` names every
+    sample, so that such a scan reads stored counts like one without ``samples``); QueryError
+    names an unknown sample."""
     if samples is None:
         return None
     if isinstance(samples, str):
@@ -58,7 +60,8 @@ def sample_indexes(store: Any, samples: Sequence[str] | str | None) -> np.ndarra
         raise QueryError(f"samples: no sample named {unknown[0]!r} in {store.path}")
     if not samples:
         raise QueryError("samples: the list is empty")
-    return np.unique(np.array([position[s] for s in samples], dtype=np.int64))
+    indexes = np.unique(np.array([position[s] for s in samples], dtype=np.int64))
+    return None if len(indexes) == len(store.samples) else indexes
 
 
 def table_schema(store: Any, table: str) -> pa.Schema:
