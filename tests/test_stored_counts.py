@@ -20,7 +20,7 @@ from vcfzarr_sql.cli import main
 from vcfzarr_sql.scan import stored_counts
 
 COLUMNS = list(TAGS)
-SUMMARY_ARRAYS = (stored_counts.ALLELE_COUNTS, stored_counts.CALL_COUNTS,
+SUMMARY_ARRAYS = (stored_counts.ALLELE_COUNTS, stored_counts.CALL_COUNTS, stored_counts.HWE,
                   stored_counts.SAMPLE_CLASS_COUNTS)
 SAMPLES = [f"sample{i}" for i in range(24)]
 
@@ -62,7 +62,7 @@ def test_convert_writes_counts_that_other_readers_ignore(stores):
     store, _ = stores["diploid_haploid"]
     group = zarr.open_group(str(store), mode="r")
     assert not any(name.startswith(("variant_", "call_")) for name in SUMMARY_ARRAYS)
-    for name in SUMMARY_ARRAYS[:2]:
+    for name in SUMMARY_ARRAYS[:3]:
         assert group[name].chunks[0] == group["variant_position"].chunks[0]
     assert group[stored_counts.ALLELE_COUNTS].shape == (*group["variant_allele"].shape, 3)
     assert group[stored_counts.SAMPLE_CLASS_COUNTS].dtype == np.uint16
@@ -181,6 +181,19 @@ def test_validate_finds_counts_that_disagree(stores, tmp_path):
     assert "record 30" in str(problems[0])
     array[30] = values - np.eye(1, values.size, 3, dtype=values.dtype).reshape(values.shape)
     assert vcfzarr_sql.validate(copy) == []  # (restored)
+
+
+def test_validate_finds_hwe_values_that_disagree(stores, tmp_path):
+    store, _ = stores["diploid_haploid"]
+    copy = tmp_path / "c.vcz"
+    shutil.copytree(store, copy)
+    array = zarr.open_array(str(copy / stored_counts.HWE), mode="r+")
+    values = array[41]
+    values[1, 0] = np.nextafter(values[1, 0], np.float32(0))  # one ulp: still caught
+    array[41] = values
+    problems = vcfzarr_sql.validate(copy)
+    assert [p.where for p in problems] == [stored_counts.HWE]
+    assert "record 41" in str(problems[0])
 
 
 def test_validate_finds_sample_counts_that_disagree(stores, tmp_path):

@@ -457,7 +457,7 @@ def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
     of the genotypes, one variant chunk at a time: the first block that disagrees."""
     from vcfzarr_sql.scan.summarise import summarise_chunk  # (imports the scan)
 
-    names = (stored_counts.ALLELE_COUNTS, stored_counts.CALL_COUNTS,
+    names = (stored_counts.ALLELE_COUNTS, stored_counts.CALL_COUNTS, stored_counts.HWE,
              stored_counts.SAMPLE_CLASS_COUNTS)
     present = [name for name in names if store.has_array(name)]
     gt = store.format_fields.get("GT")
@@ -479,7 +479,8 @@ def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
         for name in names:
             wanted = expected.block(name)
             actual = BatchBlocks(store, chunk, None).read(name)
-            if actual.shape != wanted.shape or not np.array_equal(actual, wanted):
+            nan = wanted.dtype.kind == "f"
+            if actual.shape != wanted.shape or not np.array_equal(actual, wanted, equal_nan=nan):
                 yield Problem(name, _disagreement(name, chunk, store.variants_chunk_size,
                                                   actual, wanted))
                 return
@@ -492,6 +493,9 @@ def _disagreement(name: str, chunk: int, size: int, actual: np.ndarray, wanted: 
         sample = int(np.flatnonzero((actual != wanted).any(axis=(0, 1)))[0])
         return (f"variant chunk {chunk}, sample {sample} has {actual[0, :, sample].tolist()}, "
                 f"the genotypes give {wanted[0, :, sample].tolist()}")
-    row = int(np.flatnonzero((actual != wanted).reshape(len(wanted), -1).any(axis=1))[0])
+    differs = actual != wanted
+    if wanted.dtype.kind == "f":
+        differs &= ~(np.isnan(actual) & np.isnan(wanted))
+    row = int(np.flatnonzero(differs.reshape(len(wanted), -1).any(axis=1))[0])
     return (f"record {chunk * size + row} has {actual[row].tolist()}, the genotypes give "
             f"{wanted[row].tolist()}")

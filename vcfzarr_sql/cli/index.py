@@ -19,4 +19,4 @@ def command(store: str) -> None:
     click.echo(f"{store}: wrote region_index ({len(index)} rows)")
     if write_genotype_counts(store):
         click.echo(f"{store}: wrote genotype counts (summary_gt_allele_counts, "
-                   "summary_gt_call_counts)")
+                   "summary_gt_call_counts, summary_gt_hwe, summary_sample_class_counts)")

@@ -42,7 +42,7 @@ from vcfzarr_sql import spec
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.scan import arrays, genotype_stats, schema
 from vcfzarr_sql.scan.blocks import BatchBlocks
-from vcfzarr_sql.scan.stored_counts import stored_counts, stored_num_alleles
+from vcfzarr_sql.scan.stored_counts import stored_counts, stored_hwe, stored_num_alleles
 
 
 def decode_variants(
@@ -310,7 +310,10 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
                   if blocks.source.has_array(spec.CALL_GENOTYPE_PHASED) else None)
         return genotype_stats.missing_calls(genotypes(), phased)
 
-    return genotype_stats.ChunkSummaries(num_alleles, counts, missing, blocks.num_samples)
+    def hwe() -> np.ndarray | None:
+        return None if stored_or_none() is None else stored_hwe(blocks)
+
+    return genotype_stats.ChunkSummaries(num_alleles, counts, missing, blocks.num_samples, hwe)
 
 
 def _phased(blocks: _Blocks) -> pa.Array:

@@ -249,10 +249,12 @@ class ChunkSummaries:
         counts: Callable[[int], AlleleCounts],
         missing: Callable[[], np.ndarray],
         samples: int,
+        stored_hwe: Callable[[], np.ndarray | None] = lambda: None,
     ):
         self._num_alleles = num_alleles
         self._counts = counts
         self._missing = missing
+        self._stored_hwe = stored_hwe
         self.samples = samples
 
     @cached_property
@@ -268,17 +270,10 @@ class ChunkSummaries:
         return self.counts.total.sum(axis=1)
 
     @cached_property
-    def _hwe(self) -> tuple[np.ndarray, np.ndarray]:
-        c = self.counts
-        alts = c.het.shape[1] - 1
-        if alts == 0:
-            empty = np.empty((len(c.called), 0))
-            return empty, empty
-        nref_total = c.hom[:, 0] + c.het.sum(axis=1)
-        nref = nref_total[:, None] - c.het[:, 1:]  # bcftools neglects multiallelic genotypes
-        nalt = c.het[:, 1:] + c.hom[:, 1:]
-        hwe, exc_het = hwe_tests(nref.reshape(-1), nalt.reshape(-1), c.het[:, 1:].reshape(-1))
-        return hwe.reshape(-1, alts), exc_het.reshape(-1, alts)
+    def hwe(self) -> np.ndarray:
+        """:func:`hwe_per_allele` of the batch (stored, or from its counts)."""
+        stored = self._stored_hwe()
+        return hwe_per_allele(self.counts) if stored is None else stored
 
     def column(self, name: str) -> pa.Array:
         """The Arrow array of ``gt_`` column ``name``."""
@@ -369,11 +364,24 @@ def _f_missing(s: ChunkSummaries) -> pa.Array:
     return pa.array(fraction, type=pa.float32(), mask=np.full(len(fraction), samples == 0))
 
 
+def hwe_per_allele(counts: AlleleCounts) -> np.ndarray:
+    """(records, alleles, 2) float32: each ALT's HWE and ExcHet p-values (bcftools' tests of
+    the REF/ALT genotypes, :mod:`.hwe`), 1 for REF."""
+    c = counts
+    values = np.ones((*c.het.shape, 2), dtype=np.float32)
+    if c.het.shape[1] > 1:
+        nref_total = c.hom[:, 0] + c.het.sum(axis=1)
+        nref = nref_total[:, None] - c.het[:, 1:]  # bcftools neglects multiallelic genotypes
+        nalt = c.het[:, 1:] + c.hom[:, 1:]
+        tests = hwe_tests(nref.reshape(-1), nalt.reshape(-1), c.het[:, 1:].reshape(-1))
+        for which, p in enumerate(tests):
+            values[:, 1:, which] = p.reshape(nref.shape)
+    return values
+
+
 def _hwe_column(which: int) -> Callable[[ChunkSummaries], pa.Array]:
     def build(s: ChunkSummaries) -> pa.Array:
-        values = s._hwe[which].astype(np.float32)
-        ref = np.ones((len(values), 1), dtype=np.float32)
-        return s.per_alt(_padded(np.concatenate([ref, values], axis=1), s), pa.list_(pa.float32()))
+        return s.per_alt(_padded(s.hwe[..., which], s), pa.list_(pa.float32()))
 
     return build
 

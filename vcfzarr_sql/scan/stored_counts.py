@@ -10,7 +10,10 @@ arrays, ignore them. Per record, chunked like ``variants``:
 * ``summary_gt_call_counts`` (variants, 3) int32: samples with a called allele (NS),
   samples F_MISSING counts as missing, and the record's alleles (REF and ALTs: so that the
   ``gt_`` lists, one value per ALT, need not decode ``variant_allele``); NS is -1 where a
-  genotype names an allele beyond the ``alleles`` axis (those records are decoded).
+  genotype names an allele beyond the ``alleles`` axis (those records are decoded);
+* ``summary_gt_hwe`` (variants, alleles, 2) float32: per allele the ``gt_HWE`` and
+  ``gt_ExcHet`` p-values over all samples (:func:`.genotype_stats.hwe_per_allele`: exact
+  tests, the costliest columns to compute).
 
 Per variant chunk and sample (:mod:`.sample_stats`' classes):
 
@@ -35,10 +38,12 @@ from vcfzarr_sql.scan.genotype_stats import AlleleCounts, GenotypeCounts
 
 ALLELE_COUNTS = "summary_gt_allele_counts"
 CALL_COUNTS = "summary_gt_call_counts"
+HWE = "summary_gt_hwe"
 SAMPLE_CLASS_COUNTS = "summary_sample_class_counts"
 #: Dimension names of the last axes of the two arrays.
 DIM_ALLELE_COUNTS = "summary_gt_allele_count_kinds"
 DIM_CALL_COUNTS = "summary_gt_call_count_kinds"
+DIM_HWE_TESTS = "summary_gt_hwe_tests"
 DIM_VARIANT_CHUNKS = "summary_variant_chunks"
 DIM_SAMPLE_CLASSES = "summary_sample_classes"
 NOT_COUNTED = -1
@@ -47,6 +52,7 @@ DESCRIPTIONS = {
                    "genotypes of all samples",
     CALL_COUNTS: "vcfzarr-sql: samples with a called allele (-1: not counted), samples with "
                  "a missing genotype (F_MISSING), and alleles (REF and ALTs)",
+    HWE: "vcfzarr-sql: per allele, bcftools' HWE and ExcHet p-values over all samples",
     SAMPLE_CLASS_COUNTS: "vcfzarr-sql: calls per variant chunk, class (bcftools stats -s) "
                          "and sample",
 }
@@ -92,6 +98,12 @@ def stored_counts(blocks: BatchBlocks) -> GenotypeCounts | None:
     het, hom, hemi = (per_allele[..., k] for k in range(3))
     alleles = AlleleCounts(het, hom, hemi, calls[:, CALLED].astype(np.int64))
     return GenotypeCounts(alleles, calls[:, MISSING].astype(np.int64), source.num_samples)
+
+
+def stored_hwe(blocks: BatchBlocks) -> np.ndarray | None:
+    """The batch's (records, alleles, 2) HWE and ExcHet p-values over all samples, read from
+    ``summary_gt_hwe``; None when the store has none. Valid where :func:`stored_counts` is."""
+    return blocks.read(HWE) if blocks.source.has_array(HWE) else None
 
 
 def stored_num_alleles(blocks: BatchBlocks) -> np.ndarray | None:

@@ -14,17 +14,18 @@ from vcfzarr_sql import spec
 from vcfzarr_sql.scan import stored_counts
 from vcfzarr_sql.scan.arrays import StringBlock
 from vcfzarr_sql.scan.blocks import BatchBlocks
-from vcfzarr_sql.scan.genotype_stats import GenotypeCounts, genotype_counts
+from vcfzarr_sql.scan.genotype_stats import GenotypeCounts, genotype_counts, hwe_per_allele
 from vcfzarr_sql.scan.sample_stats import allele_kinds, class_counts
 
 
 @dataclass(frozen=True)
 class ChunkSummary:
-    """The stored arrays' blocks of one variant chunk: ``allele_counts`` and ``call_counts``
-    (rows: records), ``class_counts`` (1, classes, samples)."""
+    """The stored arrays' blocks of one variant chunk: ``allele_counts``, ``call_counts`` and
+    ``hwe`` (rows: records), ``class_counts`` (1, classes, samples)."""
 
     allele_counts: np.ndarray
     call_counts: np.ndarray
+    hwe: np.ndarray
     class_counts: np.ndarray
 
     def block(self, name: str) -> np.ndarray:
@@ -32,6 +33,7 @@ class ChunkSummary:
         return {
             stored_counts.ALLELE_COUNTS: self.allele_counts,
             stored_counts.CALL_COUNTS: self.call_counts,
+            stored_counts.HWE: self.hwe,
             stored_counts.SAMPLE_CLASS_COUNTS: self.class_counts,
         }[name]
 
@@ -59,4 +61,5 @@ def summarise_chunk(source: Any, gt_array: str, chunk_index: int) -> ChunkSummar
     allele_counts, call_counts = stored_counts.packed(total, width, num_alleles)
     dtype = stored_counts.sample_class_dtype(source.variants_chunk_size)
     joined = np.concatenate(classes, axis=1)[:, : source.num_samples]
-    return ChunkSummary(allele_counts, call_counts, joined.astype(dtype)[None])
+    hwe = hwe_per_allele(total.alleles)[:, :width]
+    return ChunkSummary(allele_counts, call_counts, hwe, joined.astype(dtype)[None])

@@ -131,6 +131,8 @@ def write_genotype_counts(path: str | os.PathLike) -> bool:
                                (spec.DIM_VARIANTS, spec.DIM_ALLELES, sc.DIM_ALLELE_COUNTS)),
             sc.CALL_COUNTS: ((variants, 3), np.int32, (size, 3),
                              (spec.DIM_VARIANTS, sc.DIM_CALL_COUNTS)),
+            sc.HWE: ((variants, alleles, 2), np.float32, (size, alleles, 2),
+                     (spec.DIM_VARIANTS, spec.DIM_ALLELES, sc.DIM_HWE_TESTS)),
             sc.SAMPLE_CLASS_COUNTS: (
                 (num_chunks, len(CLASSES), samples), sc.sample_class_dtype(size),
                 (1, len(CLASSES), max(store.samples_chunk_size, 1)),
