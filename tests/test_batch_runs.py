@@ -98,3 +98,22 @@ def test_counts_stored_without_alleles_read_the_alleles(store, tmp_path):
     assert old.to_pylist() == new.to_pylist()
     alleles = np.asarray(zarr.open_group(store, mode="r")[stored_counts.CALL_COUNTS][:, 2])
     assert alleles.tolist() == [len(a) + 1 for a in new["alt"].to_pylist()]
+
+
+def test_a_record_the_counts_do_not_count_decodes_its_run(store, tmp_path, monkeypatch):
+    """A record marked not counted (a GT allele beyond the alleles axis) makes its batch decode
+    the genotypes of every chunk of the run: the same rows as the counted store. Runs of gt_
+    columns span at most RUN_GENOTYPE_BYTES of genotypes."""
+    marked = tmp_path / "marked.vcz"
+    shutil.copytree(store, marked)
+    calls = zarr.open_array(str(marked / stored_counts.CALL_COUNTS), mode="r+")
+    row = calls[50]
+    row[stored_counts.CALLED] = stored_counts.NOT_COUNTED
+    calls[50] = row
+    columns = ["pos", "gt_AC", "gt_NS", "gt_HWE"]
+    expected, _, _ = _batches(store, monkeypatch, 1, columns)
+    actual, sizes, _ = _batches(str(marked), monkeypatch, 64 * 7, columns)
+    assert actual == expected and max(sizes) > 7
+    monkeypatch.setattr(execute, "RUN_GENOTYPE_BYTES", 7 * 24 * 2)  # one genotype chunk
+    _, sizes, _ = _batches(store, monkeypatch, 64 * 7, columns)
+    assert max(sizes) == 7

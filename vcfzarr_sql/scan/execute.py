@@ -7,6 +7,7 @@ it. ``source`` is the store (or a :class:`~vcfzarr_sql.scan.stats.CountingSource
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from vcfzarr_sql.scan.expressions import parse_or_none
 from vcfzarr_sql.scan.fetch import fetched_windows
 from vcfzarr_sql.scan.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
 from vcfzarr_sql.scan.plan import ChunkTask, ScanPlan, batch_runs
+from vcfzarr_sql.scan.schema import GT
 from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, prefetched
 from vcfzarr_sql.scan.residual import matching_rows
 
@@ -25,6 +27,9 @@ FETCH_WINDOW = 32
 #: Records a batch of a plan with cheap chunks (:func:`chunks_per_batch`) grows to: its
 #: fixed cost per batch (Python, Arrow, the engine) is then small against its values.
 RUN_RECORDS = 65_536
+#: Genotype bytes a run of ``gt_`` columns may span: a record the stored counts do not count
+#: makes its batch decode the run's genotypes.
+RUN_GENOTYPE_BYTES = 256 << 20
 
 
 def _run(source: Any, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBatch:
@@ -47,13 +52,19 @@ def _run(source: Any, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBa
 def chunks_per_batch(source: Any, plan: ScanPlan) -> int:
     """How many consecutive variant chunks a batch of ``plan`` may join: up to
     :data:`RUN_RECORDS` records for a ``variants`` scan that decodes no per-call value (site
-    columns, and ``gt_`` columns over all samples of a store with stored counts), else one."""
+    columns, and ``gt_`` columns over all samples of a store with stored counts, within
+    :data:`RUN_GENOTYPE_BYTES`), else one."""
     if plan.table != "variants" or plan.reads_calls:
         return 1
-    summaries = any(c.startswith(GT_SUMMARY_PREFIX) for c in plan.filtered_columns)
-    if summaries and (plan.sample_groups[0][1] is not None or not stored_counts.stored(source)):
+    most = max(1, RUN_RECORDS // max(source.variants_chunk_size, 1))
+    if not any(c.startswith(GT_SUMMARY_PREFIX) for c in plan.filtered_columns):
+        return most
+    gt = source.format_fields.get(GT)
+    if plan.sample_groups[0][1] is not None or gt is None or not stored_counts.stored(source):
         return 1
-    return max(1, RUN_RECORDS // max(source.variants_chunk_size, 1))
+    genotypes = source.array_info(gt.array)
+    per_chunk = genotypes.chunks[0] * math.prod(genotypes.shape[1:]) * genotypes.dtype.itemsize
+    return max(1, min(most, RUN_GENOTYPE_BYTES // max(per_chunk, 1)))
 
 
 def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
