@@ -117,3 +117,35 @@ def test_a_record_the_counts_do_not_count_decodes_its_run(store, tmp_path, monke
     monkeypatch.setattr(execute, "RUN_GENOTYPE_BYTES", 7 * 24 * 2)  # one genotype chunk
     _, sizes, _ = _batches(store, monkeypatch, 64 * 7, columns)
     assert max(sizes) == 7
+
+
+@pytest.fixture(scope="module")
+def short_summary_chunks(store, tmp_path_factory):
+    """``store`` with its per-record counts rewritten in chunks of two variant chunks."""
+    from vcfzarr_sql.store import write_genotype_counts
+
+    copy = tmp_path_factory.mktemp("short") / "short.vcz"
+    shutil.copytree(store, copy)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(stored_counts, "SUMMARY_RECORDS", 14)
+        assert write_genotype_counts(copy)
+    assert zarr.open_group(str(copy), mode="r")[stored_counts.HWE].chunks[0] == 14
+    return str(copy)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(records=st.sampled_from([7, 14, 21, 1000]), start=st.integers(1, 1300), length=st.integers(0, 900))
+def test_counts_in_chunks_of_several_variant_chunks(store, short_summary_chunks, monkeypatch, records, start, length):
+    """Per-record counts chunked unlike the variant chunks (runs and single chunks straddle
+    their chunks): the same rows, and validate agrees with them."""
+    region = (pc.field("contig") == "1") & (pc.field("pos") >= start) & (pc.field("pos") <= start + length)
+    columns = ["pos", "gt_AC", "gt_NS", "gt_HWE", "gt_ExcHet"]
+    expected, _, one_by_one = _batches(store, monkeypatch, 1, columns, region)
+    actual, _, joined = _batches(short_summary_chunks, monkeypatch, records, columns, region)
+    assert actual == expected
+    # (a chunk of the counts holds two variant chunks: it is not counted as one)
+    assert joined.last_stats["variant_chunks_read"] == one_by_one.last_stats["variant_chunks_read"]
+
+
+def test_short_summary_chunks_validate(short_summary_chunks):
+    assert vcfzarr_sql.validate(short_summary_chunks) == []

@@ -62,8 +62,10 @@ def test_convert_writes_counts_that_other_readers_ignore(stores):
     store, _ = stores["diploid_haploid"]
     group = zarr.open_group(str(store), mode="r")
     assert not any(name.startswith(("variant_", "call_")) for name in SUMMARY_ARRAYS)
-    for name in SUMMARY_ARRAYS[:3]:
-        assert group[name].chunks[0] == group["variant_position"].chunks[0]
+    per_chunk = stored_counts.variant_chunks_per_chunk(group["variant_position"].chunks[0])
+    for name in SUMMARY_ARRAYS[:3]:  # whole variant chunks, along a dimension of their own
+        assert group[name].chunks[0] == group["variant_position"].chunks[0] * per_chunk
+        assert group[name].attrs["_ARRAY_DIMENSIONS"][0] == stored_counts.DIM_RECORDS
     assert group[stored_counts.ALLELE_COUNTS].shape == (*group["variant_allele"].shape, 3)
     assert group[stored_counts.SAMPLE_CLASS_COUNTS].dtype == np.uint16
 

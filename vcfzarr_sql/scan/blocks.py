@@ -47,8 +47,21 @@ class BatchBlocks:
 
     def _read(self, name: str) -> np.ndarray:
         info = self.source.array_info(name)
+        records = records_per_chunk(self.source, info)
+        if records is None:
+            first: Sequence[int] = self.chunks
+        else:  # an array of records in longer chunks: those holding the batch's records
+            size = self.source.variants_chunk_size
+            lo, hi = self.chunks.start * size, min(self.chunks.stop * size, info.shape[0])
+            first = range(lo // records, max(hi - 1, lo) // records + 1)
+        block = self._samples_of(name, info, [first])
+        if records is not None:
+            block = block[lo - first.start * records : hi - first.start * records]
+        return block
+
+    def _samples_of(self, name: str, info: Any, grid: list[Sequence[int]]) -> np.ndarray:
+        """The chunks ``grid`` (along ``variants``) of ``name`` joined, for the batch's samples."""
         sample_axis = _sample_axis(name, info.dims)
-        grid: list[Sequence[int]] = [self.chunks]
         grid += [range(max(math.ceil(n / c), 1)) for n, c in zip(info.shape[1:], info.chunks[1:])]
         if sample_axis is None or self.samples is None:
             return _assemble(self.source, name, grid)
@@ -62,6 +75,23 @@ class BatchBlocks:
         if len(within) == block.shape[sample_axis] and (within == np.arange(len(within))).all():
             return block
         return np.take(block, within, axis=sample_axis)
+
+
+def records_per_chunk(source: Any, info: Any) -> int | None:
+    """The records in a chunk of array ``info`` when it holds one row per record chunked
+    unlike the store's variant chunks (the stored per-record counts: :mod:`.stored_counts`),
+    else None: its chunk ``k`` along the first axis is variant chunk ``k`` (or, for arrays
+    with a row per variant chunk, stands for it)."""
+    if not info.chunks or info.chunks[0] == source.variants_chunk_size:
+        return None
+    return info.chunks[0] if info.shape[0] == source.num_variants else None
+
+
+def array_chunk(source: Any, info: Any, variant_chunk: int) -> int:
+    """The chunk index along the first axis of array ``info`` that holds the first record of
+    variant chunk ``variant_chunk``."""
+    records = records_per_chunk(source, info)
+    return variant_chunk if records is None else variant_chunk * source.variants_chunk_size // records
 
 
 def _sample_axis(name: str, dims: Sequence[str]) -> int | None:

@@ -14,8 +14,10 @@ the columns decoded and the sample chunks), so the next scan of that shape (a wa
 fetches even its first window in one batch: a warm region query waits for two round trips
 (revalidating the store, then its chunks) instead of one per array.
 
+>>> from types import SimpleNamespace
 >>> class Store:
-...     is_remote = True
+...     is_remote, variants_chunk_size = True, 4
+...     def array_info(self, name): return SimpleNamespace(chunks=(4,), dims=("variants",))
 ...     def read_chunk_bytes(self, name, chunk): return f"{name}{chunk}".encode()
 ...     def read_chunks_bytes(self, keys): return {k: f"{k[0]}{k[1]}!".encode() for k in keys}
 ...     def decode_chunk(self, name, raw, chunk): return raw
@@ -39,6 +41,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from vcfzarr_sql.scan.blocks import array_chunk
 from vcfzarr_sql.store.derived import variant_length
 
 #: (array, chunk indexes after the variants axis) that scans read, by store and scan shape.
@@ -128,12 +131,13 @@ class FetchingSource:
         to read (by (array, chunk)), for :meth:`use`."""
         with _learned_lock:
             patterns = list(self._patterns)
-        keys = [
-            (name, (int(c), *rest))
-            for c in dict.fromkeys(int(c) for c in variant_chunks)
+        chunks = list(dict.fromkeys(int(c) for c in variant_chunks))
+        keys = dict.fromkeys(
+            (name, (array_chunk(self._store, self._store.array_info(name), c), *rest))
+            for c in chunks
             for name, rest in patterns
-        ]
-        return self._store.read_chunks_bytes(keys) if keys else {}
+        )
+        return self._store.read_chunks_bytes(list(keys)) if keys else {}
 
     def use(self, fetched: dict) -> None:
         """Serve reads from ``fetched`` (a :meth:`fetch`), forgetting what was fetched before."""

@@ -78,7 +78,7 @@ class AlleleCounts:
     hemi: np.ndarray
     called: np.ndarray
 
-    @property
+    @cached_property
     def total(self) -> np.ndarray:
         return self.het + self.hom + self.hemi
 

@@ -4,7 +4,10 @@
 store and counts each ``read_chunk``, including those that derive ``variant_length``. One is
 made per scan; decode threads share it.
 
+>>> from types import SimpleNamespace
 >>> class Store:
+...     variants_chunk_size = 4
+...     def array_info(self, name): return SimpleNamespace(chunks=(4,), dims=("variants",))
 ...     def read_chunk_bytes(self, name, chunk): return b"xy"
 ...     def decode_chunk(self, name, raw, chunk): return np.zeros(4, np.int8)
 >>> source = CountingSource(Store())
@@ -22,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from vcfzarr_sql import spec
+from vcfzarr_sql.scan.blocks import records_per_chunk
 from vcfzarr_sql.store.derived import variant_length
 
 #: The keys of ``last_stats``, in the order they are reported.
@@ -68,9 +72,11 @@ class CountingSource:
         return strings
 
     def _count(self, name: str, chunk: tuple[int, ...], raw: bytes | None, decoded: int) -> None:
+        # (a chunk of an array chunked unlike the variant chunks stands for none of them)
+        per_variant_chunk = records_per_chunk(self._store, self._store.array_info(name)) is None
         with self._lock:
             self._arrays.add(name)
-            if chunk:
+            if chunk and per_variant_chunk:
                 self._variant_chunks.add(chunk[0])
             if name.startswith(spec.FORMAT_PREFIX) and len(chunk) > 1:
                 self._sample_chunks.add(chunk[1])

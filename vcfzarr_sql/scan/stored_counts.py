@@ -3,7 +3,11 @@ query over all samples, and ``vcf_zarr_sample_stats`` over whole chunks, add up 
 instead of decoding ``call_genotype``.
 
 Named ``summary_*`` so that VCF Zarr readers, which read ``variant_*`` and ``call_*``
-arrays, ignore them. Per record, chunked like ``variants``:
+arrays, ignore them. Per record, along their own dimension ``summary_records`` (as long as
+``variants``, whose chunking the spec asks every array along it to share), in chunks of as many
+whole variant chunks as :data:`SUMMARY_RECORDS` records hold (at least one: a scan over many
+chunks reads few of these small arrays' chunks; a region query decodes a few more records than
+it needs):
 
 * ``summary_gt_allele_counts`` (variants, alleles, 3) int32: per allele (REF first) bcftools'
   het, hom and hemi counts over all samples (:func:`.genotype_stats.allele_counts`);
@@ -41,6 +45,7 @@ CALL_COUNTS = "summary_gt_call_counts"
 HWE = "summary_gt_hwe"
 SAMPLE_CLASS_COUNTS = "summary_sample_class_counts"
 #: Dimension names of the last axes of the two arrays.
+DIM_RECORDS = "summary_records"
 DIM_ALLELE_COUNTS = "summary_gt_allele_count_kinds"
 DIM_CALL_COUNTS = "summary_gt_call_count_kinds"
 DIM_HWE_TESTS = "summary_gt_hwe_tests"
@@ -56,6 +61,19 @@ DESCRIPTIONS = {
     SAMPLE_CLASS_COUNTS: "vcfzarr-sql: calls per variant chunk, class (bcftools stats -s) "
                          "and sample",
 }
+
+
+#: Records a chunk of the per-record arrays holds at most (unless one variant chunk is longer).
+SUMMARY_RECORDS = 16_384
+
+
+def variant_chunks_per_chunk(variants_chunk_size: int) -> int:
+    """The variant chunks a chunk of the per-record arrays holds.
+
+    >>> variant_chunks_per_chunk(1000), variant_chunks_per_chunk(10_000)
+    (16, 1)
+    """
+    return max(1, SUMMARY_RECORDS // max(variants_chunk_size, 1))
 
 
 def sample_class_dtype(variants_chunk_size: int) -> np.dtype:
@@ -94,7 +112,7 @@ def stored_counts(blocks: BatchBlocks) -> GenotypeCounts | None:
     calls = blocks.read(CALL_COUNTS)
     if (calls[:, CALLED] == NOT_COUNTED).any():
         return None
-    per_allele = blocks.read(ALLELE_COUNTS).astype(np.int64)
+    per_allele = blocks.read(ALLELE_COUNTS)  # (int32: sums over records widen to int64)
     het, hom, hemi = (per_allele[..., k] for k in range(3))
     alleles = AlleleCounts(het, hom, hemi, calls[:, CALLED].astype(np.int64))
     return GenotypeCounts(alleles, calls[:, MISSING].astype(np.int64), source.num_samples)

@@ -110,7 +110,7 @@ def _consolidate(location: str, zarr_format: int) -> None:
 
 def write_genotype_counts(path: str | os.PathLike) -> bool:
     """Write the stored genotype counts (:mod:`vcfzarr_sql.scan.stored_counts`, replacing
-    any) into the local directory store at ``path``, one variant chunk at a time. Returns
+    any) into the local directory store at ``path``, summarising one variant chunk at a time. Returns
     False (and writes nothing) when the store has no genotypes."""
     from vcfzarr_sql.scan import stored_counts as sc
     from vcfzarr_sql.scan.sample_stats import CLASSES
@@ -126,13 +126,15 @@ def write_genotype_counts(path: str | os.PathLike) -> bool:
         size, samples = store.variants_chunk_size, store.num_samples
         num_chunks = store.num_variant_chunks
         group = zarr.open_group(location, mode="r+", zarr_format=zarr_format)
+        per_chunk = sc.variant_chunks_per_chunk(size)  # (per-record arrays: longer chunks)
+        records = size * per_chunk
         layouts = {  # name: (shape, dtype, chunks, dims)
-            sc.ALLELE_COUNTS: ((variants, alleles, 3), np.int32, (size, alleles, 3),
-                               (spec.DIM_VARIANTS, spec.DIM_ALLELES, sc.DIM_ALLELE_COUNTS)),
-            sc.CALL_COUNTS: ((variants, 3), np.int32, (size, 3),
-                             (spec.DIM_VARIANTS, sc.DIM_CALL_COUNTS)),
-            sc.HWE: ((variants, alleles, 2), np.float32, (size, alleles, 2),
-                     (spec.DIM_VARIANTS, spec.DIM_ALLELES, sc.DIM_HWE_TESTS)),
+            sc.ALLELE_COUNTS: ((variants, alleles, 3), np.int32, (records, alleles, 3),
+                               (sc.DIM_RECORDS, spec.DIM_ALLELES, sc.DIM_ALLELE_COUNTS)),
+            sc.CALL_COUNTS: ((variants, 3), np.int32, (records, 3),
+                             (sc.DIM_RECORDS, sc.DIM_CALL_COUNTS)),
+            sc.HWE: ((variants, alleles, 2), np.float32, (records, alleles, 2),
+                     (sc.DIM_RECORDS, spec.DIM_ALLELES, sc.DIM_HWE_TESTS)),
             sc.SAMPLE_CLASS_COUNTS: (
                 (num_chunks, len(CLASSES), samples), sc.sample_class_dtype(size),
                 (1, len(CLASSES), max(store.samples_chunk_size, 1)),
@@ -143,14 +145,17 @@ def write_genotype_counts(path: str | os.PathLike) -> bool:
                                 {"description": sc.DESCRIPTIONS[name]})
             for name, (shape, dtype, chunks, dims) in layouts.items()
         }
-        for k in range(num_chunks):
-            summary = summarise_chunk(store, gt.array, k)
+        classes = arrays.pop(sc.SAMPLE_CLASS_COUNTS)
+        for start in range(0, num_chunks, per_chunk):  # one chunk of the per-record arrays
+            blocks: dict[str, list[np.ndarray]] = {name: [] for name in arrays}
+            for k in range(start, min(start + per_chunk, num_chunks)):
+                summary = summarise_chunk(store, gt.array, k)
+                classes[k : k + 1] = summary.block(sc.SAMPLE_CLASS_COUNTS)
+                for name in arrays:
+                    blocks[name].append(summary.block(name))
             for name, array in arrays.items():
-                block = summary.block(name)
-                if name == sc.SAMPLE_CLASS_COUNTS:
-                    array[k : k + 1] = block
-                else:
-                    array[k * size : k * size + len(block)] = block
+                block = np.concatenate(blocks[name])
+                array[start * size : start * size + len(block)] = block
     if consolidated:
         _consolidate(location, zarr_format)
     return True
