@@ -4,6 +4,7 @@ pushed down (chunks pruned, filter-only columns read)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -104,26 +105,42 @@ def test_a_filter_pyarrow_cannot_express_is_still_applied(stores):
     assert sorted(rows["pos"]) == sorted(expected)
 
 
+#: Every case of every store given on stdin (JSON: [[StoreCase fields, path], ...]) on Daft's
+#: Ray runner; prints {"checked": cases run, "wrong": ["store case", ...] that differ from bcftools}.
 _ON_RAY = """
-import daft, ray, engine_cases
+import json, sys
+import daft, ray, engine_cases, test_daft
+stores = json.load(sys.stdin)
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
 daft.set_runner_ray(noop_if_initialized=True)
-import test_daft
-source = engine_cases.StoreCase(*{source!r})
-for case in engine_cases.cases(source):
-    if case.id in ("region", "alleles-region-samples", "calls-per-sample", "gt_AC-region-samples"):
-        assert test_daft._daft_rows(case, {path!r}) == engine_cases.normalised(case.expected(source.vcf)), case.id
-print("ok")
+checked, wrong = 0, []
+for fields, path in stores:
+    source = engine_cases.StoreCase(*fields)
+    for case in engine_cases.cases(source):
+        checked += 1
+        if test_daft._daft_rows(case, path) != engine_cases.normalised(case.expected(source.vcf)):
+            wrong.append(f"{source.name} {case.id}")
+print(json.dumps({"checked": checked, "wrong": wrong}))
 """
 
 
 @pytest.mark.slow
-def test_on_ray_local(stores):
-    """The same answers on a local Ray cluster (in a subprocess: Daft's runner is per process)."""
+def test_on_ray_local_every_case_of_every_store(stores, convert_once):
+    """Every engine case of the simulated store, the sample store and every corpus store bcftools
+    reads, on a local Ray cluster: the same answers as bcftools (one subprocess: Daft's runner
+    is per process, and a Ray cluster takes seconds to start)."""
     pytest.importorskip("ray", reason="ray is not installed")
-    source, path = stores["msprime"]
+    given = [stores["msprime"], stores["sample"]]
+    for source in engine_cases.CORPUS_STORES:
+        path = engine_cases.corpus_store_or_none(source, convert_once)
+        if path is not None:
+            given.append((source, path))
+    assert len(given) > 40
     tests = str(Path(__file__).parent)
-    code = _ON_RAY.format(source=tuple(vars(source).values()), path=path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert out.stdout.strip().endswith("ok"), out.stderr[-2000:]
+    payload = json.dumps([[list(vars(source).values()), str(path)] for source, path in given])
+    out = subprocess.run([sys.executable, "-c", _ON_RAY], input=payload, capture_output=True,
+                         text=True, env=env, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["wrong"] == [] and report["checked"] >= 4 * len(given), report

@@ -62,15 +62,8 @@ def test_spark_answers_like_bcftools_and_duckdb(spark, stores):
             assert engine_cases.normalised(con.sql(case.duckdb_sql(path)).fetchall()) == expected, case.id
 
 
-#: Representative corpus stores: haploid (gCNV calls), multiallelic with many samples, mixed ploidy.
-CORPUS_STORES = [
-    s for s in engine_cases.CORPUS_STORES
-    if s.name.endswith(("intervals_output_SAMPLE_001.vcf.gz", "multiallelicQualRegression.vcf", "mixed_ploidy.vcf.gz"))
-]
-
-
-@pytest.mark.parametrize("source", CORPUS_STORES, ids=[s.name.rsplit("/", 1)[-1] for s in CORPUS_STORES])
-def test_spark_answers_like_bcftools_over_corpus_stores(spark, convert_once, source):
+@pytest.mark.parametrize("source", engine_cases.corpus_params())
+def test_spark_answers_like_bcftools_over_every_corpus_store(spark, convert_once, source):
     """(The DuckDB path's answers to the same cases: tests/test_scan_tasks.py.)"""
     path = engine_cases.converted_corpus_store(source, convert_once)
     for case in engine_cases.cases(source):

@@ -147,6 +147,8 @@ class _Reader(DataSourceReader):
         return [_Partition(task) for task in tasks]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, _Partition):
+            return  # a scan of no task: Spark still reads one partition of its own, empty
         target = to_arrow_schema(self._schema)
         for batch in partition.task.to_batches():
             yield plain_batch(batch).cast(target)
