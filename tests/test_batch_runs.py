@@ -149,3 +149,13 @@ def test_counts_in_chunks_of_several_variant_chunks(store, short_summary_chunks,
 
 def test_short_summary_chunks_validate(short_summary_chunks):
     assert vcfzarr_sql.validate(short_summary_chunks) == []
+
+
+def test_runs_stop_growing_at_run_bytes(store, monkeypatch):
+    """Runs of records whose values are large (long INFO strings, say) stay near RUN_BYTES."""
+    columns = ["pos", "ref", "alt", "id"]
+    expected, sizes, _ = _batches(store, monkeypatch, 64 * 7, columns)
+    assert max(sizes) > 7
+    monkeypatch.setattr(execute, "RUN_BYTES", 1)
+    actual, sizes, _ = _batches(store, monkeypatch, 64 * 7, columns)
+    assert actual == expected and max(sizes) == 7

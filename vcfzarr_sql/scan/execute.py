@@ -27,6 +27,9 @@ FETCH_WINDOW = 32
 #: Records a batch of a plan with cheap chunks (:func:`chunks_per_batch`) grows to: its
 #: fixed cost per batch (Python, Arrow, the engine) is then small against its values.
 RUN_RECORDS = 65_536
+#: Arrow bytes a run's batch may reach (strings vary: an INFO/CSQ annotation can take kB
+#: per record), judged from the bytes per chunk of the batch before.
+RUN_BYTES = 32 << 20
 #: Genotype bytes a run of ``gt_`` columns may span: a record the stored counts do not count
 #: makes its batch decode the run's genotypes.
 RUN_GENOTYPE_BYTES = 256 << 20
@@ -81,11 +84,35 @@ def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
     remote = getattr(source, "is_remote", False)
     ahead = PREFETCH_DEPTH if plan.reads_calls or remote else 0
     work = lambda run: _run(source, plan, plan.run(run.start, run.stop), tree)  # noqa: E731
-    most = chunks_per_batch(source, plan)
+    length = RunLength(chunks_per_batch(source, plan))
     # Over a remote store, the chunks of each window of pieces are fetched in one batch, the
     # next window's while this one is decoded (once a scan shows what pieces read; see .fetch).
     window = FETCH_WINDOW if remote else max(len(plan), 1)
     for pieces in fetched_windows(source, plan.variant_chunks, window):
-        for batch in prefetched(work, batch_runs(plan, pieces, most), depth=ahead):
+        if ahead:  # (runs made ahead of their batches: lengths only double)
+            batches = prefetched(work, list(batch_runs(plan, pieces, length)), depth=ahead)
+        else:
+            batches = (length.saw(len(run), work(run)) for run in batch_runs(plan, pieces, length))
+        for batch in batches:
             if batch.num_rows:
                 yield batch
+
+
+class RunLength:
+    """The tasks the next run joins: one, then doubling up to ``most`` (so a scan stopped early,
+    a LIMIT, decodes little more than it returns), and no more than :data:`RUN_BYTES` of batch
+    at the bytes per task of the last batch :meth:`saw`."""
+
+    def __init__(self, most: int):
+        self._next = 1
+        self._most = most
+
+    def __call__(self) -> int:
+        length, self._next = self._next, min(2 * self._next, self._most)
+        return length
+
+    def saw(self, tasks: int, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Note ``batch`` (of a run of ``tasks`` tasks, after filtering); returns it."""
+        fits = int(RUN_BYTES * tasks // max(batch.nbytes, 1))
+        self._next = max(1, min(self._next, fits))
+        return batch

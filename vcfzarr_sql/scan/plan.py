@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 import numpy as np
@@ -281,32 +282,27 @@ def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:
     )
 
 
-def batch_runs(plan: ScanPlan, pieces: range, most: int) -> list[range]:
+def batch_runs(plan: ScanPlan, pieces: range, length: Callable[[], int]) -> Iterator[range]:
     """``pieces`` (task indexes of ``plan``) cut into runs that :meth:`ScanPlan.run` can join:
-    consecutive variant chunks of one sample group, with one ``whole`` flag; runs grow from
-    one task, doubling, to at most ``most`` tasks (so a scan stopped early, a LIMIT, decodes
-    little more than it returns).
+    consecutive variant chunks of one sample group, with one ``whole`` flag; each run as long
+    as ``length()`` says when it starts (and the joinable tasks allow), made as the caller asks.
 
     >>> from types import SimpleNamespace
     >>> plan = SimpleNamespace(variant_chunks=np.array([0, 1, 2, 3, 4, 5, 6, 9]),
     ...     groups=np.zeros(8, np.int32), whole=np.array([1, 1, 1, 1, 1, 1, 0, 0], bool))
-    >>> [(r.start, r.stop) for r in batch_runs(plan, range(8), 4)]
+    >>> lengths = iter([1, 2, 4, 4, 4])
+    >>> [(r.start, r.stop) for r in batch_runs(plan, range(8), lambda: next(lengths))]
     [(0, 1), (1, 3), (3, 6), (6, 7), (7, 8)]
     """
-    if most <= 1 or len(pieces) <= 1:
-        return [range(i, i + 1) for i in pieces]
     chunks = plan.variant_chunks[pieces.start : pieces.stop]
     joins = (
         (np.diff(chunks) == 1)
         & (np.diff(plan.groups[pieces.start : pieces.stop]) == 0)
         & (np.diff(plan.whole[pieces.start : pieces.stop].astype(np.int8)) == 0)
     )
-    breaks = np.flatnonzero(~joins) + 1 + pieces.start
-    runs, size = [], 1
-    for lo, hi in zip([pieces.start, *breaks.tolist()], [*breaks.tolist(), pieces.stop]):
+    breaks = (np.flatnonzero(~joins) + 1 + pieces.start).tolist()
+    for lo, hi in zip([pieces.start, *breaks], [*breaks, pieces.stop]):
         while lo < hi:
-            step = min(size, hi - lo)
-            runs.append(range(lo, lo + step))
+            step = min(max(length(), 1), hi - lo)
+            yield range(lo, lo + step)
             lo += step
-            size = min(2 * size, most)
-    return runs
