@@ -170,8 +170,9 @@ class VczDataset(pds.Dataset):
         """A scan of ``columns`` (None: all) of the rows satisfying ``filter``.
 
         Other keyword arguments of ``pyarrow.dataset.Dataset.scanner`` (``batch_size``,
-        ``use_threads``, ...) are accepted and ignored: batches are one per chunk (or run of chunks). StoreError
-        when the store changed on disk after it was opened (its metadata would be stale).
+        ``use_threads``, ...) are accepted and ignored: batches are one per chunk (or run of
+        chunks). StoreError when the store changed on disk after it was opened (its metadata
+        would be stale).
         """
         if getattr(self.store, "fingerprint", None) is not None and not self.store.is_unchanged():
             raise StoreError(f"{self.store.path}: the store changed after it was opened; open it again")
