@@ -268,6 +268,19 @@ def overlapping_chunks(store: StoreCase, region: str) -> set[int]:
     return {index[(r.chrom, r.pos, r.ref, tuple(r.alt))] // store.variants_chunk for r in hits}
 
 
+def window(region: str) -> tuple[str, int, int]:
+    """``region``'s contig, start and end (as :func:`region_string` writes them)."""
+    name, span = region.rsplit(":", 1)
+    start, end = span.split("-")
+    return name.strip("{}"), int(start), int(end)
+
+
+def region_chunks(store: StoreCase, region: str) -> int:
+    """How many variant chunks a scan of ``region`` reads: those whose region-index rows may
+    hold a record ``bcftools -r`` reports (counted from bcftools' records)."""
+    return len(chunks_to_read(oracle.records(store.vcf), store.variants_chunk, *window(region), overlap=True))
+
+
 def chunks_to_read(records, chunk_size: int, contig: str, start: int, end: int, overlap: bool) -> set[int]:
     """Chunks with a region-index row that may hold a match (of ``bcftools -r`` when
     ``overlap``, else of ``-t``), computed from bcftools' records."""

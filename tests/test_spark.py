@@ -44,31 +44,43 @@ def _rows(spark, sql: str) -> list[tuple]:
     return engine_cases.normalised([tuple(row) for row in spark.sql(sql).collect()])
 
 
-def _view(spark, case: engine_cases.Case, path: str) -> None:
+def _view(spark, case: engine_cases.Case, path: str):
     """``t``: the case's table with the columns it uses (Spark does not prune a Python source's)."""
     full = spark.read.format("vcf_zarr").option("table", case.table).load(path).schema
     schema = StructType([full[c] for c in case.columns])
-    vcf_spark.read(spark, path, case.table, region=case.region, samples=case.samples,
-                   schema=schema).createOrReplaceTempView("t")
+    df = vcf_spark.read(spark, path, case.table, region=case.region, samples=case.samples, schema=schema)
+    df.createOrReplaceTempView("t")
+    return df
+
+
+def _assert_spark_answers_like_bcftools(spark, source: engine_cases.StoreCase, path: str) -> None:
+    """Every case of ``source`` gives bcftools' rows; a region's partitions are our scan tasks
+    of the same columns, which read exactly the chunks that may overlap it (Spark plans them in
+    a worker process, so they are counted through the partitions)."""
+    for case in engine_cases.cases(source):
+        df = _view(spark, case, path)
+        assert _rows(spark, case.sql) == engine_cases.normalised(case.expected(source.vcf)), case.id
+        if case.region is not None:
+            columns = list(dict.fromkeys([*case.columns, "pos"]))  # vcf_spark.read adds pos
+            tasks = vcfzarr_sql.scan_tasks(path, case.table, columns=columns, region=case.region,
+                                           samples=case.samples, min_tasks=spark.sparkContext.defaultParallelism)
+            assert df.rdd.getNumPartitions() == len(tasks), case.id
+            assert tasks.variant_chunks_read == engine_cases.region_chunks(source, case.region), case.id
 
 
 def test_spark_answers_like_bcftools_and_duckdb(spark, stores):
     source, path = stores["msprime"]  # many variant and sample chunks
+    _assert_spark_answers_like_bcftools(spark, source, path)
     with vcfzarr_sql.connect() as con:
         for case in engine_cases.cases(source):
             expected = engine_cases.normalised(case.expected(source.vcf))
-            vcf_spark.read(spark, path, case.table, region=case.region, samples=case.samples).createOrReplaceTempView("t")
-            assert _rows(spark, case.sql) == expected, case.id
             assert engine_cases.normalised(con.sql(case.duckdb_sql(path)).fetchall()) == expected, case.id
 
 
 @pytest.mark.parametrize("source", engine_cases.corpus_params())
 def test_spark_answers_like_bcftools_over_every_corpus_store(spark, convert_once, source):
     """(The DuckDB path's answers to the same cases: tests/test_scan_tasks.py.)"""
-    path = engine_cases.converted_corpus_store(source, convert_once)
-    for case in engine_cases.cases(source):
-        _view(spark, case, path)
-        assert _rows(spark, case.sql) == engine_cases.normalised(case.expected(source.vcf)), case.id
+    _assert_spark_answers_like_bcftools(spark, source, engine_cases.converted_corpus_store(source, convert_once))
 
 
 def test_one_view_queried_with_and_without_a_filter_alternately(spark, stores):

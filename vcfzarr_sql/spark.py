@@ -10,11 +10,13 @@ Needs the ``spark`` extra (``pip install 'vcfzarr-sql[spark]'``) and Java 17+.
 
 Options: ``table`` (``variants``, the default, or ``calls``), ``region`` (a bcftools ``-r``
 string), ``samples`` (comma-separated sample ids), ``storage_options`` (JSON: fsspec's options
-for a URL), ``target_bytes`` (decoded bytes per partition). Spark does not push column
-pruning into Python data sources: give a narrow schema (``.schema("contig STRING, pos
-LONG")``) and only those columns are decoded. Each partition is one of our
-:class:`~vcfzarr_sql.scan.ScanTask` s (many chunks, by ``target_bytes``, at least the
-session's default parallelism). Comparisons, ``IN``, ``IS [NOT] NULL`` and ``NOT`` on plain
+for a URL), ``target_bytes`` (decoded bytes per partition), ``min_tasks`` (at least this
+many partitions when there are that many chunks; default 1, and :func:`read` gives the
+session's default parallelism: Spark plans partitions in a worker process, which has no
+session to ask). Spark does not push column pruning into Python data sources: give a narrow
+schema (``.schema("contig STRING, pos LONG")``) and only those columns are decoded. Each
+partition is one of our :class:`~vcfzarr_sql.scan.ScanTask` s (many chunks, by
+``target_bytes`` and ``min_tasks``). Comparisons, ``IN``, ``IS [NOT] NULL`` and ``NOT`` on plain
 columns are pushed down (with ``spark.sql.python.filterPushdown.enabled``, which
 :func:`register` sets) and applied exactly by the scan; Spark evaluates the rest.
 
@@ -136,13 +138,11 @@ class _Reader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         pushed, self._pending = self._pending, None  # never reused by a later plan
-        spark = SparkSession.getActiveSession()
-        parallelism = spark.sparkContext.defaultParallelism if spark is not None else 1
         tasks = _dataset(self._options).scan_tasks(
             self._columns,
             pushed,
             target_bytes=float(self._options.get("target_bytes", DEFAULT_TARGET_BYTES)),
-            min_tasks=parallelism,
+            min_tasks=int(self._options.get("min_tasks", 1)),
         )
         return [_Partition(task) for task in tasks]
 
@@ -196,9 +196,11 @@ def read(
     stays correct when the DataFrame (or a view of it) is queried many times.
 
     ``schema``: the columns to read (a DDL string or StructType; default: all). ``options``:
-    other options of the data source (``storage_options``, ``target_bytes``).
+    other options of the data source (``storage_options``, ``target_bytes``, ``min_tasks``:
+    default, the session's default parallelism).
     """
     reader = spark.read.format(NAME).option("table", table)
+    reader = reader.option("min_tasks", str(spark.sparkContext.defaultParallelism))
     if region is not None:
         reader = reader.option("region", region)
     if samples is not None:
