@@ -44,13 +44,6 @@ def _sql_over(table: pa.Table, sql: str) -> list[tuple]:
         con.close()
 
 
-def _window(region: str) -> tuple[str, int, int]:
-    """``region``'s contig, start and end (as engine_cases.region_string writes them)."""
-    name, span = region.rsplit(":", 1)
-    start, end = span.split("-")
-    return name.strip("{}"), int(start), int(end)
-
-
 def assert_tasks_answer_like_bcftools_and_the_duckdb_path(source: engine_cases.StoreCase, path: str) -> None:
     """Every case of ``source``: our scan tasks (then DuckDB over their rows) and the DuckDB
     path give bcftools' rows, and a region reads exactly the chunks its region-index rows
@@ -65,10 +58,8 @@ def assert_tasks_answer_like_bcftools_and_the_duckdb_path(source: engine_cases.S
             assert _sql_over(tasks.to_table(), case.sql) == expected, case.id
             assert engine_cases.normalised(con.sql(case.duckdb_sql(path)).fetchall()) == expected, case.id
             if case.region is not None:
-                chunks = engine_cases.chunks_to_read(
-                    oracle.records(source.vcf), source.variants_chunk, *_window(case.region), overlap=True
-                )
-                assert tasks.variant_chunks_read == con.last_stats["variant_chunks_read"] == len(chunks), case.id
+                chunks = engine_cases.region_chunks(source, case.region)
+                assert tasks.variant_chunks_read == con.last_stats["variant_chunks_read"] == chunks, case.id
                 assert engine_cases.overlapping_chunks(source, case.region) <= set(
                     np.concatenate([t.variant_chunks for t in tasks]).tolist()
                 ), case.id
