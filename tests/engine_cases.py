@@ -110,24 +110,30 @@ def converted(stores: list[StoreCase], convert_once: Callable) -> dict[str, tupl
     return made
 
 
-def converted_corpus_store(store: StoreCase, convert_once: Callable) -> str:
-    """A corpus store case converted (once per run); skipped when pysam's bcftools rejects it
-    (the converter does too)."""
+def _bcftools_rejects(store: StoreCase) -> str | None:
+    """Why pysam's bcftools rejects the store's file (the converter does too), or None."""
     try:
         oracle.records(store.vcf)
     except oracle.BcftoolsError as err:
-        pytest.skip(f"pysam's bcftools rejects this file (the converter does too): {err}")
+        return f"pysam's bcftools rejects this file (the converter does too): {err}"
+    return None
+
+
+def corpus_store_or_none(store: StoreCase, convert_once: Callable) -> str | None:
+    """A corpus store case converted (once per run), or None when bcftools rejects it (for
+    tests over all stores at once)."""
+    if _bcftools_rejects(store) is not None:
+        return None
     return str(convert_once(store.vcf, variants_chunk_size=store.variants_chunk,
                             samples_chunk_size=store.samples_chunk))
 
 
-def corpus_store_or_none(store: StoreCase, convert_once: Callable) -> str | None:
-    """:func:`converted_corpus_store`, or None where it skips (for tests over all stores at
-    once)."""
-    try:
-        return converted_corpus_store(store, convert_once)
-    except pytest.skip.Exception:
-        return None
+def converted_corpus_store(store: StoreCase, convert_once: Callable) -> str:
+    """:func:`corpus_store_or_none`, skipped when bcftools rejects the file."""
+    reason = _bcftools_rejects(store)
+    if reason is not None:
+        pytest.skip(reason)
+    return corpus_store_or_none(store, convert_once)
 
 
 def literal(text: str) -> str:

@@ -9,13 +9,13 @@ whole variant chunks as :data:`SUMMARY_RECORDS` records hold (at least one: a sc
 chunks reads few of these small arrays' chunks; a region query decodes a few more records than
 it needs):
 
-* ``summary_gt_allele_counts`` (variants, alleles, 3) int32: per allele (REF first) bcftools'
+* ``summary_gt_allele_counts`` (summary_records, alleles, 3) int32: per allele (REF first) bcftools'
   het, hom and hemi counts over all samples (:func:`.genotype_stats.allele_counts`);
-* ``summary_gt_call_counts`` (variants, 3) int32: samples with a called allele (NS),
+* ``summary_gt_call_counts`` (summary_records, 3) int32: samples with a called allele (NS),
   samples F_MISSING counts as missing, and the record's alleles (REF and ALTs: so that the
   ``gt_`` lists, one value per ALT, need not decode ``variant_allele``); NS is -1 where a
   genotype names an allele beyond the ``alleles`` axis (those records are decoded);
-* ``summary_gt_hwe`` (variants, alleles, 2) float32: per allele the ``gt_HWE`` and
+* ``summary_gt_hwe`` (summary_records, alleles, 2) float32: per allele the ``gt_HWE`` and
   ``gt_ExcHet`` p-values over all samples (:func:`.genotype_stats.hwe_per_allele`: exact
   tests, the costliest columns to compute).
 
@@ -44,7 +44,7 @@ ALLELE_COUNTS = "summary_gt_allele_counts"
 CALL_COUNTS = "summary_gt_call_counts"
 HWE = "summary_gt_hwe"
 SAMPLE_CLASS_COUNTS = "summary_sample_class_counts"
-#: Dimension names of the last axes of the two arrays.
+#: Dimension names: the per-record arrays' first axis, and the arrays' own last axes.
 DIM_RECORDS = "summary_records"
 DIM_ALLELE_COUNTS = "summary_gt_allele_count_kinds"
 DIM_CALL_COUNTS = "summary_gt_call_count_kinds"
