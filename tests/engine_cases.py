@@ -119,21 +119,23 @@ def _bcftools_rejects(store: StoreCase) -> str | None:
     return None
 
 
-def corpus_store_or_none(store: StoreCase, convert_once: Callable) -> str | None:
-    """A corpus store case converted (once per run), or None when bcftools rejects it (for
-    tests over all stores at once)."""
-    if _bcftools_rejects(store) is not None:
-        return None
+def _converted(store: StoreCase, convert_once: Callable) -> str:
     return str(convert_once(store.vcf, variants_chunk_size=store.variants_chunk,
                             samples_chunk_size=store.samples_chunk))
 
 
+def corpus_store_or_none(store: StoreCase, convert_once: Callable) -> str | None:
+    """A corpus store case converted (once per run), or None when bcftools rejects it (for
+    tests over all stores at once)."""
+    return None if _bcftools_rejects(store) is not None else _converted(store, convert_once)
+
+
 def converted_corpus_store(store: StoreCase, convert_once: Callable) -> str:
-    """:func:`corpus_store_or_none`, skipped when bcftools rejects the file."""
+    """A corpus store case converted (once per run), skipped when bcftools rejects it."""
     reason = _bcftools_rejects(store)
     if reason is not None:
         pytest.skip(reason)
-    return corpus_store_or_none(store, convert_once)
+    return _converted(store, convert_once)
 
 
 def literal(text: str) -> str:
