@@ -24,10 +24,6 @@ from vcfzarr_sql.server import make_server
 
 JAVA_PROBE = Path(__file__).parent / "java" / "CatalogProbe.java"
 
-#: DuckDB 1.1's pg_catalog also lists the system and temporary catalogs' objects (under
-#: "main"); the emulation is tested on DuckDB 2.
-pytestmark = pytest.mark.skipif(tuple(int(p) for p in duckdb.__version__.split(".")[:2]) < (2, 0),
-                                reason="catalog emulation needs DuckDB >= 2.0")
 PGJDBC_JARS = [Path("/usr/share/java/postgresql.jar")]
 
 #: DuckDB's type names -> what PostgreSQL's format_type calls the type the server sends.

@@ -34,9 +34,20 @@ from vcfzarr_sql.errors import NotSupportedError, QueryError, StoreError
 from vcfzarr_sql.scan.execute import plan_batches
 from vcfzarr_sql.scan.fetch import fetching
 from vcfzarr_sql.scan.expressions import conjunction
+from vcfzarr_sql.scan.plain import plain_batch, plain_schema
 from vcfzarr_sql.scan.plan import ScanPlan, ScanRequest, plan_scan
 from vcfzarr_sql.scan.tasks import DEFAULT_TARGET_BYTES, ScanTasks, cut_plan, scan_request
 from vcfzarr_sql.scan.stats import CountingSource, nothing_read
+
+
+#: Whether scans give dictionary columns (``contig``, ``sample_id``, ...) as plain strings:
+#: DuckDB 2 pushes no filter on a dictionary column into a dataset when pyarrow is older than
+#: 26 (seen with pyarrow 21 and 25), but pushes the same filter on a string column.
+PLAIN_STRINGS = int(pa.__version__.split(".")[0]) < 26
+
+
+def _as_scanned(schema: pa.Schema) -> pa.Schema:
+    return plain_schema(schema) if PLAIN_STRINGS else schema
 
 
 class VczScanner:
@@ -66,18 +77,19 @@ class VczScanner:
 
     @property
     def projected_schema(self) -> pa.Schema:
-        return self._plan.schema
+        return _as_scanned(self._plan.schema)
 
     @property
     def dataset_schema(self) -> pa.Schema:
-        return self._request.schema
+        return _as_scanned(self._request.schema)
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
         """The batches of matching rows, one per task that has any."""
         source = CountingSource(fetching(self._dataset.store, self._plan))
         started = time.perf_counter()
         try:
-            yield from plan_batches(source, self._plan)
+            for batch in plan_batches(source, self._plan):
+                yield plain_batch(batch) if PLAIN_STRINGS else batch
         finally:
             self.stats = source.stats(
                 variant_chunks_total=self._plan.variant_chunks_total,
@@ -87,10 +99,10 @@ class VczScanner:
             self._dataset.last_stats = self.stats
 
     def to_reader(self) -> pa.RecordBatchReader:
-        return pa.RecordBatchReader.from_batches(self._plan.schema, self.to_batches())
+        return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
 
     def to_table(self) -> pa.Table:
-        return pa.Table.from_batches(list(self.to_batches()), schema=self._plan.schema)
+        return pa.Table.from_batches(list(self.to_batches()), schema=self.projected_schema)
 
     def head(self, num_rows: int) -> pa.Table:
         """The first ``num_rows`` matching rows; stops reading once it has them."""
@@ -105,7 +117,7 @@ class VczScanner:
                 rows += batches[-1].num_rows
         finally:
             scan.close()
-        return pa.Table.from_batches(batches, schema=self._plan.schema)
+        return pa.Table.from_batches(batches, schema=self.projected_schema)
 
     def count_rows(self) -> int:
         """The number of matching rows (reads only what the filter needs)."""
@@ -135,7 +147,7 @@ class VczDataset(pds.Dataset):
         self.region = region
         #: The table's schema, region filter and sample indexes: what every scan starts from.
         self._base = scan_request(store, table, region=region, samples=samples)
-        self._full_schema = self._base.schema
+        self._full_schema = _as_scanned(self._base.schema)
         self._filter = filter
         self._columns = None if columns is None else tuple(columns)
         self.last_stats: dict | None = None
