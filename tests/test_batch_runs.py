@@ -159,3 +159,29 @@ def test_runs_stop_growing_at_run_bytes(store, monkeypatch):
     monkeypatch.setattr(execute, "RUN_BYTES", 1)
     actual, sizes, _ = _batches(store, monkeypatch, 64 * 7, columns)
     assert actual == expected and max(sizes) == 7
+
+
+@pytest.mark.parametrize("stored", [True, False])
+@pytest.mark.parametrize("region", [None, "1:30-400", "2:50-51"])
+def test_sample_stats_add_up_runs_of_stored_counts(store, stored, region):
+    """``vcf_zarr_sample_stats`` tasks cover each chunk of the plan once, in order; with the
+    counts stored, consecutive whole chunks join (as many runs as the pool has threads, so the
+    threads share them), and an edge chunk, decoded, stays alone."""
+    from vcfzarr_sql.scan.dataset import VczDataset
+    from vcfzarr_sql.scan.prefetch import THREADS
+    from vcfzarr_sql.scan.sample_stats import count_tasks
+
+    plan = VczDataset(vcfzarr_sql.open_store(store), "variants", None, region).scanner(
+        columns=["pos"]).plan
+    tasks = count_tasks(plan, stored, 24)
+    covered = [t.variant_chunk + k for t in tasks for k in range(t.chunk_count)]
+    assert covered == plan.variant_chunks.tolist()
+    assert sum(t.num_rows for t in tasks) == plan.rows.sum()
+    whole = dict(zip(plan.variant_chunks.tolist(), plan.whole.tolist()))
+    for t in tasks:
+        assert t.chunk_count == 1 or (stored and t.filter is None), t
+        assert (t.filter is None) == whole[t.variant_chunk]
+    if stored:
+        assert len([t for t in tasks if t.filter is None]) <= THREADS + 2  # (split by edges)
+    else:
+        assert len(tasks) == len(plan)

@@ -35,13 +35,17 @@ from vcfzarr_sql import spec
 from vcfzarr_sql.scan import decode
 from vcfzarr_sql.scan.blocks import BatchBlocks
 from vcfzarr_sql.scan.dataset import VczDataset
-from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, prefetched
+from vcfzarr_sql.scan.plan import ChunkTask, ScanPlan, batch_runs
+from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, THREADS, prefetched
 from vcfzarr_sql.scan.schema import GT
-from vcfzarr_sql.scan.stored_counts import stored_class_counts
+from vcfzarr_sql.scan.stored_counts import SAMPLE_CLASS_COUNTS, stored_class_counts
 
 #: Call classes, in the order of the count columns.
 CLASSES = ("n_hom_ref", "n_hom_alt", "n_het", "n_hap_ref", "n_hap_alt", "n_missing")
 _SNP_GATED = 3  # the first three count only at SNP alleles
+
+#: Bytes of stored class counts (uint16 per class and sample) one task adds up.
+RUN_CLASS_BYTES = 16 << 20
 
 _ROW = "__vcfzarr_sql_sample_stats_row"
 _NO_ALLELE = np.iinfo(np.int64).max
@@ -191,6 +195,24 @@ def _rows_in_region(store: Any, task: Any) -> np.ndarray | None:
     return table.filter(task.filter)[_ROW].to_numpy()
 
 
+def count_tasks(plan: ScanPlan, stored: bool, num_samples: int) -> list[ChunkTask]:
+    """The plan's tasks, consecutive whole chunks joined into runs when their counts are
+    ``stored`` (adding up a run's stored counts is one task, not one per chunk): runs of at
+    most :data:`RUN_CLASS_BYTES` of counts, and enough of them to keep the pool's threads busy.
+    Chunks whose genotypes are decoded stay one per task."""
+    if not stored:
+        return list(plan.tasks)
+    per_chunk = len(CLASSES) * max(num_samples, 1) * 2
+    most = max(1, min(RUN_CLASS_BYTES // per_chunk, -(-len(plan) // THREADS)))
+    tasks: list[ChunkTask] = []
+    for run in batch_runs(plan, range(len(plan)), lambda: most):
+        if plan.whole[run.start]:
+            tasks.append(plan.run(run.start, run.stop))
+        else:
+            tasks.extend(plan.task(i) for i in run)
+    return tasks
+
+
 def sample_stats_table(
     store: Any, region: str | None = None, samples: Sequence[str] | None = None
 ) -> pa.Table:
@@ -201,9 +223,9 @@ def sample_stats_table(
     scan = variants.scanner(columns=["pos"])
     counts = np.zeros((len(CLASSES), store.num_samples if selected is None else len(selected)),
                       dtype=np.int64)
-    def chunk_counts(task: Any) -> tuple[np.ndarray, int]:
-        blocks = BatchBlocks(store, task.variant_chunk, selected)
-        if task.filter is None:  # the whole chunk: its stored counts, if the store has them
+    def chunk_counts(task: ChunkTask) -> tuple[np.ndarray, int]:
+        blocks = BatchBlocks(store, task.variant_chunk, selected, task.chunk_count)
+        if task.filter is None:  # whole chunks: their stored counts, if the store has them
             stored = stored_class_counts(blocks)
             if stored is not None:
                 return stored, task.num_rows
@@ -215,7 +237,9 @@ def sample_stats_table(
         return class_counts(genotypes, allele_kinds(alleles)), len(genotypes)
 
     records = 0
-    tasks = scan.plan.tasks if gt is not None else ()  # no genotypes: nothing counts
+    stored = store.has_array(SAMPLE_CLASS_COUNTS)
+    # (no genotypes: nothing counts)
+    tasks = count_tasks(scan.plan, stored, counts.shape[1]) if gt is not None else ()
     for chunk, chunk_records in prefetched(chunk_counts, tasks, depth=PREFETCH_DEPTH):
         counts += chunk
         records += chunk_records

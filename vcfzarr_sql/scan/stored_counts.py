@@ -135,8 +135,8 @@ def stored_num_alleles(blocks: BatchBlocks) -> np.ndarray | None:
 
 
 def stored_class_counts(blocks: BatchBlocks) -> np.ndarray | None:
-    """The (classes, samples) call counts of the batch's whole variant chunk for its samples,
-    read from ``summary_sample_class_counts``; None when the store has none."""
+    """The (classes, samples) call counts of the batch's whole variant chunks for its samples,
+    added up from ``summary_sample_class_counts``; None when the store has none."""
     if not blocks.source.has_array(SAMPLE_CLASS_COUNTS):
         return None
-    return blocks.read(SAMPLE_CLASS_COUNTS)[0].astype(np.int64)
+    return blocks.read(SAMPLE_CLASS_COUNTS).sum(axis=0, dtype=np.int64)
