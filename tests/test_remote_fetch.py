@@ -61,6 +61,25 @@ def test_a_warm_scan_fetches_each_window_in_one_batch(simulated, monkeypatch):
     assert warm.equals(cold)
     assert warm.equals(vcfzarr_sql.scan_tasks(path, "calls", columns=["pos", "fmt_GT"]).to_table())
     assert singles == []
-    assert len(batches) == 1 + -(-pieces // 8)  # revalidation, then one batch per window
-    windows = [{int(key.split("/")[1].split(".")[0]) for key in batch} for batch in batches[1:]]
-    assert windows == [set(task.plan.variant_chunks[i : i + 8].tolist()) for i in range(0, pieces, 8)]
+    # revalidation, then one batch per window: 2 pieces, 4, then 8 at a time
+    windows = [range(0, 2), range(2, 6), *(range(i, min(i + 8, pieces)) for i in range(6, pieces, 8))]
+    assert len(batches) == 1 + len(windows)
+    fetched = [{int(key.split("/")[1].split(".")[0]) for key in batch} for batch in batches[1:]]
+    assert sorted(fetched, key=min) == [set(task.plan.variant_chunks[w.start : w.stop].tolist()) for w in windows]
+
+
+def test_a_scan_stopped_early_and_a_whole_scan_over_many_windows(simulated, monkeypatch):
+    """Windows of 1, 2, then 4 pieces fetched two ahead: a LIMIT stops the scan in its first
+    windows (the fetches started for later ones are cancelled or dropped) and the next scan on
+    the same connection still reads every row, equal to the local store's."""
+    monkeypatch.setattr(execute, "FIRST_FETCH_WINDOW", 1)
+    monkeypatch.setattr(execute, "FETCH_WINDOW", 4)
+    _, path = simulated
+    query = "SELECT pos, fmt_GT FROM vcf_zarr_calls('{}') ORDER BY pos, sample_id"
+    with vcfzarr_sql.connect() as con:
+        local = con.sql(query.format(path)).fetchall()
+        url = f"file://{path}"
+        for _ in range(2):  # cold, then warm
+            first = con.sql(f"SELECT pos FROM vcf_zarr_calls('{url}') LIMIT 3").fetchall()
+            assert len(first) == 3
+            assert con.sql(query.format(url)).fetchall() == local

@@ -227,9 +227,10 @@ def test_a_remote_task_fetches_its_chunks_in_batches(stores, monkeypatch):
     monkeypatch.setattr(kv, "get_many", lambda keys: batches.append(list(keys)) or get_many(batches[-1]))
     remote = task.to_table()
     assert remote.equals(vcfzarr_sql.scan_tasks(path, "calls", columns=["pos", "fmt_GT"]).to_table())
-    window = vcfzarr_sql.scan.execute.FETCH_WINDOW
-    # the first window's pieces read chunk by chunk; the rest come in one batch per window
-    # (plus the one request that revalidates the store)
-    assert len(batches) == 1 + -(-(pieces - window) // window)
-    first_window = set(task.plan.variant_chunks[:window].tolist())
-    assert singles and {int(key.split("/")[1].split(".")[0]) for key in singles} <= first_window
+    # the pieces of the first variant chunk read chunk by chunk; then each window of the others
+    # (2 pieces, 4, then 8 at a time) comes in one batch (plus the one request that revalidates
+    # the store)
+    first = task.plan.variant_chunks[0]
+    rest = pieces - int((task.plan.variant_chunks == first).sum())
+    assert len(batches) == 1 + 2 + -(-(rest - 6) // 8)
+    assert singles and {int(key.split("/")[1].split(".")[0]) for key in singles} == {first}

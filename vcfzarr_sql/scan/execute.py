@@ -7,22 +7,26 @@ it. ``source`` is the store (or a :class:`~vcfzarr_sql.scan.stats.CountingSource
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from vcfzarr_sql.scan import arrays, decode, stored_counts
 from vcfzarr_sql.scan.expressions import parse_or_none
-from vcfzarr_sql.scan.fetch import fetched_windows
+from vcfzarr_sql.scan.fetch import WindowFetches, fetch_windows
 from vcfzarr_sql.scan.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
 from vcfzarr_sql.scan.plan import ChunkTask, ScanPlan, batch_runs
 from vcfzarr_sql.scan.schema import GT
 from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, prefetched
 from vcfzarr_sql.scan.residual import matching_rows
 
-#: Pieces whose chunks a scan over a remote store fetches in one batch.
+#: Pieces whose chunks a scan over a remote store fetches in one batch: the first window, and
+#: the most a window grows to (doubling).
+FIRST_FETCH_WINDOW = 2
 FETCH_WINDOW = 32
 #: Records a batch of a plan with cheap chunks (:func:`chunks_per_batch`) grows to: its
 #: fixed cost per batch (Python, Arrow, the engine) is then small against its values.
@@ -81,21 +85,57 @@ def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
     with nothing to overlap.
     """
     tree = None if plan.filter is None else parse_or_none(plan.filter)
-    remote = getattr(source, "is_remote", False)
-    ahead = PREFETCH_DEPTH if plan.reads_calls or remote else 0
-    work = lambda run: _run(source, plan, plan.run(run.start, run.stop), tree)  # noqa: E731
     length = RunLength(chunks_per_batch(source, plan))
-    # Over a remote store, the chunks of each window of pieces are fetched in one batch, the
-    # next window's while this one is decoded (once a scan shows what pieces read; see .fetch).
-    window = FETCH_WINDOW if remote else max(len(plan), 1)
-    for pieces in fetched_windows(source, plan.variant_chunks, window):
-        if ahead:  # (runs made ahead of their batches: lengths only double)
-            batches = prefetched(work, list(batch_runs(plan, pieces, length)), depth=ahead)
-        else:
-            batches = (length.saw(len(run), work(run)) for run in batch_runs(plan, pieces, length))
-        for batch in batches:
+    if getattr(source, "is_remote", False):
+        yield from _remote_batches(source, plan, tree, length)
+        return
+    ahead = PREFETCH_DEPTH if plan.reads_calls else 0
+    runs = batch_runs(plan, range(len(plan)), length)
+    if ahead:  # (runs made ahead of their batches: lengths only double)
+        batches = prefetched(lambda run: _run_of(source, plan, run, tree), list(runs), depth=ahead)
+    else:
+        batches = (length.saw(len(run), _run_of(source, plan, run, tree)) for run in runs)
+    for batch in batches:
+        if batch.num_rows:
+            yield batch
+
+
+def _run_of(source: Any, plan: ScanPlan, run: range, tree: Any) -> pa.RecordBatch:
+    return _run(source, plan, plan.run(run.start, run.stop), tree)
+
+
+def _remote_batches(source: Any, plan: ScanPlan, tree: Any, length: RunLength) -> Iterator[pa.RecordBatch]:
+    """:func:`plan_batches` over a remote store: the chunks of each window of pieces are fetched
+    in one batch, windows ahead of the runs decoded. A scan that does not yet know what pieces
+    read (cold) first decodes the pieces of its first variant chunk reading chunk by chunk,
+    to learn it (one piece per sample group)."""
+    learn = 0
+    if len(plan) and not getattr(source, "knows_reads", True):
+        learn = int(np.searchsorted(plan.variant_chunks, plan.variant_chunks[0], side="right"))
+    windows = [range(w.start + learn, w.stop + learn)
+               for w in fetch_windows(len(plan) - learn, FIRST_FETCH_WINDOW, FETCH_WINDOW)]
+    runs = [(run, i) for i, window in enumerate(windows) for run in batch_runs(plan, window, length)]
+    fetches = WindowFetches(source, plan.variant_chunks, windows,
+                            [sum(1 for _, j in runs if j == i) for i in range(len(windows))])
+
+    def work(item: tuple[range, int]) -> pa.RecordBatch:
+        run, window = item
+        fetches.enter(window)
+        try:
+            return _run_of(source, plan, run, tree)
+        finally:
+            fetches.leave(window)
+
+    learning = list(batch_runs(plan, range(learn), length))
+    try:
+        for batch in itertools.chain(
+            prefetched(lambda run: _run_of(source, plan, run, tree), learning, depth=PREFETCH_DEPTH),
+            prefetched(work, runs, depth=PREFETCH_DEPTH),
+        ):
             if batch.num_rows:
                 yield batch
+    finally:
+        fetches.close()
 
 
 class RunLength:

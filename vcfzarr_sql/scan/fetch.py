@@ -4,10 +4,11 @@ then fetches those of the next pieces in one request batch (fsspec's concurrent 
 Over a URL each chunk read waits a round trip; a piece of a scan reads a handful of arrays,
 and a task many pieces. :class:`FetchingSource` stands in for the store: it records the
 arrays (and the chunk indexes along their other axes) that decoding reads, and
-:meth:`FetchingSource.prefetch` gets the same chunks of further variant chunks with one
-``get_many`` (concurrent in fsspec's async filesystems: s3, gcs, http). Prefetched chunks
-are kept until the next prefetch (pieces of one variant chunk share its site arrays); any other
-read goes to the store.
+:meth:`FetchingSource.fetch` gets the same chunks of further variant chunks with one
+``get_many`` (concurrent in fsspec's async filesystems: s3, gcs, http). A scan fetches its
+pieces in windows (:class:`WindowFetches`), a few windows ahead of the pieces it decodes, and
+keeps a window's chunks until its last piece is decoded (pieces of one variant chunk share its
+site arrays); any other read goes to the store.
 
 What the pieces of a scan read is remembered per store and scan shape (:func:`scan_shape`:
 the columns decoded and the sample chunks), so the next scan of that shape (a warm query)
@@ -24,7 +25,7 @@ fetches even its first window in one batch: a warm region query waits for two ro
 >>> source = FetchingSource(Store())
 >>> source.read_chunk("pos", (0,))
 b'pos(0,)'
->>> source.prefetch([1, 2])
+>>> source.keep(source.fetch([1, 2]))
 >>> source.read_chunk("pos", (2,)), source.read_chunk("pos", (3,))
 (b'pos(2,)!', b'pos(3,)')
 """
@@ -34,8 +35,8 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
-from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -139,15 +140,17 @@ class FetchingSource:
         )
         return self._store.read_chunks_bytes(list(keys)) if keys else {}
 
-    def use(self, fetched: dict) -> None:
-        """Serve reads from ``fetched`` (a :meth:`fetch`), forgetting what was fetched before."""
+    def keep(self, fetched: dict) -> None:
+        """Serve reads from ``fetched`` (a :meth:`fetch`) too, until :meth:`forget`."""
         with self._lock:
-            self._fetched = fetched
+            self._fetched.update(fetched)
 
-    def prefetch(self, variant_chunks: Iterable[int]) -> None:
-        """Fetch, in one batch, the chunks of ``variant_chunks`` that pieces read so far read
-        (forgetting those fetched before)."""
-        self.use(self.fetch(variant_chunks))
+    def forget(self, fetched: dict) -> None:
+        """Stop serving the chunks of ``fetched`` (keeping those another window fetched)."""
+        with self._lock:
+            for key, raw in fetched.items():
+                if self._fetched.get(key) is raw:
+                    del self._fetched[key]
 
 
 def fetching(store: Any, plan: Any = None) -> Any:
@@ -158,31 +161,71 @@ def fetching(store: Any, plan: Any = None) -> Any:
     return FetchingSource(store, None if plan is None else learned_patterns(store, scan_shape(store, plan)))
 
 
-def fetched_windows(source: Any, variant_chunks: np.ndarray, window: int) -> Iterator[range]:
-    """The pieces (of variant chunks ``variant_chunks``) in windows of ``window``, as ranges.
+def fetch_windows(count: int, first: int, most: int) -> list[range]:
+    """``count`` pieces in one window when they are at most ``most``, else cut into windows of
+    ``first`` pieces, doubling up to ``most``: decoding starts after little more than a round
+    trip, and later batches are large.
 
-    Over a :class:`FetchingSource` (or a source forwarding to one), the chunks the pieces of
-    a window read are fetched in one batch before it is yielded, and once the source knows
-    what pieces read, the next window's are fetched meanwhile (in a fetch thread); a window
-    whose fetch was abandoned (the consumer stopped) is cancelled, not waited for. Over any
-    other source, one window of every piece.
+    >>> [len(w) for w in fetch_windows(40, 2, 8)], [len(w) for w in fetch_windows(8, 2, 8)]
+    ([2, 4, 8, 8, 8, 8, 2], [8])
     """
-    count = len(variant_chunks)
-    if not hasattr(source, "fetch"):
-        yield range(count)
-        return
-    pending = None
-    try:
-        for start in range(0, count, window):
-            stop = min(start + window, count)
-            if pending is None:
-                source.use(source.fetch(variant_chunks[start:stop].tolist()))
-            else:
-                source.use(pending.result())
-            pending = None
-            if stop < count and source.knows_reads:
-                pending = _fetch_thread().submit(source.fetch, variant_chunks[stop : stop + window].tolist())
-            yield range(start, stop)
-    finally:
-        if pending is not None:
-            pending.cancel()
+    windows, start, size = [], 0, max(first if count > most else most, 1)
+    while start < count:
+        windows.append(range(start, min(start + size, count)))
+        start, size = windows[-1].stop, min(size * 2, max(most, 1))
+    return windows
+
+
+class WindowFetches:
+    """The chunks of each window of pieces fetched in one batch, by the fetch threads, for the
+    scan threads that decode them: a piece of window ``i`` calls :meth:`enter` (which starts
+    the fetches of windows ``i`` to ``i + ahead``, then waits for window ``i``'s) before
+    reading, and :meth:`leave` after; a window's bytes are dropped when its last piece leaves.
+
+    A source that has not yet seen what pieces read fetches nothing (its pieces read chunk by
+    chunk, and teach it); over a store that is not a :class:`FetchingSource`, nothing happens.
+    """
+
+    def __init__(self, source: Any, variant_chunks: np.ndarray, windows: Sequence[range],
+                 pieces_per_window: Sequence[int], ahead: int = 2):
+        self._source = source if hasattr(source, "fetch") else None
+        self._chunks = variant_chunks
+        self._windows = windows
+        self._left = list(pieces_per_window)
+        self._ahead = ahead
+        self._lock = threading.Lock()
+        self._fetches: dict[int, Future[dict] | None] = {}
+
+    def _start(self, i: int) -> None:
+        for j in range(i, min(i + self._ahead + 1, len(self._windows))):
+            if self._fetches.get(j) is None:  # (not started, or started before reads were known)
+                chunks = self._chunks[self._windows[j].start : self._windows[j].stop].tolist()
+                known = self._source.knows_reads
+                self._fetches[j] = _fetch_thread().submit(self._source.fetch, chunks) if known else None
+
+    def enter(self, i: int) -> None:
+        """Before a piece of window ``i`` reads: its window's chunks are at hand."""
+        if self._source is None:
+            return
+        with self._lock:
+            self._start(i)
+            fetch = self._fetches[i]
+        if fetch is not None:
+            self._source.keep(fetch.result())
+
+    def leave(self, i: int) -> None:
+        """After a piece of window ``i`` read (or failed)."""
+        if self._source is None:
+            return
+        with self._lock:
+            self._left[i] -= 1
+            fetch = self._fetches.get(i) if self._left[i] == 0 else None
+        if fetch is not None and fetch.done() and not fetch.cancelled() and fetch.exception() is None:
+            self._source.forget(fetch.result())
+
+    def close(self) -> None:
+        """Cancel the fetches not started (the consumer stopped early)."""
+        with self._lock:
+            for fetch in self._fetches.values():
+                if fetch is not None:
+                    fetch.cancel()
