@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,17 +59,29 @@ class BatchBlocks:
             block = block[lo - first.start * records : hi - first.start * records]
         return block
 
-    def _samples_of(self, name: str, info: Any, grid: list[Sequence[int]]) -> np.ndarray:
-        """The chunks ``grid`` (along ``variants``) of ``name`` joined, for the batch's samples."""
+    def sum(self, name: str) -> np.ndarray:
+        """The block of array ``name``, one row per variant chunk, added up over the batch's
+        chunks (int64), for its samples (picked out after the sum)."""
+        info = self.source.array_info(name)
+        return self._samples_of(name, info, [self.chunks], lambda b: b.sum(axis=0, dtype=np.int64))
+
+    def _samples_of(
+        self, name: str, info: Any, grid: list[Sequence[int]],
+        reduce: Callable[[np.ndarray], np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """The chunks ``grid`` (along ``variants``) of ``name`` joined, for the batch's samples
+        (``reduce``: what to do to the joined chunks first, removing their first axis)."""
         sample_axis = _sample_axis(name, info.dims)
         grid += [range(max(math.ceil(n / c), 1)) for n, c in zip(info.shape[1:], info.chunks[1:])]
+        reduced = reduce or (lambda block: block)
         if sample_axis is None or self.samples is None:
-            return _assemble(self.source, name, grid)
+            return reduced(_assemble(self.source, name, grid))
         size = info.chunks[sample_axis]
         chunk_of = self.samples // size
         needed = np.unique(chunk_of) if len(chunk_of) else np.zeros(1, dtype=np.int64)
         grid[sample_axis] = needed.tolist()  # (no sample selected: any chunk gives the shape)
-        block = _assemble(self.source, name, grid)
+        block = reduced(_assemble(self.source, name, grid))
+        sample_axis -= reduce is not None
         # Position of each sample in the joined chunks (only the last one can be short).
         within = np.searchsorted(needed, chunk_of) * size + self.samples % size
         if len(within) == block.shape[sample_axis] and (within == np.arange(len(within))).all():

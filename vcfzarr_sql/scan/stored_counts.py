@@ -139,4 +139,4 @@ def stored_class_counts(blocks: BatchBlocks) -> np.ndarray | None:
     added up from ``summary_sample_class_counts``; None when the store has none."""
     if not blocks.source.has_array(SAMPLE_CLASS_COUNTS):
         return None
-    return blocks.read(SAMPLE_CLASS_COUNTS).sum(axis=0, dtype=np.int64)
+    return blocks.sum(SAMPLE_CLASS_COUNTS)
