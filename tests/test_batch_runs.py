@@ -185,3 +185,16 @@ def test_sample_stats_add_up_runs_of_stored_counts(store, stored, region):
         assert len([t for t in tasks if t.filter is None]) <= THREADS + 2  # (split by edges)
     else:
         assert len(tasks) == len(plan)
+
+
+def test_contig_comes_from_the_region_index_where_a_chunk_has_one_contig(store):
+    """``contig`` of a chunk the region index gives one contig (and all its records) is not
+    decoded; a chunk holding the end of contig 1 and the start of 2 is, and every value equals
+    ``variant_contig`` read with zarr."""
+    group = zarr.open_group(store, mode="r")
+    names = list(group["contig_id"][:])
+    expected = [names[i] for i in group["variant_contig"][:]]
+    ds = vcfzarr_sql.dataset(store)
+    assert ds.scanner(columns=["contig"]).to_table().column("contig").to_pylist() == expected
+    mixed = {i // 7 for i in range(1, len(expected)) if expected[i] != expected[i - 1] and i % 7}
+    assert ds.last_stats["variant_chunks_read"] == len(mixed)

@@ -182,8 +182,23 @@ def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordB
 # Variant columns: one value per record.
 
 
+def _contig_ids(blocks: _Blocks) -> np.ndarray:
+    """The contig of each record of the batch: from the region index for a chunk it gives one
+    contig and all the chunk's records (the usual chunk), else decoded."""
+    index = blocks.source.region_index
+    bounds = np.searchsorted(index[:, spec.RI_CHUNK], np.arange(blocks.chunks.start, blocks.chunks.stop + 1))
+    parts = []
+    for c, lo, hi in zip(blocks.chunks, bounds[:-1].tolist(), bounds[1:].tolist()):
+        records = _rows(blocks.source, range(c, c + 1))
+        if hi - lo == 1 and index[lo, spec.RI_COUNT] == records:
+            parts.append(np.full(records, index[lo, spec.RI_CONTIG]))
+        else:
+            parts.append(blocks.source.read_chunk(spec.VARIANT_CONTIG, (c,)))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
 def _contig(blocks: _Blocks) -> pa.Array:
-    ids = blocks.read(spec.VARIANT_CONTIG)
+    ids = _contig_ids(blocks)
     if len(ids) and ids.min() == ids.max():  # the usual chunk: one contig
         used, indices = ids[:1], np.zeros(len(ids), dtype=np.int32)
     else:

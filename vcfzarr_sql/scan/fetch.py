@@ -99,6 +99,7 @@ class FetchingSource:
         #: scans of the same shape: guarded by the module's lock)
         self._patterns = set() if patterns is None else patterns
         self._fetched: dict[tuple[str, tuple[int, ...]], bytes | None] = {}
+        self._holders: dict[tuple[str, tuple[int, ...]], int] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._store, name)
@@ -141,16 +142,24 @@ class FetchingSource:
         return self._store.read_chunks_bytes(list(keys)) if keys else {}
 
     def keep(self, fetched: dict) -> None:
-        """Serve reads from ``fetched`` (a :meth:`fetch`) too, until :meth:`forget`."""
-        with self._lock:
-            self._fetched.update(fetched)
-
-    def forget(self, fetched: dict) -> None:
-        """Stop serving the chunks of ``fetched`` (keeping those another window fetched)."""
+        """Serve reads from ``fetched`` (a :meth:`fetch`) too, until as many :meth:`forget` of
+        it (windows sharing a variant chunk fetch some chunks twice: each is kept until the
+        last window holding it forgets it)."""
         with self._lock:
             for key, raw in fetched.items():
-                if self._fetched.get(key) is raw:
-                    del self._fetched[key]
+                self._fetched.setdefault(key, raw)
+                self._holders[key] = self._holders.get(key, 0) + 1
+
+    def forget(self, fetched: dict) -> None:
+        """Stop serving the chunks of ``fetched`` no other kept window holds."""
+        with self._lock:
+            for key in fetched:
+                held = self._holders.get(key, 0) - 1
+                if held > 0:
+                    self._holders[key] = held
+                else:
+                    self._holders.pop(key, None)
+                    self._fetched.pop(key, None)
 
 
 def fetching(store: Any, plan: Any = None) -> Any:
