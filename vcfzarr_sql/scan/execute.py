@@ -114,9 +114,14 @@ def _remote_batches(source: Any, plan: ScanPlan, tree: Any, length: RunLength) -
         learn = int(np.searchsorted(plan.variant_chunks, plan.variant_chunks[0], side="right"))
     windows = [range(w.start + learn, w.stop + learn)
                for w in fetch_windows(len(plan) - learn, FIRST_FETCH_WINDOW, FETCH_WINDOW)]
-    runs = [(run, i) for i, window in enumerate(windows) for run in batch_runs(plan, window, length)]
-    fetches = WindowFetches(source, plan.variant_chunks, windows,
-                            [sum(1 for _, j in runs if j == i) for i in range(len(windows))])
+    fetches = WindowFetches(source, plan.variant_chunks, windows)
+
+    def runs() -> Iterator[tuple[range, int]]:  # (taken as the scan threads take them)
+        for i, window in enumerate(windows):
+            for run in batch_runs(plan, window, length):
+                fetches.submitted(i)
+                yield run, i
+            fetches.all_submitted(i)
 
     def work(item: tuple[range, int]) -> pa.RecordBatch:
         run, window = item
@@ -130,7 +135,7 @@ def _remote_batches(source: Any, plan: ScanPlan, tree: Any, length: RunLength) -
     try:
         for batch in itertools.chain(
             prefetched(lambda run: _run_of(source, plan, run, tree), learning, depth=PREFETCH_DEPTH),
-            prefetched(work, runs, depth=PREFETCH_DEPTH),
+            prefetched(work, runs(), depth=PREFETCH_DEPTH),
         ):
             if batch.num_rows:
                 yield batch

@@ -189,21 +189,22 @@ class WindowFetches:
     """The chunks of each window of pieces fetched in one batch, by the fetch threads, for the
     scan threads that decode them: a piece of window ``i`` calls :meth:`enter` (which starts
     the fetches of windows ``i`` to ``i + ahead``, then waits for window ``i``'s) before
-    reading, and :meth:`leave` after; a window's bytes are dropped when its last piece leaves.
+    reading, and :meth:`leave` after; a window's bytes are dropped when the last of its pieces
+    (:meth:`submitted` one by one, then :meth:`all_submitted`) leaves.
 
     A source that has not yet seen what pieces read fetches nothing (its pieces read chunk by
     chunk, and teach it); over a store that is not a :class:`FetchingSource`, nothing happens.
     """
 
-    def __init__(self, source: Any, variant_chunks: np.ndarray, windows: Sequence[range],
-                 pieces_per_window: Sequence[int], ahead: int = 2):
+    def __init__(self, source: Any, variant_chunks: np.ndarray, windows: Sequence[range], ahead: int = 2):
         self._source = source if hasattr(source, "fetch") else None
         self._chunks = variant_chunks
         self._windows = windows
-        self._left = list(pieces_per_window)
         self._ahead = ahead
         self._lock = threading.Lock()
         self._fetches: dict[int, Future[dict] | None] = {}
+        self._running: dict[int, int] = {}
+        self._submitting: set[int] = set(range(len(windows)))
 
     def _start(self, i: int) -> None:
         for j in range(i, min(i + self._ahead + 1, len(self._windows))):
@@ -211,6 +212,17 @@ class WindowFetches:
                 chunks = self._chunks[self._windows[j].start : self._windows[j].stop].tolist()
                 known = self._source.knows_reads
                 self._fetches[j] = _fetch_thread().submit(self._source.fetch, chunks) if known else None
+
+    def submitted(self, i: int) -> None:
+        """A piece of window ``i`` was handed to the scan threads."""
+        with self._lock:
+            self._running[i] = self._running.get(i, 0) + 1
+
+    def all_submitted(self, i: int) -> None:
+        """Every piece of window ``i`` was handed out."""
+        with self._lock:
+            self._submitting.discard(i)
+        self._forget_if_done(i)
 
     def enter(self, i: int) -> None:
         """Before a piece of window ``i`` reads: its window's chunks are at hand."""
@@ -224,12 +236,16 @@ class WindowFetches:
 
     def leave(self, i: int) -> None:
         """After a piece of window ``i`` read (or failed)."""
-        if self._source is None:
-            return
         with self._lock:
-            self._left[i] -= 1
-            fetch = self._fetches.get(i) if self._left[i] == 0 else None
-        if fetch is not None and fetch.done() and not fetch.cancelled() and fetch.exception() is None:
+            self._running[i] -= 1
+        self._forget_if_done(i)
+
+    def _forget_if_done(self, i: int) -> None:
+        with self._lock:
+            done = i not in self._submitting and not self._running.get(i)
+            fetch = self._fetches.pop(i, None) if done else None
+        if (self._source is not None and fetch is not None and fetch.done()
+                and not fetch.cancelled() and fetch.exception() is None):
             self._source.forget(fetch.result())
 
     def close(self) -> None:

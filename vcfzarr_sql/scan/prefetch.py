@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sized
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
@@ -53,10 +53,11 @@ os.register_at_fork(after_in_child=_forget_pool_after_fork)
 
 
 def prefetched(
-    work: Callable[[T], R], items: Sequence[T], *, depth: int = PREFETCH_DEPTH
+    work: Callable[[T], R], items: Iterable[T], *, depth: int = PREFETCH_DEPTH
 ) -> Iterator[R]:
-    """``work(item)`` for each item, in order, computed up to ``depth`` items ahead."""
-    if len(items) <= 1 or depth == 0:
+    """``work(item)`` for each item, in order, computed up to ``depth`` items ahead (items
+    taken from ``items`` as they are submitted)."""
+    if depth == 0 or (isinstance(items, Sized) and len(items) <= 1):
         yield from map(work, items)
         return
     remaining = iter(items)
