@@ -14,7 +14,6 @@ import subprocess
 import threading
 from pathlib import Path
 
-import duckdb
 import psycopg
 import pytest
 

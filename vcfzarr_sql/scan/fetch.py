@@ -205,10 +205,13 @@ class WindowFetches:
         self._fetches: dict[int, Future[dict] | None] = {}
         self._running: dict[int, int] = {}
         self._submitting: set[int] = set(range(len(windows)))
+        self._done: set[int] = set()
 
     def _start(self, i: int) -> None:
         for j in range(i, min(i + self._ahead + 1, len(self._windows))):
-            if self._fetches.get(j) is None:  # (not started, or started before reads were known)
+            # (not started, or started before reads were known; a window already done, when a
+            # late piece of an earlier one enters, is not fetched again)
+            if j not in self._done and self._fetches.get(j) is None:
                 chunks = self._chunks[self._windows[j].start : self._windows[j].stop].tolist()
                 known = self._source.knows_reads
                 self._fetches[j] = _fetch_thread().submit(self._source.fetch, chunks) if known else None
@@ -243,6 +246,8 @@ class WindowFetches:
     def _forget_if_done(self, i: int) -> None:
         with self._lock:
             done = i not in self._submitting and not self._running.get(i)
+            if done:
+                self._done.add(i)
             fetch = self._fetches.pop(i, None) if done else None
         if (self._source is not None and fetch is not None and fetch.done()
                 and not fetch.cancelled() and fetch.exception() is None):
