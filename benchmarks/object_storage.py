@@ -14,6 +14,11 @@ reads the store through fsspec's HTTP filesystem (``http://127.0.0.1:PORT/sim.vc
 - (c) TensorStore's zarr driver reading the whole ``call_genotype`` array over the same server
   and from disk (the read anchor; skipped when ``tensorstore`` is not installed).
 
+On a machine with two CPUs or more the server runs on CPUs of its own (``--server-cpus``, by
+default the last one) and everything timed here on the others, as when the store is on another
+machine; ``--server-cpus shared`` lets them share every CPU (the server's work then slows the
+scan it serves).
+
 The store is converted from an msprime simulation (seeded, cached under
 ``benchmarks/data/object_storage/``). Needs ``aiohttp`` (fsspec's HTTP filesystem).
 
@@ -27,6 +32,7 @@ import contextlib
 import dataclasses
 import functools
 import multiprocessing
+import os
 import statistics
 import subprocess
 import time
@@ -115,12 +121,37 @@ class Served:
         return self.counter.value
 
 
+def cpu_split(choice: str) -> tuple[set[int], set[int]] | None:
+    """(server CPUs, client CPUs) for ``--server-cpus`` (``"last"``, ``"shared"`` or a comma
+    list); None when they share every CPU (asked, or a single CPU)."""
+    available = sorted(os.sched_getaffinity(0))
+    if choice == "shared" or (choice == "last" and len(available) < 2):
+        return None
+    server = {available[-1]} if choice == "last" else {int(c) for c in choice.split(",")}
+    client = set(available) - server
+    if not server <= set(available) or not client:
+        raise SystemExit(f"--server-cpus {choice}: the server and this process each need CPUs "
+                         f"of their own among {available}")
+    return server, client
+
+
+def _pin_this_process(cpus: set[int]) -> None:
+    """Every thread of this process (threads started later inherit it) onto ``cpus``."""
+    for thread in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(thread), cpus)
+
+
 @contextlib.contextmanager
-def serving(root: Path, latency: float) -> Iterator[Served]:
+def serving(root: Path, latency: float, split: tuple[set[int], set[int]] | None = None) -> Iterator[Served]:
+    """``root`` served by :class:`SlowServer` in another process; with ``split``, that process
+    on the first CPUs and this one on the second."""
     context = multiprocessing.get_context("spawn")
     counter, ports = context.Value("q", 0), context.Queue()
     process = context.Process(target=_serve, args=(str(root), latency, counter, ports), daemon=True)
     process.start()
+    if split is not None:
+        os.sched_setaffinity(process.pid, split[0])
+        _pin_this_process(split[1])
     try:
         yield Served(f"http://127.0.0.1:{ports.get(timeout=60)}", counter)
     finally:
@@ -165,7 +196,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--length", type=int, default=15_000_000, help="contig length (bp)")
     parser.add_argument("--latency", type=float, default=0.020, help="seconds per request")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs (median)")
+    parser.add_argument("--server-cpus", default="last",
+                        help='CPUs of the server ("last", "shared" or a list such as "2,3")')
     args = parser.parse_args(argv)
+    split = cpu_split(args.server_cpus)
     directory = DATA_DIR / "object_storage" / f"{args.samples}x{args.length}"
     store = simulated_store(directory, args.samples, args.length)
     middle = args.length // 2
@@ -173,8 +207,10 @@ def main(argv: list[str] | None = None) -> None:
     local = str(store)
     with vcfzarr_sql.open_store(local) as opened:
         print(f"store: {opened.num_variants} variants x {opened.num_samples} samples, "
-              f"{opened.num_variant_chunks} variant chunks; latency {args.latency * 1000:.0f} ms")
-    with serving(directory, args.latency) as server:
+              f"{opened.num_variant_chunks} variant chunks; latency {args.latency * 1000:.0f} ms; "
+              + ("server and scans share every CPU" if split is None else
+                 f"server on CPUs {sorted(split[0])}, scans on {sorted(split[1])}"))
+    with serving(directory, args.latency, split) as server:
         url = f"{server.url}/{store.name}"
         count = "SELECT count(*) FROM vcf_zarr('{}', region := '%s')" % region
         queries = (
