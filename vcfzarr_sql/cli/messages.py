@@ -11,32 +11,18 @@ import re
 
 import duckdb
 
-from vcfzarr_sql.errors import QueryError, VcfZarrError
+from vcfzarr_sql.errors import QueryError
 
 #: internal relation names (see ScanSpec.relation_name), with the alias the rewrite adds
 _RELATION_NAME = re.compile(r"\b(vcf_zarr(?:_[a-z]+)?)_[0-9a-f]{12}\b(?: AS \1\b)?")
 #: SQL keywords that are also column names of the tables
 _KEYWORD_COLUMNS = ("end",)
-#: How DuckDB reports an exception raised by our scan (2.0: "... registered as 'x' failed: E:
-#: message", 1.5: "arrow_scan: get_next failed(): E: message"); the traceback follows it.
+#: How DuckDB reports an exception raised by our scan, while planning it ("exporting a stream
+#: from the object registered as 'x' failed: E: message") or reading it ("reading the stream
+#: registered as 'x' failed: E: message. Detail: Python exception: <traceback>").
 _SCAN_ERROR = re.compile(
-    r"(?:registered as '[^']*' failed|arrow_scan: get_next failed\(\)): \w+: (?P<message>.*?)"
-    r"(?:\. Detail: Python exception.*)?\Z", re.S
+    r"registered as '[^']*' failed: \w+: (?P<message>.*?)(?:\. Detail: Python exception.*)?\Z", re.S
 )
-#: DuckDB 1.5's report of an error our code raised while DuckDB planned the scan:
-#: "StoreError: message" and a Python stack after "At:".
-_RAISED = re.compile(r"\A(?P<name>\w+Error): (?P<message>[^\n]*)\n\s*\nAt:\n")
-
-
-
-def _our_error_names() -> set[str]:
-    """The names of vcfzarr-sql's error classes (those defined so far)."""
-    names, classes = set(), [VcfZarrError]
-    while classes:
-        cls = classes.pop()
-        names.add(cls.__name__)
-        classes.extend(cls.__subclasses__())
-    return names
 
 
 def _reparsed(sql: str) -> str | None:
@@ -69,9 +55,6 @@ def user_message(err: duckdb.Error, sql: str, calls: dict[str, str] | None = Non
     scan_error = _SCAN_ERROR.search(message)
     if scan_error:  # our one-line message (a damaged chunk, say), without DuckDB's traceback
         return scan_error["message"]
-    raised = _RAISED.search(message)
-    if raised and raised["name"] in _our_error_names():
-        return raised["message"]
     if isinstance(err, duckdb.ParserException):
         message = _reparsed(sql) or message
     calls = calls or {}
