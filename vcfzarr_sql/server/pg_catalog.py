@@ -169,28 +169,16 @@ _VIEW_PATCHES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
 }
 
 
-#: The catalog views older DuckDB versions lack, as empty views (DuckDB 1.1 has no pg_collation).
-_EMPTY_VIEWS = {
-    "pg_collation": "SELECT NULL::BIGINT AS oid, NULL::VARCHAR AS collname, 0 AS collnamespace WHERE false",
-}
-
-
 def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
     """The statements a session runs once: :data:`SESSION_SETUP`, then temporary views that
-    extend DuckDB's catalog views (``columns_of(view)``: the columns DuckDB's view has, None
-    when it has no such view).
+    extend DuckDB's catalog views (``columns_of(view)``: the columns DuckDB's view has).
 
     >>> [s for s in session_setup(lambda view: ["oid", "relhasoids"]) if "VIEW pg_class" in s]
     ['CREATE OR REPLACE TEMP VIEW pg_class AS SELECT *, false AS relforcerowsecurity FROM pg_catalog.pg_class WHERE true']
     """
     statements = [*SESSION_SETUP, *_type_macros()]
     for view, (extra, replaced, where) in _VIEW_PATCHES.items():
-        columns = columns_of(view)
-        if columns is None:
-            empty = _EMPTY_VIEWS.get(view, "SELECT 1 WHERE false")
-            statements.append(f"CREATE OR REPLACE TEMP VIEW {view} AS {empty}")
-            continue
-        existing = set(columns)
+        existing = set(columns_of(view))
         added = "".join(f", {value} AS {name}" for name, value in extra.items() if name not in existing)
         replace = ", ".join(f"{value} AS {name}" for name, value in replaced.items() if name in existing)
         star = f"* REPLACE ({replace})" if replace else "*"
@@ -235,11 +223,8 @@ def install(con: duckdb.DuckDBPyConnection) -> None:
     """Run :func:`session_setup` on a session's connection; a statement this DuckDB version
     cannot run is skipped (what it defines stays missing). Run it when the session starts:
     made inside a client's transaction, the temporary objects would go with its rollback."""
-    def columns_of(view: str) -> list[str] | None:
-        try:
-            return con.sql(f"SELECT * FROM pg_catalog.{view} LIMIT 0").columns
-        except duckdb.CatalogException:
-            return None
+    def columns_of(view: str) -> list[str]:
+        return con.sql(f"SELECT * FROM pg_catalog.{view} LIMIT 0").columns
 
     for statement in session_setup(columns_of):
         try:

@@ -174,8 +174,7 @@ class _Parser:
 
 
 def _any(column: str, op: str, literal: str) -> str:
-    """Some non-missing value of list ``column`` satisfies ``op literal`` (no lambdas: their
-    syntax differs between DuckDB 1.1 and 2.0)."""
+    """Some non-missing value of list ``column`` satisfies ``op literal``."""
     if op in (">", ">="):
         return f"list_max({column}) {op} {literal}"
     if op in ("<", "<="):
