@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -45,10 +46,13 @@ import pyarrow as pa
 from vcfzarr_sql.scan.blocks import array_chunk
 from vcfzarr_sql.store.derived import variant_length
 
-#: (array, chunk indexes after the variants axis) that scans read, by store and scan shape.
-_learned: weakref.WeakKeyDictionary[Any, dict[tuple, set[tuple[str, tuple[int, ...]]]]] = (
+#: (array, chunk indexes after the variants axis) that scans read, by store and scan shape
+#: (the shapes used last; a shape forgotten is learned again by its next scan).
+_learned: weakref.WeakKeyDictionary[Any, OrderedDict[tuple, set[tuple[str, tuple[int, ...]]]]] = (
     weakref.WeakKeyDictionary()
 )
+#: Scan shapes remembered per store.
+LEARNED_SHAPES = 64
 _learned_lock = threading.Lock()
 #: Threads that wait for background fetches (not decode threads: a fetch mostly waits), one
 #: per scan fetching at once, up to four (started as needed).
@@ -86,7 +90,12 @@ def scan_shape(store: Any, plan: Any) -> tuple:
 def learned_patterns(store: Any, shape: tuple) -> set[tuple[str, tuple[int, ...]]]:
     """The (shared) set of what scans of ``shape`` over ``store`` were seen to read."""
     with _learned_lock:
-        return _learned.setdefault(store, {}).setdefault(shape, set())
+        shapes = _learned.setdefault(store, OrderedDict())
+        patterns = shapes.setdefault(shape, set())
+        shapes.move_to_end(shape)
+        while len(shapes) > LEARNED_SHAPES:
+            shapes.popitem(last=False)
+        return patterns
 
 
 class FetchingSource:
@@ -206,6 +215,8 @@ class WindowFetches:
         self._running: dict[int, int] = {}
         self._submitting: set[int] = set(range(len(windows)))
         self._done: set[int] = set()
+        #: windows whose fetch the source keeps (once per window, forgotten once when it ends)
+        self._kept: set[int] = set()
 
     def _start(self, i: int) -> None:
         for j in range(i, min(i + self._ahead + 1, len(self._windows))):
@@ -234,8 +245,13 @@ class WindowFetches:
         with self._lock:
             self._start(i)
             fetch = self._fetches[i]
-        if fetch is not None:
-            self._source.keep(fetch.result())
+        if fetch is None:
+            return
+        fetched = fetch.result()
+        with self._lock:  # (kept before any piece of the window reads past here)
+            if i not in self._kept:
+                self._kept.add(i)
+                self._source.keep(fetched)
 
     def leave(self, i: int) -> None:
         """After a piece of window ``i`` read (or failed)."""
@@ -245,12 +261,13 @@ class WindowFetches:
 
     def _forget_if_done(self, i: int) -> None:
         with self._lock:
-            done = i not in self._submitting and not self._running.get(i)
-            if done:
-                self._done.add(i)
-            fetch = self._fetches.pop(i, None) if done else None
-        if (self._source is not None and fetch is not None and fetch.done()
-                and not fetch.cancelled() and fetch.exception() is None):
+            if i in self._submitting or self._running.get(i):
+                return
+            self._done.add(i)
+            fetch = self._fetches.pop(i, None)
+            kept = i in self._kept  # (only if a piece entered after the window's fetch started)
+            self._kept.discard(i)
+        if kept:
             self._source.forget(fetch.result())
 
     def close(self) -> None:

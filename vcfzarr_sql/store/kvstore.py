@@ -136,8 +136,16 @@ class ZipStore:
             self._file.close()
 
 
+#: What an fsspec filesystem raises for a key that is not there.
+_ABSENT = (FileNotFoundError, IsADirectoryError, NotADirectoryError)
+
+
 class FsspecStore:
-    """A store at an fsspec URL (``s3://``, ``gs://``, ``memory://``, ``file://``...)."""
+    """A store at an fsspec URL (``s3://``, ``gs://``, ``memory://``, ``file://``...).
+
+    Keys are read as given (no glob patterns), a failed read is a StoreError naming the key
+    (never an absent key), and a value over ``max_chunk_bytes()`` is refused once received.
+    """
 
     def __init__(self, location: str, fs: Any, root: str):
         self.location = location
@@ -151,16 +159,36 @@ class FsspecStore:
 
     def get(self, key: str) -> bytes | None:
         try:
-            return self._fs.cat_file(self._path(key))
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            value = self._fs.cat_file(self._path(key))
+        except _ABSENT:
             return None
+        except Exception as err:  # noqa: BLE001 - any filesystem's error, named for the user
+            raise self._unreadable(key, err) from err
+        return self._within_bounds(key, value)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
-        by_path = {self._path(key): key for key in keys}
-        if not by_path:
+        keys = list(dict.fromkeys(keys))
+        if not keys:
             return {}
-        found = self._fs.cat(list(by_path), on_error="omit")
-        return {by_path[self._fs._strip_protocol(p)]: v for p, v in found.items()}
+        # (cat_ranges reads each path as given and concurrently on async filesystems; ``cat``
+        # would expand glob characters in a store's path)
+        values = self._fs.cat_ranges([self._path(key) for key in keys], None, None, on_error="return")
+        found = {}
+        for key, value in zip(keys, values):
+            if isinstance(value, _ABSENT):
+                continue
+            if isinstance(value, BaseException):
+                raise self._unreadable(key, value) from value
+            found[key] = self._within_bounds(key, value)
+        return found
+
+    def _unreadable(self, key: str, err: BaseException) -> StoreError:
+        detail = " ".join(str(err).split()) or "no detail"
+        return StoreError(f"{self.location}: cannot read {key} ({type(err).__name__}: {detail})")
+
+    def _within_bounds(self, key: str, value: bytes) -> bytes:
+        _bounded(self, key, len(value), max_chunk_bytes())
+        return value
 
     def children(self) -> list[str]:
         entries = self._fs.ls(self._root, detail=False)
