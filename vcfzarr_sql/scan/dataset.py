@@ -42,7 +42,8 @@ from vcfzarr_sql.scan.stats import CountingSource, nothing_read
 
 #: Whether scans give dictionary columns (``contig``, ``sample_id``, ...) as plain strings:
 #: DuckDB 2 pushes no filter on a dictionary column into a dataset when pyarrow is older than
-#: 26 (seen with pyarrow 21 and 25), but pushes the same filter on a string column.
+#: 26 (seen with pyarrow 21 and 25), but pushes the same filter on a string column. Only the
+#: Dataset (DuckDB's way in) does this; scan tasks, for Daft and Spark, keep the dictionaries.
 PLAIN_STRINGS = int(pa.__version__.split(".")[0]) < 26
 
 

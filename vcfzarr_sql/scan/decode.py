@@ -39,7 +39,7 @@ import numpy as np
 import pyarrow as pa
 
 from vcfzarr_sql import spec
-from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.errors import QueryError, StoreError
 from vcfzarr_sql.scan import arrays, genotype_stats, schema
 from vcfzarr_sql.scan.blocks import BatchBlocks
 from vcfzarr_sql.scan.stored_counts import stored_counts, stored_hwe, stored_num_alleles
@@ -199,11 +199,17 @@ def _contig_ids(blocks: _Blocks) -> np.ndarray:
 
 def _contig(blocks: _Blocks) -> pa.Array:
     ids = _contig_ids(blocks)
-    if len(ids) and ids.min() == ids.max():  # the usual chunk: one contig
+    contigs = blocks.source.contigs
+    lo, hi = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
+    if len(ids) and not 0 <= lo <= hi < len(contigs):
+        raise StoreError(f"{blocks.source.path}: variant_contig in variant chunks "
+                         f"{blocks.chunks.start}-{blocks.chunks.stop - 1} names a contig the store "
+                         f"does not have (of {len(contigs)})")
+    if len(ids) and lo == hi:  # the usual chunk: one contig
         used, indices = ids[:1], np.zeros(len(ids), dtype=np.int32)
     else:
         used, indices = np.unique(ids, return_inverse=True)
-    names = [blocks.source.contigs[i] for i in used.tolist()]
+    names = [contigs[i] for i in used.tolist()]
     return arrays.dictionary_array(indices, pa.array(names, type=pa.string()))
 
 

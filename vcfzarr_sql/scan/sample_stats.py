@@ -38,7 +38,11 @@ from vcfzarr_sql.scan.dataset import VczDataset
 from vcfzarr_sql.scan.plan import ChunkTask, ScanPlan, batch_runs
 from vcfzarr_sql.scan.prefetch import PREFETCH_DEPTH, THREADS, prefetched
 from vcfzarr_sql.scan.schema import GT
-from vcfzarr_sql.scan.stored_counts import SAMPLE_CLASS_COUNTS, stored_class_counts
+from vcfzarr_sql.scan.stored_counts import (
+    SAMPLE_CLASS_COUNTS,
+    class_counts_stored,
+    stored_class_counts,
+)
 
 #: Call classes, in the order of the count columns.
 CLASSES = ("n_hom_ref", "n_hom_alt", "n_het", "n_hap_ref", "n_hap_alt", "n_missing")
@@ -195,15 +199,15 @@ def _rows_in_region(store: Any, task: Any) -> np.ndarray | None:
     return table.filter(task.filter)[_ROW].to_numpy()
 
 
-def count_tasks(plan: ScanPlan, stored: bool, num_samples: int) -> list[ChunkTask]:
+def count_tasks(plan: ScanPlan, stored_bytes: int | None) -> list[ChunkTask]:
     """The plan's tasks, consecutive whole chunks joined into runs when their counts are
-    ``stored`` (adding up a run's stored counts is one task, not one per chunk): runs of at
-    most :data:`RUN_CLASS_BYTES` of counts, and enough of them to keep the pool's threads busy.
-    Chunks whose genotypes are decoded stay one per task."""
-    if not stored:
+    stored, ``stored_bytes`` per chunk (None: not stored) read for the selected samples
+    (:func:`stored_class_bytes`; adding up a run's stored counts is one task, not one per
+    chunk): runs of at most :data:`RUN_CLASS_BYTES` of counts, and enough of them to keep the
+    pool's threads busy. Chunks whose genotypes are decoded stay one per task."""
+    if stored_bytes is None:
         return list(plan.tasks)
-    per_chunk = len(CLASSES) * max(num_samples, 1) * 2
-    most = max(1, min(RUN_CLASS_BYTES // per_chunk, -(-len(plan) // THREADS)))
+    most = max(1, min(RUN_CLASS_BYTES // max(stored_bytes, 1), -(-len(plan) // THREADS)))
     tasks: list[ChunkTask] = []
     for run in batch_runs(plan, range(len(plan)), lambda: most):
         if plan.whole[run.start]:
@@ -211,6 +215,17 @@ def count_tasks(plan: ScanPlan, stored: bool, num_samples: int) -> list[ChunkTas
         else:
             tasks.extend(plan.task(i) for i in run)
     return tasks
+
+
+def stored_class_bytes(store: Any, samples: np.ndarray | None) -> int | None:
+    """The bytes of stored class counts a variant chunk's sum reads for ``samples`` (indexes;
+    None: all), whole sample chunks of them; None when the store has no counts to read."""
+    if not class_counts_stored(store):
+        return None
+    info = store.array_info(SAMPLE_CLASS_COUNTS)
+    size = max(info.chunks[2], 1)
+    width = info.shape[2] if samples is None else len(np.unique(np.asarray(samples) // size)) * size
+    return info.shape[1] * max(width, 1) * info.dtype.itemsize
 
 
 def sample_stats_table(
@@ -237,9 +252,8 @@ def sample_stats_table(
         return class_counts(genotypes, allele_kinds(alleles)), len(genotypes)
 
     records = 0
-    stored = store.has_array(SAMPLE_CLASS_COUNTS)
     # (no genotypes: nothing counts)
-    tasks = count_tasks(scan.plan, stored, counts.shape[1]) if gt is not None else ()
+    tasks = count_tasks(scan.plan, stored_class_bytes(store, selected)) if gt is not None else ()
     for chunk, chunk_records in prefetched(chunk_counts, tasks, depth=PREFETCH_DEPTH):
         counts += chunk
         records += chunk_records

@@ -134,9 +134,21 @@ def stored_num_alleles(blocks: BatchBlocks) -> np.ndarray | None:
     return blocks.read(CALL_COUNTS)[:, ALLELES]
 
 
+def class_counts_stored(store: Any) -> bool:
+    """Whether ``store`` has ``summary_sample_class_counts`` laid out as they are written (a
+    row and a chunk per variant chunk, every sample); other layouts (rechunked by another tool)
+    are not read: the genotypes are decoded instead (``validate`` reports them)."""
+    if not store.has_array(SAMPLE_CLASS_COUNTS):
+        return False
+    info = store.array_info(SAMPLE_CLASS_COUNTS)
+    return (len(info.shape) == 3 and info.chunks[0] == 1
+            and info.shape[0] == store.num_variant_chunks and info.shape[2] == store.num_samples)
+
+
 def stored_class_counts(blocks: BatchBlocks) -> np.ndarray | None:
     """The (classes, samples) call counts of the batch's whole variant chunks for its samples,
-    added up from ``summary_sample_class_counts``; None when the store has none."""
-    if not blocks.source.has_array(SAMPLE_CLASS_COUNTS):
+    added up from ``summary_sample_class_counts``; None when the store has none to read
+    (:func:`class_counts_stored`)."""
+    if not class_counts_stored(blocks.source):
         return None
     return blocks.sum(SAMPLE_CLASS_COUNTS)

@@ -435,7 +435,26 @@ class VczStore:
                 f"{self.path}: region_index has shape {info.shape} and dtype {info.dtype}, "
                 f"expected integers of shape (n, {spec.REGION_INDEX_FIELDS})"
             )
-        return self.read_array(spec.REGION_INDEX).astype(np.int64)
+        index = self.read_array(spec.REGION_INDEX).astype(np.int64)
+        self._check_region_index(index)
+        return index
+
+    def _check_region_index(self, index: np.ndarray) -> None:
+        """StoreError unless every row of the stored ``index`` names a chunk and a contig of the
+        store and its record counts add up to the store's records (a stale or damaged index
+        would prune chunks, and give contigs, wrongly; ``validate`` checks it row by row)."""
+        chunks, contigs = index[:, spec.RI_CHUNK], index[:, spec.RI_CONTIG]
+        counts = index[:, spec.RI_COUNT]
+        problem = None
+        if len(index) and not (0 <= chunks.min() and chunks.max() < max(self.num_variant_chunks, 1)):
+            problem = "a chunk the store does not have"
+        elif len(index) and not (0 <= contigs.min() and contigs.max() < len(self.contigs)):
+            problem = "a contig the store does not have"
+        elif (len(index) and counts.min() < 0) or int(counts.sum()) != self.num_variants:
+            problem = f"{int(counts.sum())} records, not the store's {self.num_variants}"
+        if problem is not None:
+            raise StoreError(f"{self.path}: region_index names {problem}: it does not match the "
+                             "store (rebuild it with `vcfzarr-sql index STORE`)")
 
     @property
     def is_remote(self) -> bool:
