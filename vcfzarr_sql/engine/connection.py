@@ -20,6 +20,7 @@ from vcfzarr_sql.engine.stats import sum_stats
 
 if TYPE_CHECKING:  # SQL without table functions needs neither sqlglot nor the store modules
     from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
+    from vcfzarr_sql.engine.rules.expand_stores import Expander
     from vcfzarr_sql.engine.rules.inline_parameters import Parameters
     from vcfzarr_sql.store import VczStore
 
@@ -34,14 +35,17 @@ class Connection:
     connection's lifetime (and in a database file, for later sessions too: see
     :mod:`.saved_calls`), so views over the table functions keep working; a store that
     changes on disk is opened again before the next query (see :mod:`.relations`).
-    ``opener`` opens the store a call names (:func:`~vcfzarr_sql.store.open_store` by default).
+    ``opener`` opens the store a call names (:func:`~vcfzarr_sql.store.open_store` by default),
+    ``expand`` gives the paths a glob of stores names (the local file system's by default).
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection,
                  opener: Callable[[str], VczStore] | None = None,
-                 defaults: ScanDefaults | None = None, *, registry: Registry | None = None):
+                 defaults: ScanDefaults | None = None, *, registry: Registry | None = None,
+                 expand: Expander | None = None):
         self._con = connection
         self._defaults = defaults
+        self._expand = expand
         self._registry = Registry(connection, opener) if registry is None else registry
         self._stats_before: dict[str, Mapping] = {}
         self._saves_calls = saved_calls.is_database_file(connection)
@@ -59,7 +63,7 @@ class Connection:
 
     def rewrite(self, query: str, parameters: Parameters = None) -> RewrittenQuery:
         """What :meth:`sql` would run for ``query`` (the table-function calls it makes)."""
-        return rewrite(query, parameters, self._defaults)
+        return rewrite(query, parameters, self._defaults, self._expand)
 
     def table_function_calls(self) -> dict[str, str]:
         """Each registered relation's name -> the table-function call it stands for (SQL)."""
@@ -129,7 +133,8 @@ class Connection:
         :meth:`duckdb.DuckDBPyConnection.cursor` (DuckDB's advice: one per thread). It knows
         the calls this connection registered, so views over them work there as well."""
         cursor = self._con.cursor()
-        return Connection(cursor, defaults=self._defaults, registry=self._registry.for_cursor(cursor))
+        return Connection(cursor, defaults=self._defaults, registry=self._registry.for_cursor(cursor),
+                          expand=self._expand)
 
     def close(self) -> None:
         """Close the DuckDB connection."""

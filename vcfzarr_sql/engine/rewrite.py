@@ -18,6 +18,7 @@ from vcfzarr_sql.engine.functions import ScanSpec
 if TYPE_CHECKING:  # sqlglot is imported only for SQL that calls a table function
     from vcfzarr_sql.engine.call_sites import CallSite
     from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
+    from vcfzarr_sql.engine.rules.expand_stores import Expander
     from vcfzarr_sql.engine.rules.inline_parameters import Parameters
 
 
@@ -72,8 +73,10 @@ def _remaining_parameters(
     return renumbered, [values[n - 1] for n in kept]
 
 
-def rewrite(sql: str, parameters: Parameters = None, defaults: ScanDefaults | None = None) -> RewrittenQuery:
-    """Replace every table-function call of ``sql`` by its registered relation's name.
+def rewrite(sql: str, parameters: Parameters = None, defaults: ScanDefaults | None = None,
+            expand: Expander | None = None) -> RewrittenQuery:
+    """Replace every table-function call of ``sql`` by its registered relation's name
+    (``expand``: the paths a glob of stores names; by default, the local file system's).
 
     >>> q = rewrite("SELECT count(*) FROM vcf_zarr('/d/x.zarr') WHERE contig = '1'")
     >>> q.sql
@@ -86,22 +89,28 @@ def rewrite(sql: str, parameters: Parameters = None, defaults: ScanDefaults | No
     """
     if "vcf_zarr" not in sql.lower():
         return RewrittenQuery(sql, {}, parameters)
-    if parameters is None:
+    if parameters is None and len(sql) <= REMEMBERED_TEXT:
         # Relation names depend on the working and home directories (relative store paths).
-        remembered = _rewrite_text(sql, os.getcwd(), os.path.expanduser("~"), defaults)
+        remembered = _rewrite_text(sql, os.getcwd(), os.path.expanduser("~"), defaults, expand)
         if not remembered.globbed:
             return RewrittenQuery(remembered.sql, dict(remembered.relations), None, remembered.unions)
-    return _rewrite(sql, parameters, defaults)
+    return _rewrite(sql, parameters, defaults, expand)
+
+
+#: The longest query text whose rewrite is remembered (256 of them: at most 16 MB of texts).
+REMEMBERED_TEXT = 64 << 10
 
 
 @functools.lru_cache(maxsize=256)
-def _rewrite_text(sql: str, cwd: str, home: str, defaults: ScanDefaults | None) -> RewrittenQuery:
+def _rewrite_text(sql: str, cwd: str, home: str, defaults: ScanDefaults | None,
+                  expand: Expander | None) -> RewrittenQuery:
     """The rewrite of a query without parameters, remembered: a warm session repeats queries.
     (Callers copy ``relations``: the remembered value must not change.)"""
-    return _rewrite(sql, None, defaults)
+    return _rewrite(sql, None, defaults, expand)
 
 
-def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = None) -> RewrittenQuery:
+def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = None,
+             expand: Expander | None = None) -> RewrittenQuery:
     from vcfzarr_sql.engine.call_sites import find_call_sites, tokenize
     from vcfzarr_sql.engine.rules import (
         bind_arguments,
@@ -121,7 +130,7 @@ def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = N
     for site in sites:
         consumed.update(placeholder_keys(site.call, site.first_placeholder))
         call = inline_parameters(site.call, parameters, site.first_placeholder)
-        calls = expand_stores(call)
+        calls = expand_stores(call) if expand is None else expand_stores(call, expand)
         globbed |= is_glob(call)
         specs = [default_arguments(bind_arguments(c), defaults) for c in calls]
         relations.update((spec.relation_name, spec) for spec in specs)

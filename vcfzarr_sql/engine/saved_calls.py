@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
-from vcfzarr_sql.engine.functions import ScanSpec, canonical_path
+from vcfzarr_sql.engine.functions import TABLE_FUNCTIONS, ScanSpec, canonical_path
 
 SCHEMA = "vcfzarr_sql"
 TABLE = f"{SCHEMA}.table_function_calls"
@@ -46,7 +46,8 @@ def save(con: duckdb.DuckDBPyConnection, calls: dict[str, ScanSpec]) -> None:
 
 
 def load(con: duckdb.DuckDBPyConnection) -> dict[str, ScanSpec]:
-    """The calls the database remembers, by relation name."""
+    """The calls the database remembers, by relation name: rows as :func:`save` writes them
+    (a known function, and the name its relation is registered under); others are skipped."""
     exists = con.execute(
         "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?",
         [SCHEMA, TABLE.split(".")[1]],
@@ -54,7 +55,11 @@ def load(con: duckdb.DuckDBPyConnection) -> dict[str, ScanSpec]:
     if not exists:
         return {}
     rows = con.execute(f"SELECT name, function, path, region, samples FROM {TABLE}").fetchall()
-    return {
-        name: ScanSpec(function, path, region, None if samples is None else tuple(samples))
-        for name, function, path, region, samples in rows
-    }
+    calls = {}
+    for name, function, path, region, samples in rows:
+        if function not in TABLE_FUNCTIONS or path is None:
+            continue  # (not a row save wrote: anyone who may write the database may add rows)
+        spec = ScanSpec(function, path, region, None if samples is None else tuple(samples))
+        if spec.relation_name == name:  # (else it would stand for a table of that name)
+            calls[name] = spec
+    return calls

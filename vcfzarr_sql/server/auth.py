@@ -193,13 +193,18 @@ class LoginThrottle:
         failures = self._failures.get(host, 0)
         return 0.0 if not failures else min(self.base_delay * 2 ** (failures - 1), self.max_delay)
 
-    def wait(self, host: str) -> None:
-        """Block until ``host`` may try a password."""
+    def wait(self, host: str, deadline: float | None = None) -> bool:
+        """Block until ``host`` may try a password; False at once (and nothing booked) when
+        that is after ``deadline`` (``time.monotonic()``: a login past its auth timeout must
+        not hold a connection slot while it waits)."""
         with self._lock:
             now = time.monotonic()
             start = max(now, self._next_attempt.get(host, now))
+            if deadline is not None and start > deadline:
+                return False
             self._next_attempt[host] = start + self.delay(host)
         time.sleep(start - now)
+        return True
 
     def failed(self, host: str) -> None:
         with self._lock:

@@ -30,15 +30,16 @@ Permission Error: Cannot access file "/etc/hostname" - file system operations ar
 from __future__ import annotations
 
 import errno
+import glob
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import duckdb
 
 from vcfzarr_sql.engine.connection import Connection
-from vcfzarr_sql.errors import AccessError
+from vcfzarr_sql.errors import AccessError, StoreError
 from vcfzarr_sql.server.config import ServerConfigError
 from vcfzarr_sql.store import VczStore, open_store
 from vcfzarr_sql.store.kvstore import DirectoryStore, is_url
@@ -53,6 +54,10 @@ _INSTANCE_CONFIG = {
     "allow_community_extensions": False,
     "allow_unsigned_extensions": False,
     "temp_directory": "",  # no spilling: a query that needs more memory fails instead
+    # no secrets written to, or read from, the server's home (~/.duckdb); and errors about
+    # extensions name no directory of the server's
+    "allow_persistent_secrets": False,
+    "extension_directory": "/nonexistent/vcfzarr-sql-serves-no-extensions",
     # no scans of the server's Python objects by name (as a SET, cursors would not inherit it)
     "python_enable_replacements": False,
 }
@@ -106,10 +111,31 @@ class DataDirs:
         """
         if is_url(path):
             raise AccessError(f"{path}: URLs are not served; only stores under the data directories")
-        real = os.path.realpath(os.path.join(self.roots[0], path))
-        if not self.contains(real):
+        try:
+            real = os.path.realpath(os.path.join(self.roots[0], path))
+        except (OSError, ValueError):  # (a link /proc will not read; a NUL in the path)
+            real = None
+        if real is None or not self.contains(real):
             raise AccessError(f"{path}: not under a served data directory")
         return real
+
+    def glob(self, pattern: str) -> Iterator[str]:
+        """The paths under the data directories that ``pattern`` (a glob, relative to the first
+        one) matches; AccessError, before anything is listed, when the pattern itself is not
+        under one (so that the answer tells nothing of other directories). A match that is a
+        link leading outside them is left out.
+
+        >>> DataDirs(("/data",)).glob("/etc/*")
+        Traceback (most recent call last):
+        ...
+        vcfzarr_sql.errors.AccessError: /etc/*: not under a served data directory
+        """
+        base = os.path.normpath(os.path.join(self.roots[0], pattern))
+        root = next((r for r in self.roots if _under(base, r)), None)
+        if root is None or is_url(pattern) or "\0" in pattern:
+            raise AccessError(f"{pattern}: not under a served data directory")
+        paths = (os.path.join(root, m) for m in glob.iglob(os.path.relpath(base, root), root_dir=root))
+        return (path for path in paths if self.contains(os.path.realpath(path)))
 
     def open_store(self, path: str) -> VczStore:
         """The store at ``path``, each of its files read only if it lies inside the store."""
@@ -143,18 +169,17 @@ class ConfinedDirectory(DirectoryStore):
                 path = os.path.join(path, part)
                 if stat.S_ISLNK(os.lstat(path).st_mode):
                     raise AccessError(f"{self.location}: {key} leads outside the store")
-            fd = os.open(os.path.join(path, parts[-1]), os.O_RDONLY | os.O_NOFOLLOW)
+            file = self.open_file(os.path.join(path, parts[-1]), key, os.O_NOFOLLOW)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as err:
             if err.errno == errno.ELOOP:  # the file itself is a symlink
                 raise AccessError(f"{self.location}: {key} leads outside the store") from None
-            raise
-        with os.fdopen(fd, "rb") as f:
-            try:
-                return self.read_value(f, key)
-            except IsADirectoryError:
-                return None
+            raise StoreError(f"{self.location}: cannot read {key} ({err.strerror})") from None
+        if file is None:
+            return None
+        with file:
+            return self.read_value(file, key)
 
 
 @dataclass(frozen=True)
@@ -229,7 +254,8 @@ class LockedDatabase:
             except BaseException:
                 con.close()
                 raise
-        return Connection(con, self.policy.data_dirs.open_store)
+        dirs = self.policy.data_dirs
+        return Connection(con, dirs.open_store, expand=dirs.glob)
 
     def _attach(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.policy.database is None:

@@ -196,16 +196,22 @@ def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
 _CATALOG_WORDS = re.compile(r"pg_catalog|::\s*reg|\bISOLATION\b|OPERATOR\s*\(|\bCOLLATE\b|\bversion\s*\(|json_build",
                             re.IGNORECASE)
 _LITERAL = re.compile(r"'(?:[^']|'')*'")
-#: A name (literal or parameter) cast to ``regclass``: ``'t'::regclass``, ``CAST($1 AS REGCLASS)``.
-_REGCLASS_NAME = re.compile(
-    r"('(?:[^']|'')*')\s*::\s*(?:pg_catalog\.)?regclass\b"
-    r"|\bCAST\s*\(\s*('(?:[^']|'')*'|\$\d+)\s+AS\s+(?:pg_catalog\.)?regclass\s*\)", re.IGNORECASE)
+#: A literal cast to ``regclass``: ``'t'::regclass`` (what follows the literal), and
+#: ``CAST('t' AS regclass)`` (what precedes it, and what follows). Literals are found once, left
+#: to right: a pattern tried at every quote would take time quadratic in a run of quotes.
+_REGCLASS_SUFFIX = re.compile(r"\s*::\s*(?:pg_catalog\.)?regclass\b", re.IGNORECASE)
+_CAST_OPEN = re.compile(r"\bCAST\s*\(\s*\Z", re.IGNORECASE)
+_CAST_TO_REGCLASS = re.compile(r"\s+AS\s+(?:pg_catalog\.)?regclass\s*\)", re.IGNORECASE)
 
 #: (pattern, replacement) applied, in order, to the text outside string literals.
 _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bCAST\s*\(\s*(\$\d+)\s+AS\s+(?:pg_catalog\.)?regclass\s*\)", re.IGNORECASE),
+     r"regclass_oid(\1)"),
     (re.compile(r"\bOPERATOR\s*\(\s*(?:pg_catalog\s*\.\s*)?([~!<>=*+\-/%^|&#@]+)\s*\)",
                 re.IGNORECASE), r"\1"),
-    (re.compile(r"\s*\bCOLLATE\s+(?:pg_catalog\s*\.\s*)?(?:\"default\"|default|\"C\"|C)\b",
+    # (from the start of a run of white space only: tried at every space of a long run, the
+    # pattern would scan the rest of the run each time)
+    (re.compile(r"(?<!\s)\s*\bCOLLATE\s+(?:pg_catalog\s*\.\s*)?(?:\"default\"|default|\"C\"|C)\b",
                 re.IGNORECASE), ""),
     (re.compile(r"(::|\bAS)\s*(?:pg_catalog\.)?reg(?:class|type|proc|procedure|namespace|role|oper|"
                 r"operator|config|dictionary|collation)\b", re.IGNORECASE), r"\1 BIGINT"),
@@ -248,11 +254,18 @@ def rewrite(sql: str) -> str:
     """``sql`` as DuckDB runs it with the session's catalog emulation (see module doc)."""
     if not mentions_catalog(sql):
         return sql
-    sql = _REGCLASS_NAME.sub(lambda m: f"regclass_oid({m.group(1) or m.group(2)})", sql)
     out, at = [], 0
     for literal in _LITERAL.finditer(sql):
-        out.append(_rewrite_code(sql[at:literal.start()]))
-        out.append(literal.group())
-        at = literal.end()
+        code, text = sql[at:literal.start()], literal.group()
+        cast = _CAST_OPEN.search(code)
+        closed = cast and _CAST_TO_REGCLASS.match(sql, literal.end())
+        suffix = None if closed else _REGCLASS_SUFFIX.match(sql, literal.end())
+        if closed:
+            code, text, at = code[:cast.start()], f"regclass_oid({text})", closed.end()
+        elif suffix:
+            text, at = f"regclass_oid({text})", suffix.end()
+        else:
+            at = literal.end()
+        out += [_rewrite_code(code), text]
     out.append(_rewrite_code(sql[at:]))
     return "".join(out)

@@ -149,7 +149,7 @@ class ClientSession:
         """Queue ``data``; a big piece (a batch of rows) goes out at once, not copied first."""
         if len(data) >= SEND_BUFFER:
             self._flush()
-            self._sock.sendall(data)
+            self._write(data)
             return
         self._out += data
         if len(self._out) >= SEND_BUFFER:
@@ -157,8 +157,21 @@ class ClientSession:
 
     def _flush(self) -> None:
         if self._out:
-            self._sock.sendall(self._out)
+            self._write(self._out)
             self._out.clear()
+
+    def _write(self, data: bytes | bytearray | pa.Buffer) -> None:
+        """Send ``data`` now, within what is left of the statement timeout while a statement
+        runs (a client that stops reading its rows holds the session no longer than a running
+        statement); any error of the socket is ConnectionError: the client is gone (other
+        OSErrors of a statement are the statement's)."""
+        limit = self._limits.statement_timeout
+        if limit and self.busy_since is not None:
+            self._sock.settimeout(max(self.busy_since + limit - time.monotonic(), 0.01))
+        try:
+            self._sock.sendall(data)
+        except OSError as err:
+            raise ConnectionError(f"sending to the client failed: {err}") from err
 
     def _send_error(self, err: BaseException, severity: str = "ERROR") -> None:
         if self._cancel_reason and isinstance(err, (duckdb.InterruptException, PgError)) \
@@ -294,7 +307,11 @@ class ClientSession:
         """SCRAM-SHA-256; a failure is logged, and slows the next attempt from the host."""
         secret, throttle = self._security.secret, self._security.throttle
         assert secret is not None
-        throttle.wait(self.peer)
+        timeout = self._limits.auth_timeout
+        if not throttle.wait(self.peer, self.connected_at + timeout if timeout else None):
+            log.warning('login for user "%s" from %s refused: too many failed logins', user, self.peer)
+            self._end_with("53300", "too many failed logins from this address; try again later")
+            return False
         exchange = ScramExchange(secret)
         self._send(protocol.authentication(protocol.AUTH_SASL, protocol.sasl_mechanisms(MECHANISM)))
         self._flush()
@@ -347,7 +364,7 @@ class ClientSession:
             self.busy_since = time.monotonic()
             try:
                 handler(Payload(payload))
-            except (ProtocolError, ConnectionError, OSError):
+            except (ProtocolError, ConnectionError):  # (the connection's, not the statement's)
                 raise
             except Exception as err:
                 self._failed(err)

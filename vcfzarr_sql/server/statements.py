@@ -21,11 +21,19 @@ UNPARSED = "UNPARSED"
 #: ``SAVEPOINT``/``RELEASE`` (psycopg's nested transactions) are accepted as no-ops.
 IGNORED = ("SET", "RESET", "DISCARD", "DEALLOCATE", "LISTEN", "UNLISTEN", "SAVEPOINT", "RELEASE")
 
-_SET = re.compile(r"\s*SET\s+(?:SESSION\s+|LOCAL\s+)?([\w.]+)\s*(?:=|\s+TO\s+)\s*(.*?)\s*;?\s*$",
+#: ``SET``/``SHOW`` of one setting, matched whole against the statement's :func:`_bare` text
+#: (patterns whose time grows linearly with the text: a match holds the GIL, every session waits)
+_SET = re.compile(r"SET\s+(?:SESSION\s+|LOCAL\s+)?([\w.]+)(?:\s*=|\s+TO\s)\s*(.*)",
                   re.IGNORECASE | re.DOTALL)
-_SHOW = re.compile(r"\s*SHOW\s+([\w.]+)\s*;?\s*$", re.IGNORECASE)
+_SHOW = re.compile(r"SHOW\s+([\w.]+)", re.IGNORECASE)
 _PARAMETER = re.compile(r"\$(\d+)")
 _TO_SAVEPOINT = re.compile(r"^\s*ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\b", re.IGNORECASE)
+
+
+def _bare(sql: str) -> str:
+    """``sql`` without surrounding white space and one final ``;``."""
+    sql = sql.strip()
+    return sql[:-1].rstrip() if sql.endswith(";") else sql
 
 
 @dataclass(frozen=True)
@@ -124,7 +132,8 @@ def duckdb_equivalent(statement: Statement, duckdb_settings: set[str]) -> Statem
     """
     if statement.kind == UNPARSED and (verb := transaction_verb(statement)) is not None:
         return Statement(verb, "TRANSACTION")
-    show = _SHOW.match(statement.sql)
+    bare = _bare(statement.sql)
+    show = _SHOW.fullmatch(bare)
     if not show or show.group(1).lower() not in duckdb_settings:
         return None
     name = show.group(1).lower()
@@ -154,12 +163,13 @@ def postgres_answer(
     >>> s["application_name"], postgres_answer(Statement("SHOW server_version", "SELECT"), s, set())
     ('x', Answer(tag='SHOW', column='server_version', value='15.0 (vcfzarr-sql)'))
     """
-    show = _SHOW.match(statement.sql)
+    bare = _bare(statement.sql)
+    show = _SHOW.fullmatch(bare)
     if show and show.group(1).lower() in settings and show.group(1).lower() not in duckdb_settings:
         return Answer("SHOW", show.group(1).lower(), settings[show.group(1).lower()])
     if statement.kind == UNPARSED and statement.keyword in IGNORED:
         return Answer(statement.keyword)
-    assignment = _SET.match(statement.sql)
+    assignment = _SET.fullmatch(bare)
     if statement.kind == "SET" and assignment:
         name = assignment.group(1).lower()
         if name not in duckdb_settings:

@@ -6,7 +6,9 @@ place that knows where those bytes live. Every reader here is safe to share betw
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import threading
 import zipfile
 from collections.abc import Iterable
@@ -57,10 +59,33 @@ class DirectoryStore:
 
     def get(self, key: str) -> bytes | None:
         try:
-            with open(os.path.join(self.local_directory, key), "rb") as f:
-                return self.read_value(f, key)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            file = self.open_file(os.path.join(self.local_directory, key), key)
+        except (FileNotFoundError, NotADirectoryError):
             return None
+        if file is None:
+            return None
+        with file:
+            return self.read_value(file, key)
+
+    def open_file(self, path: str, key: str, flags: int = 0) -> Any:
+        """The file at ``path`` (of ``key``) open for reading, None when it is a directory;
+        StoreError when it is anything but a regular file (a FIFO would block the reader, a
+        socket or device fail), or cannot be opened. ``flags``: more ``os.open`` flags."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags)
+        except (FileNotFoundError, NotADirectoryError):
+            raise
+        except OSError as err:
+            if flags & os.O_NOFOLLOW and err.errno == errno.ELOOP:
+                raise
+            raise StoreError(f"{self.location}: cannot read {key} ({err.strerror})") from None
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            return os.fdopen(fd, "rb")
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            return None
+        raise StoreError(f"{self.location}: {key} is not a regular file")
 
     def read_value(self, file: Any, key: str) -> bytes:
         """The bytes of the open ``file`` of ``key``: StoreError past ``max_chunk_bytes()``."""

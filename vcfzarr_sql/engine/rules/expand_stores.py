@@ -9,13 +9,24 @@ are opened, :meth:`~vcfzarr_sql.engine.relations.Registry.check_same_samples`).
 from __future__ import annotations
 
 import glob
+import itertools
 import os
+from collections.abc import Callable, Iterable
 
 from sqlglot import exp
 
 from vcfzarr_sql.errors import QueryError
 
 _GLOB_CHARACTERS = set("*?[")
+#: The most stores one glob may name.
+MAX_GLOB_STORES = 10_000
+#: What a glob pattern names: its paths (a server confines them to its data directories).
+Expander = Callable[[str], Iterable[str]]
+
+
+def local_paths(pattern: str) -> Iterable[str]:
+    """The local paths ``pattern`` matches (``~`` expanded)."""
+    return glob.iglob(os.path.expanduser(pattern))
 
 
 def is_glob(call: exp.Anonymous) -> bool:
@@ -25,7 +36,7 @@ def is_glob(call: exp.Anonymous) -> bool:
             and bool(_GLOB_CHARACTERS & set(first.this)))
 
 
-def _paths(function: str, node: exp.Expression) -> list[str] | None:
+def _paths(function: str, node: exp.Expression, expand: Expander) -> list[str] | None:
     """The store paths a path argument names, or None when it is not a list or a glob."""
     if isinstance(node, exp.Array):
         paths = [e.this for e in node.expressions if isinstance(e, exp.Literal) and e.is_string]
@@ -35,14 +46,17 @@ def _paths(function: str, node: exp.Expression) -> list[str] | None:
     if not (isinstance(node, exp.Literal) and node.is_string and "://" not in node.this
             and _GLOB_CHARACTERS & set(node.this)):
         return None
-    paths = sorted(glob.glob(os.path.expanduser(node.this)))
+    paths = sorted(itertools.islice(expand(node.this), MAX_GLOB_STORES + 1))
     if not paths:
         raise QueryError(f"{function}(): no store matches {node.this!r}")
+    if len(paths) > MAX_GLOB_STORES:
+        raise QueryError(f"{function}(): {node.this!r} matches more than {MAX_GLOB_STORES} stores")
     return paths
 
 
-def expand_stores(call: exp.Anonymous) -> list[exp.Anonymous]:
-    """One call per store named by ``call``'s first argument (``[call]`` for one store).
+def expand_stores(call: exp.Anonymous, expand: Expander = local_paths) -> list[exp.Anonymous]:
+    """One call per store named by ``call``'s first argument (``[call]`` for one store);
+    ``expand`` gives the paths of a glob.
 
     >>> import sqlglot
     >>> calls = expand_stores(sqlglot.parse_one("vcf_zarr(['a.zarr', 'b.zarr'], region := '1')", read="duckdb"))
@@ -51,7 +65,7 @@ def expand_stores(call: exp.Anonymous) -> list[exp.Anonymous]:
     """
     if not call.expressions or isinstance(call.expressions[0], (exp.PropertyEQ, exp.EQ, exp.Kwarg)):
         return [call]
-    paths = _paths(call.name.lower(), call.expressions[0])
+    paths = _paths(call.name.lower(), call.expressions[0], expand)
     if paths is None:
         return [call]
     out = []
