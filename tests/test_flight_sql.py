@@ -173,6 +173,14 @@ def test_tls_and_password(certificate) -> None:
             assert cur.fetchall() == [(42,)]
 
 
+def test_a_server_without_password_lets_logins_in(server) -> None:
+    with flight_sql.connect(f"grpc://127.0.0.1:{server.port}", autocommit=True,
+                            db_kwargs={"username": "me", "password": "anything"}) as con, \
+            con.cursor() as cur:
+        cur.execute("SELECT 7 AS seven")
+        assert cur.fetchall() == [(7,)]
+
+
 @pytest.mark.parametrize("attack", [
     "SELECT * FROM read_text('/etc/passwd')",
     "SELECT * FROM glob('/*')",

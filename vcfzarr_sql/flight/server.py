@@ -16,6 +16,7 @@ import contextlib
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -23,14 +24,15 @@ import duckdb
 import pyarrow as pa
 import pyarrow.flight as flight
 from google.protobuf import any_pb2
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 
 import vcfzarr_sql
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.flight import FlightSql_pb2 as sql
 from vcfzarr_sql.flight import Flight_pb2
 from vcfzarr_sql.flight import catalog
-from vcfzarr_sql.flight.auth import HandshakeAccepted, PasswordAuth
+from vcfzarr_sql.flight.auth import HandshakeAccepted, PasswordAuth, client_of
+from vcfzarr_sql.flight.errors import answered, answering
 from vcfzarr_sql.server.lockdown import LockedDatabase
 
 __all__ = ["FlightSqlServer", "pack", "unpack"]
@@ -39,6 +41,11 @@ log = logging.getLogger("vcfzarr_sql.flight")
 
 #: Rows per Arrow record batch streamed to the client.
 BATCH_ROWS = 1 << 16
+
+#: Statements (prepared, or queries not yet fetched) one client may have open at once.
+MAX_STATEMENTS_PER_CLIENT = 32
+#: A statement unused for this long is closed (the PostgreSQL server's idle timeout).
+STATEMENT_IDLE_TIMEOUT = 3600.0
 
 #: Statement types that return rows (anything else is an update, run when it is executed).
 _QUERIES = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "SHOW", "RELATION"}
@@ -58,27 +65,33 @@ def pack(message: Message) -> bytes:
 def unpack(data: bytes) -> Message:
     """The Flight SQL command inside a serialized ``Any``."""
     wrapped = any_pb2.Any()
-    wrapped.ParseFromString(data)
-    name = wrapped.TypeName().rpartition(".")[2]
-    message_type = getattr(sql, name, None)
-    if message_type is None or not wrapped.TypeName().startswith("arrow.flight.protocol.sql."):
-        raise flight.FlightServerError(f"unsupported Flight SQL command {wrapped.TypeName()!r}")
-    message = message_type()
-    wrapped.Unpack(message)
+    try:
+        wrapped.ParseFromString(data)
+        name = wrapped.TypeName().rpartition(".")[2]
+        message_type = getattr(sql, name, None)
+        if message_type is None or not wrapped.TypeName().startswith("arrow.flight.protocol.sql."):
+            raise flight.FlightServerError(f"unsupported Flight SQL command {wrapped.TypeName()!r}")
+        message = message_type()
+        wrapped.Unpack(message)
+    except DecodeError:
+        raise flight.FlightServerError("malformed Flight SQL command") from None
     return message
 
 
 @dataclass
 class _Statement:
-    """A statement (prepared or not) on its own connection; ``parameters``: rows bound by DoPut."""
+    """A statement (prepared or not) on its own connection, of ``client`` (see
+    :func:`~vcfzarr_sql.flight.auth.client_of`); ``parameters``: rows bound by DoPut."""
 
     query: str
     con: Connection
     kind: str  # DuckDB's statement type
+    client: str
     parameters: list[list[object]] = field(default_factory=lambda: [[]])
     reader: pa.RecordBatchReader | None = None
     busy: bool = False  # running or streaming: closing interrupts it and waits for its end
     closed: bool = False
+    used: float = field(default_factory=time.monotonic)  # when a call last named it
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -118,6 +131,66 @@ class _Statement:
         self.con.close()
 
 
+class _Statements:
+    """Open statements by handle: at most ``limit`` per client, each closed once unused for
+    ``idle_timeout`` seconds (unless it is running)."""
+
+    def __init__(self, limit: int = MAX_STATEMENTS_PER_CLIENT,
+                 idle_timeout: float = STATEMENT_IDLE_TIMEOUT):
+        self.limit = limit
+        self.idle_timeout = idle_timeout
+        self._open: dict[bytes, _Statement] = {}
+        self._lock = threading.Lock()
+
+    def add(self, statement: _Statement) -> bytes:
+        """The new statement's handle; FlightServerError when its client has ``limit`` open."""
+        self._close_idle()
+        with self._lock:
+            if sum(other.client == statement.client for other in self._open.values()) >= self.limit:
+                raise flight.FlightServerError(
+                    f"too many open statements ({self.limit}): close prepared statements "
+                    "and fetch queries before opening more")
+            handle = secrets.token_bytes(16)
+            self._open[handle] = statement
+        return handle
+
+    def get(self, handle: bytes) -> _Statement | None:
+        """The statement of ``handle`` (None: unknown or closed), now used."""
+        with self._lock:
+            statement = self._open.get(handle)
+        if statement is not None:
+            statement.used = time.monotonic()
+        return statement
+
+    def pop(self, handle: bytes) -> _Statement | None:
+        """The statement of ``handle``, no longer open (None: unknown or closed)."""
+        with self._lock:
+            return self._open.pop(handle, None)
+
+    def running(self) -> int:
+        """How many statements are running or streaming now."""
+        with self._lock:
+            return sum(statement.busy for statement in self._open.values())
+
+    def close_all(self) -> None:
+        """Close every open statement."""
+        with self._lock:
+            statements, self._open = list(self._open.values()), {}
+        for statement in statements:
+            statement.close()
+
+    def _close_idle(self) -> None:
+        """Close the statements unused for ``idle_timeout`` seconds, unless running."""
+        oldest = time.monotonic() - self.idle_timeout
+        with self._lock:
+            idle = {handle: statement for handle, statement in self._open.items()
+                    if statement.used < oldest and not statement.busy}
+            for handle in idle:
+                del self._open[handle]
+        for statement in idle.values():
+            statement.close()
+
+
 class FlightSqlServer(flight.FlightServerBase):
     """Flight SQL at ``location`` (``grpc://host:port`` or ``grpc+tls://``) over ``sessions``,
     whose ``connect()`` gives each statement and catalog call its connection (the session
@@ -125,47 +198,40 @@ class FlightSqlServer(flight.FlightServerBase):
 
     ``password``: clients must log in with it (any user name). ``tls_certificates``: a list of
     :class:`pyarrow.flight.CertKeyPair` for a ``grpc+tls`` location.
+
+    Every call's exception reaches the client as a one-line Flight error
+    (:func:`~vcfzarr_sql.flight.errors.flight_error`).
     """
 
     def __init__(self, location: str, sessions: LockedDatabase, *, password: str | None = None,
                  tls_certificates: list[flight.CertKeyPair] | None = None):
         self.sessions = sessions
-        self._statements: dict[bytes, _Statement] = {}
-        self._lock = threading.Lock()
+        self._statements = _Statements()
         super().__init__(location, tls_certificates=tls_certificates or [],
                          auth_handler=HandshakeAccepted(), middleware={"auth": PasswordAuth(password)})
 
     # -- statements --------------------------------------------------------------------------
 
-    def _new_statement(self, query: str) -> tuple[bytes, _Statement]:
+    def _new_statement(self, context: flight.ServerCallContext, query: str) -> tuple[bytes, _Statement]:
         con = self.sessions.connect()
         try:
             parsed = con.duckdb_connection.extract_statements(query)
-        except duckdb.Error as err:
+            if len(parsed) != 1:
+                raise flight.FlightServerError(f"one statement expected, got {len(parsed)}")
+            statement = _Statement(query, con, parsed[0].type.name, client_of(context))
+            return self._statements.add(statement), statement
+        except BaseException:
             con.close()
-            raise flight.FlightServerError(str(err)) from err
-        if len(parsed) != 1:
-            con.close()
-            raise flight.FlightServerError(f"one statement expected, got {len(parsed)}")
-        handle = secrets.token_bytes(16)
-        statement = _Statement(query, con, parsed[0].type.name)
-        with self._lock:
-            self._statements[handle] = statement
-        return handle, statement
+            raise
 
     def _statement(self, handle: bytes) -> _Statement:
-        with self._lock:
-            statement = self._statements.get(handle)
+        statement = self._statements.get(handle)
         if statement is None:
             raise flight.FlightServerError("unknown or closed statement handle")
         return statement
 
-    def _forget(self, handle: bytes) -> _Statement | None:
-        with self._lock:
-            return self._statements.pop(handle, None)
-
     def _close(self, handle: bytes) -> None:
-        statement = self._forget(handle)
+        statement = self._statements.pop(handle)
         if statement is not None:
             statement.close()
 
@@ -211,11 +277,12 @@ class FlightSqlServer(flight.FlightServerBase):
 
     # -- Flight RPCs -------------------------------------------------------------------------
 
+    @answering
     def get_flight_info(self, context: flight.ServerCallContext,
                         descriptor: flight.FlightDescriptor) -> flight.FlightInfo:
         command = unpack(descriptor.command)
         if isinstance(command, sql.CommandStatementQuery):
-            handle, statement = self._new_statement(command.query)
+            handle, statement = self._new_statement(context, command.query)
             ticket = pack(sql.TicketStatementQuery(statement_handle=handle))
         elif isinstance(command, sql.CommandPreparedStatementQuery):
             statement = self._statement(command.prepared_statement_handle)
@@ -223,18 +290,16 @@ class FlightSqlServer(flight.FlightServerBase):
         else:
             schema = self._catalog_table(command).schema
             return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(descriptor.command, [])], -1, -1)
-        try:
-            with _running(context, statement):
-                statement.reader = statement.run()  # DuckDB starts; DoGet streams its batches
-        except duckdb.Error as err:
-            raise flight.FlightServerError(str(err)) from err
+        with _running(context, statement):
+            statement.reader = statement.run()  # DuckDB starts; DoGet streams its batches
         return flight.FlightInfo(statement.reader.schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
 
+    @answering
     def get_schema(self, context: flight.ServerCallContext,
                    descriptor: flight.FlightDescriptor) -> flight.SchemaResult:
         command = unpack(descriptor.command)
         if isinstance(command, sql.CommandStatementQuery):
-            handle, statement = self._new_statement(command.query)
+            handle, statement = self._new_statement(context, command.query)
             try:
                 return flight.SchemaResult(statement.schema())
             finally:
@@ -243,6 +308,7 @@ class FlightSqlServer(flight.FlightServerBase):
             return flight.SchemaResult(self._statement(command.prepared_statement_handle).schema())
         return flight.SchemaResult(self._catalog_table(command).schema)
 
+    @answering
     def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
         command = unpack(ticket.ticket)
         if isinstance(command, sql.TicketStatementQuery):
@@ -257,15 +323,16 @@ class FlightSqlServer(flight.FlightServerBase):
             with _running(context, statement):
                 reader = statement.run()
         if isinstance(command, sql.TicketStatementQuery):
-            self._forget(handle)  # tickets are single-use: the statement ends with its stream
+            self._statements.pop(handle)  # tickets are single-use: the statement ends with its stream
             statement.closed = True
-        return flight.GeneratorStream(reader.schema, _streamed(reader, statement, context))
+        return flight.GeneratorStream(reader.schema, answered(_streamed(reader, statement, context)))
 
+    @answering
     def do_put(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor,
                reader: flight.MetadataRecordBatchReader, writer: flight.FlightMetadataWriter) -> None:
         command = unpack(descriptor.command)
         if isinstance(command, sql.CommandStatementUpdate):
-            handle, statement = self._new_statement(command.query)
+            handle, statement = self._new_statement(context, command.query)
             try:
                 count = _update(statement)
             finally:
@@ -290,11 +357,12 @@ class FlightSqlServer(flight.FlightServerBase):
                 ("CancelFlightInfo", "cancel a running query"),
                 ("CancelQuery", "cancel a running query (before Flight SQL 15)")]
 
+    @answering
     def do_action(self, context: flight.ServerCallContext, action: flight.Action) -> Iterator[bytes]:
         body = action.body.to_pybytes()
         if action.type == "CreatePreparedStatement":
             request = unpack(body)
-            handle, statement = self._new_statement(request.query)
+            handle, statement = self._new_statement(context, request.query)
             try:
                 schema = statement.schema().serialize().to_pybytes()
             except (duckdb.Error, ValueError):  # known once parameters are bound (vcf_zarr(?))
@@ -323,8 +391,7 @@ class FlightSqlServer(flight.FlightServerBase):
             command = unpack(ticket)
             handle = getattr(command, "statement_handle", None) or \
                 getattr(command, "prepared_statement_handle", None)
-            with self._lock:
-                statement = self._statements.get(handle or b"")
+            statement = self._statements.get(handle or b"")
             if statement is not None:
                 statement.con.duckdb_connection.interrupt()
                 cancelled = True
@@ -332,15 +399,11 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def running(self) -> int:
         """How many statements are running or streaming now."""
-        with self._lock:
-            return sum(statement.busy for statement in self._statements.values())
+        return self._statements.running()
 
     def shutdown(self) -> None:
         super().shutdown()
-        with self._lock:
-            statements, self._statements = list(self._statements.values()), {}
-        for statement in statements:
-            statement.close()
+        self._statements.close_all()
         self.sessions.close()
 
 
