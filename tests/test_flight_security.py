@@ -143,6 +143,17 @@ def test_open_statements_are_bounded_per_client(flight_serving, tmp_path) -> Non
     assert _prepare(client, mallory)  # closing freed its place
 
 
+def test_failed_queries_leave_no_statement_open(flight_serving, tmp_path) -> None:
+    """A query that fails when it starts has no ticket to fetch it: it takes no place."""
+    server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD)
+    bob = _logged_in(client)
+    for _ in range(MAX_STATEMENTS_PER_CLIENT + 1):
+        with pytest.raises(flight.FlightError, match="no_such_table"):
+            client.get_flight_info(_query("SELECT * FROM no_such_table"), bob)
+    info = client.get_flight_info(_query("SELECT 42 AS answer"), bob)
+    assert client.do_get(info.endpoints[0].ticket, bob).read_all().to_pylist() == [{"answer": 42}]
+
+
 def test_idle_statements_are_closed(flight_serving, tmp_path, monkeypatch) -> None:
     server, client = flight_serving(data_dirs=[tmp_path])
     options = flight.FlightCallOptions()

@@ -24,7 +24,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from vcfzarr_sql.server import Limits
+from vcfzarr_sql.server import Limits, pg_catalog
 
 from server_sessions import (  # noqa: F401 - fixtures
     PASSWORD,
@@ -94,6 +94,17 @@ def test_a_query_text_cannot_freeze_every_client(serving, data_dir, attack) -> N
         _until_ready(attacker)
     waited = _seconds(other)
     assert waited < 5, f"another client waited {waited:.1f} s for SELECT 1 ({attack} regex)"
+
+
+def test_catalog_rewrites_keep_their_meaning() -> None:
+    """The linear patterns rewrite what the old ones did, and ``COLLATE "default"`` (which
+    DuckDB does not know) too."""
+    rewritten = pg_catalog.rewrite(
+        "SELECT CAST('t' AS regclass), 'a''b'::pg_catalog.regclass, relname COLLATE \"default\", "
+        "x COLLATE \"C\", CAST($1 AS regclass) FROM pg_catalog.pg_class WHERE note = '::regclass'")
+    assert rewritten == (
+        "SELECT regclass_oid('t'), regclass_oid('a''b'), relname, x, regclass_oid($1) "
+        "FROM pg_class WHERE note = '::regclass'")
 
 
 # -- globs of stores: only under the data directories, and bounded ------------------------------

@@ -290,8 +290,13 @@ class FlightSqlServer(flight.FlightServerBase):
         else:
             schema = self._catalog_table(command).schema
             return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(descriptor.command, [])], -1, -1)
-        with _running(context, statement):
-            statement.reader = statement.run()  # DuckDB starts; DoGet streams its batches
+        try:
+            with _running(context, statement):
+                statement.reader = statement.run()  # DuckDB starts; DoGet streams its batches
+        except BaseException:
+            if isinstance(command, sql.CommandStatementQuery):  # (no ticket will fetch it)
+                self._close(handle)
+            raise
         return flight.FlightInfo(statement.reader.schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
 
     @answering

@@ -211,7 +211,7 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
                 re.IGNORECASE), r"\1"),
     # (from the start of a run of white space only: tried at every space of a long run, the
     # pattern would scan the rest of the run each time)
-    (re.compile(r"(?<!\s)\s*\bCOLLATE\s+(?:pg_catalog\s*\.\s*)?(?:\"default\"|default|\"C\"|C)\b",
+    (re.compile(r"(?<!\s)\s*\bCOLLATE\s+(?:pg_catalog\s*\.\s*)?(?:\"default\"|\"C\"|(?:default|C)\b)",
                 re.IGNORECASE), ""),
     (re.compile(r"(::|\bAS)\s*(?:pg_catalog\.)?reg(?:class|type|proc|procedure|namespace|role|oper|"
                 r"operator|config|dictionary|collation)\b", re.IGNORECASE), r"\1 BIGINT"),

@@ -49,6 +49,9 @@ log = logging.getLogger("vcfzarr_sql.server")
 BATCH_ROWS = 8192
 #: Bytes buffered before they are sent.
 SEND_BUFFER = 1 << 18
+#: Seconds a send may wait for the client past the statement timeout (the error, the rows
+#: of a statement that ends near it).
+SEND_GRACE = 2.0
 
 SERVER_VERSION = "15.0 (vcfzarr-sql)"
 
@@ -161,13 +164,14 @@ class ClientSession:
             self._out.clear()
 
     def _write(self, data: bytes | bytearray | pa.Buffer) -> None:
-        """Send ``data`` now, within what is left of the statement timeout while a statement
-        runs (a client that stops reading its rows holds the session no longer than a running
-        statement); any error of the socket is ConnectionError: the client is gone (other
-        OSErrors of a statement are the statement's)."""
+        """Send ``data`` now, while a statement runs within what is left of the statement
+        timeout, and at least :data:`SEND_GRACE` (a client that stops reading its rows holds
+        the session little longer than a running statement, and is then hung up on); any
+        error of the socket is ConnectionError: the client is gone (other OSErrors of a
+        statement are the statement's)."""
         limit = self._limits.statement_timeout
         if limit and self.busy_since is not None:
-            self._sock.settimeout(max(self.busy_since + limit - time.monotonic(), 0.01))
+            self._sock.settimeout(max(self.busy_since + limit - time.monotonic(), SEND_GRACE))
         try:
             self._sock.sendall(data)
         except OSError as err:
