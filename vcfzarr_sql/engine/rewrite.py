@@ -119,7 +119,7 @@ def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = N
         placeholder_keys,
         reference_relation,
     )
-    from vcfzarr_sql.engine.rules.expand_stores import expand_stores, is_glob, union_reference
+    from vcfzarr_sql.engine.rules.expand_stores import expand_stores, is_glob, local_paths, union_reference
 
     tokens = tokenize(sql)
     sites = find_call_sites(sql, tokens)
@@ -130,7 +130,7 @@ def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = N
     for site in sites:
         consumed.update(placeholder_keys(site.call, site.first_placeholder))
         call = inline_parameters(site.call, parameters, site.first_placeholder)
-        calls = expand_stores(call) if expand is None else expand_stores(call, expand)
+        calls = expand_stores(call, expand or local_paths)
         globbed |= is_glob(call)
         specs = [default_arguments(bind_arguments(c), defaults) for c in calls]
         relations.update((spec.relation_name, spec) for spec in specs)

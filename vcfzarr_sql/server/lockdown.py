@@ -39,10 +39,10 @@ from dataclasses import dataclass
 import duckdb
 
 from vcfzarr_sql.engine.connection import Connection
-from vcfzarr_sql.errors import AccessError, StoreError
+from vcfzarr_sql.errors import AccessError
 from vcfzarr_sql.server.config import ServerConfigError
 from vcfzarr_sql.store import VczStore, open_store
-from vcfzarr_sql.store.kvstore import DirectoryStore, is_url
+from vcfzarr_sql.store.kvstore import DirectoryStore, is_url, unreadable
 
 #: DuckDB's memory limit per session unless the server is told otherwise.
 DEFAULT_MEMORY_LIMIT = "1GB"
@@ -175,11 +175,8 @@ class ConfinedDirectory(DirectoryStore):
         except OSError as err:
             if err.errno == errno.ELOOP:  # the file itself is a symlink
                 raise AccessError(f"{self.location}: {key} leads outside the store") from None
-            raise StoreError(f"{self.location}: cannot read {key} ({err.strerror})") from None
-        if file is None:
-            return None
-        with file:
-            return self.read_value(file, key)
+            raise unreadable(self, key, err) from None
+        return self.read_file(file, key)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ place that knows where those bytes live. Every reader here is safe to share betw
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import threading
@@ -62,23 +61,16 @@ class DirectoryStore:
             file = self.open_file(os.path.join(self.local_directory, key), key)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        if file is None:
-            return None
-        with file:
-            return self.read_value(file, key)
+        except OSError as err:
+            raise unreadable(self, key, err) from None
+        return self.read_file(file, key)
 
     def open_file(self, path: str, key: str, flags: int = 0) -> Any:
         """The file at ``path`` (of ``key``) open for reading, None when it is a directory;
         StoreError when it is anything but a regular file (a FIFO would block the reader, a
-        socket or device fail), or cannot be opened. ``flags``: more ``os.open`` flags."""
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags)
-        except (FileNotFoundError, NotADirectoryError):
-            raise
-        except OSError as err:
-            if flags & os.O_NOFOLLOW and err.errno == errno.ELOOP:
-                raise
-            raise StoreError(f"{self.location}: cannot read {key} ({err.strerror})") from None
+        socket or device fail); OSError when it cannot be opened. ``flags``: more
+        ``os.open`` flags."""
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags)
         mode = os.fstat(fd).st_mode
         if stat.S_ISREG(mode):
             return os.fdopen(fd, "rb")
@@ -86,6 +78,13 @@ class DirectoryStore:
         if stat.S_ISDIR(mode):
             return None
         raise StoreError(f"{self.location}: {key} is not a regular file")
+
+    def read_file(self, file: Any, key: str) -> bytes | None:
+        """:meth:`read_value` of a file :meth:`open_file` gave (None: a directory), closed after."""
+        if file is None:
+            return None
+        with file:
+            return self.read_value(file, key)
 
     def read_value(self, file: Any, key: str) -> bytes:
         """The bytes of the open ``file`` of ``key``: StoreError past ``max_chunk_bytes()``."""
@@ -188,7 +187,7 @@ class FsspecStore:
         except _ABSENT:
             return None
         except Exception as err:  # noqa: BLE001 - any filesystem's error, named for the user
-            raise self._unreadable(key, err) from err
+            raise unreadable(self, key, err) from err
         return self._within_bounds(key, value)
 
     def get_many(self, keys: Iterable[str]) -> dict[str, bytes]:
@@ -203,13 +202,9 @@ class FsspecStore:
             if isinstance(value, _ABSENT):
                 continue
             if isinstance(value, BaseException):
-                raise self._unreadable(key, value) from value
+                raise unreadable(self, key, value) from value
             found[key] = self._within_bounds(key, value)
         return found
-
-    def _unreadable(self, key: str, err: BaseException) -> StoreError:
-        detail = " ".join(str(err).split()) or "no detail"
-        return StoreError(f"{self.location}: cannot read {key} ({type(err).__name__}: {detail})")
 
     def _within_bounds(self, key: str, value: bytes) -> bytes:
         _bounded(self, key, len(value), max_chunk_bytes())
@@ -228,6 +223,16 @@ def _bounded(store: KeyValueStore, key: str, size: int, limit: int) -> None:
     if size > limit:
         raise StoreError(f"{store.location}: {key} holds more than {limit} bytes "
                          f"(${MAX_CHUNK_BYTES_VARIABLE})")
+
+
+def unreadable(store: KeyValueStore, key: str, err: BaseException) -> StoreError:
+    """The StoreError for ``key`` of ``store`` that could not be read because of ``err`` (an
+    OSError by its reason, which names no path; another error by its type and message)."""
+    if isinstance(err, OSError) and err.strerror:
+        detail = err.strerror
+    else:
+        detail = f"{type(err).__name__}: {' '.join(str(err).split()) or 'no detail'}"
+    return StoreError(f"{store.location}: cannot read {key} ({detail})")
 
 
 def _present(store: KeyValueStore, keys: Iterable[str]) -> dict[str, bytes]:
