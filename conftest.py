@@ -7,8 +7,8 @@ from __future__ import annotations
 import importlib.util
 
 _ENGINE_FILES = {
-    "daft": ("vcfzarr_sql/daft.py", "tests/test_daft.py"),
-    "pyspark": ("vcfzarr_sql/spark.py", "tests/test_spark.py"),
+    "daft": ("vcfzarr_sql/daft.py", "vcfzarr_sql/adapters/daft.py", "tests/adapters/test_daft.py"),
+    "pyspark": ("vcfzarr_sql/spark.py", "vcfzarr_sql/adapters/spark.py", "tests/adapters/test_spark.py"),
 }
 
 collect_ignore = [

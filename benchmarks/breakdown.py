@@ -17,7 +17,7 @@ from collections.abc import Callable
 from benchmarks import floor, ours
 from benchmarks.harness import run_process, suite_arguments, venv_bin
 from benchmarks.regions import region_of
-from benchmarks.sizes import SIZES, RESULTS_DIR, Files
+from benchmarks.sizes import RESULTS_DIR, SIZES, Files
 
 
 def median_time(work: Callable[[], object], repeats: int) -> float:
@@ -31,7 +31,7 @@ def median_time(work: Callable[[], object], repeats: int) -> float:
 
 
 def scan_layers(store, repeats: int) -> list[tuple[str, float]]:
-    dataset = ours.require("vcfzarr_sql.scan", "dataset")
+    dataset = ours.require("vcfzarr_sql.adapters", "dataset")
     con = ours.connect()
     queries = {
         "DuckDB pulls the batches: `SELECT count(*), sum(len(fmt_GT))`": f"SELECT count(*), sum(len(fmt_GT)) FROM vcf_zarr('{store}')",

@@ -52,9 +52,9 @@ from typing import Any
 import numpy as np
 
 import vcfzarr_sql
+from benchmarks import polars_bio, regions
 from benchmarks.data import generate
 from benchmarks.floor import RawArray, map_reduce
-from benchmarks import polars_bio, regions
 from benchmarks.harness import OURS, Case, Measurement, measure, run_process, venv_bin
 from benchmarks.sizes import Contig, Size
 

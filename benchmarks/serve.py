@@ -26,8 +26,8 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import statistics
 import socket
+import statistics
 import subprocess
 import sys
 import time

@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
             "-i 'QUAL>50 & INFO/AF<0.1'": ["-i", "QUAL>50 & INFO/AF<0.1"],
         }
         vcztools = venv_bin("vcztools")
-        print("Wall / CPU seconds (median of {}); ratios of CPU time, tool / vcfzarr-sql:\n".format(args.repeats))
+        print(f"Wall / CPU seconds (median of {args.repeats}); ratios of CPU time, tool / vcfzarr-sql:\n")
         print("| task | records | vcfzarr-sql | bcftools | vcztools | bcftools / ours | vcztools / ours |")
         print("|---|---|---|---|---|---|---|")
         for task, options in tasks.items():

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pytest
-
 import oracle
+import pytest
 from corpus import CORPUS, CorpusFile, readable_corpus
-from vcfzarr_sql import region_index, spec
+
+from vcfzarr_sql.format import region_index, spec
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,12 @@ TABIX = StoreCase("tabix", str(CORPUS / "samtools+htslib/test/tabix/vcf_file.vcf
 
 def simulated(directory: Path) -> StoreCase:
     """Two contigs of an msprime simulation, 10 variants x 3 samples per chunk."""
-    from test_scan import _simulated_vcf
+    from simulate import simulated_vcf
 
-    return StoreCase("msprime", str(_simulated_vcf(directory)), 10, 3)
+    return StoreCase("msprime", str(simulated_vcf(directory)), 10, 3)
 
 
-#: Corpus stores are chunked like tests/test_sql_corpus.py's (so ``convert_once`` shares them):
+#: Corpus stores are chunked like tests/engine/test_sql_corpus.py's (so ``convert_once`` shares them):
 #: tiny chunks, but at most ~100 x 3 chunks for the few large files.
 VARIANTS_CHUNK = 7
 SAMPLES_CHUNK = 2

@@ -93,7 +93,7 @@ class Genotype:
 # bcftools calls (cached: one call per file and arguments)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _header_text(path: str) -> str:
     return bcftools.view("-h", path)
 
@@ -129,7 +129,7 @@ def _has_index(path: str) -> bool:
     return any(os.path.exists(path + ext) for ext in (".tbi", ".csi"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _indexed(path: str) -> str:
     """``path`` if it has an index, else a bgzipped and indexed copy of it (in a temp dir)."""
     if _has_index(path):
@@ -180,7 +180,7 @@ def _field_def(attrs: dict[str, str]) -> FieldDef:
                     attrs.get("Description", ""))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _declared_header(path: str) -> Header:
     samples: list[str] = []
     contigs: list[tuple[str, int | None]] = []
@@ -213,7 +213,7 @@ def _undeclared(name: str) -> FieldDef:
     return FieldDef(name, UNDECLARED_NUMBER, UNDECLARED_TYPE, UNDECLARED_DESCRIPTION)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _header(path: str) -> Header:
     declared = _declared_header(path)
     contigs = list(declared.contigs)

@@ -9,11 +9,11 @@ import threading
 import time
 from pathlib import Path
 
+import oracle
 import psycopg
 import pytest
 
-import oracle
-from vcfzarr_sql.server import make_server
+from vcfzarr_sql.serve.pg import make_server
 
 SAMPLE_VCF = oracle.CORPUS_SAMPLE
 PASSWORD = "correct horse battery staple"

@@ -13,7 +13,7 @@ import numpy as np
 import oracle
 import zarr
 
-from vcfzarr_sql import spec
+from vcfzarr_sql.format import spec
 from vcfzarr_sql.validation import validate
 
 #: Marks a fill (padding) element before it is trimmed away.

@@ -5,7 +5,7 @@
 ``variants``, the dimensions of every INFO/FORMAT array (against the header's Number and Type
 when the store carries a ``vcf_header``), and the ``region_index`` content, recomputed from
 ``variant_contig``, ``variant_position`` and ``variant_length``, and the stored genotype counts
-(``summary_gt_*``, :mod:`vcfzarr_sql.scan.stored_counts`), recomputed from the genotypes.
+(``summary_gt_*``, :mod:`vcfzarr_sql.query.stored_counts`), recomputed from the genotypes.
 
 Metadata is read with zarr-python (Zarr v2 or v3; a directory, a ``.zip`` file or an fsspec URL);
 array contents with vcfzarr-sql's own checked reader, and none through a refused codec
@@ -28,11 +28,10 @@ import numpy as np
 import zarr
 import zarr.storage
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.errors import StoreError, VcfZarrError
-from vcfzarr_sql.region_index import region_index
-from vcfzarr_sql.scan import stored_counts
-from vcfzarr_sql.scan.blocks import BatchBlocks
+from vcfzarr_sql.format import spec, summaries
+from vcfzarr_sql.format.region_index import region_index
+from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.codecs import RefusedCodec
 from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField, parse_header
 from vcfzarr_sql.store.vcz import VczStore, open_store
@@ -181,7 +180,7 @@ def validate(path: str | os.PathLike, *, deep: bool = False) -> list[Problem]:
     with store:
         problems += _problems_reading(spec.VARIANT_CONTIG, _check_contents, store)
         problems += _problems_reading(spec.REGION_INDEX, _check_region_index, store)
-        problems += _problems_reading(stored_counts.ALLELE_COUNTS, _check_genotype_counts, store)
+        problems += _problems_reading(summaries.ALLELE_COUNTS, _check_genotype_counts, store)
         if deep:
             problems += _check_every_chunk(store)
     return problems
@@ -453,12 +452,12 @@ def _check_region_index(store: VczStore) -> Iterator[Problem]:
 
 
 def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
-    """The stored genotype counts (:mod:`vcfzarr_sql.scan.stored_counts`) against the counts
+    """The stored genotype counts (:mod:`vcfzarr_sql.query.stored_counts`) against the counts
     of the genotypes, one variant chunk at a time: the first block that disagrees."""
-    from vcfzarr_sql.scan.summarise import summarise_chunk  # (imports the scan)
+    from vcfzarr_sql.query.summarise import summarise_chunk  # (imports the scan)
 
-    names = (stored_counts.ALLELE_COUNTS, stored_counts.CALL_COUNTS, stored_counts.HWE,
-             stored_counts.SAMPLE_CLASS_COUNTS)
+    names = (summaries.ALLELE_COUNTS, summaries.CALL_COUNTS, summaries.HWE,
+             summaries.SAMPLE_CLASS_COUNTS)
     present = [name for name in names if store.has_array(name)]
     gt = store.format_fields.get("GT")
     if not present:
@@ -489,7 +488,7 @@ def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
 def _disagreement(name: str, chunk: int, size: int, actual: np.ndarray, wanted: np.ndarray) -> str:
     if actual.shape != wanted.shape:
         return f"variant chunk {chunk} has shape {actual.shape}, expected {wanted.shape}"
-    if name == stored_counts.SAMPLE_CLASS_COUNTS:
+    if name == summaries.SAMPLE_CLASS_COUNTS:
         sample = int(np.flatnonzero((actual != wanted).any(axis=(0, 1)))[0])
         return (f"variant chunk {chunk}, sample {sample} has {actual[0, :, sample].tolist()}, "
                 f"the genotypes give {wanted[0, :, sample].tolist()}")

@@ -13,7 +13,8 @@ def command(store: str) -> None:
     """Write region_index (and variant_length if absent) into STORE, a local directory store
     (Zarr v2 or v3), so region queries read only the chunks they need; and genotype counts
     (summary_gt_* arrays), so the gt_ columns over all samples need no genotype decoding."""
-    from vcfzarr_sql.store import write_genotype_counts, write_region_index
+    from vcfzarr_sql.converter.summaries import write_genotype_counts
+    from vcfzarr_sql.store import write_region_index
 
     index = write_region_index(store)
     click.echo(f"{store}: wrote region_index ({len(index)} rows)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from vcfzarr_sql import spec
+from vcfzarr_sql.format import spec
 
 force = click.option(
     "--force", is_flag=True, help="Replace OUTPUT if it is an existing VCF Zarr store."

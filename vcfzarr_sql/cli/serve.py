@@ -8,9 +8,9 @@ import logging
 import click
 
 from vcfzarr_sql.cli import options
-from vcfzarr_sql.server import DEFAULT_HOST, DEFAULT_PORT, Limits, make_server
-from vcfzarr_sql.server.auth import PASSWORD_ENV, read_password
-from vcfzarr_sql.server.lockdown import DEFAULT_MEMORY_LIMIT
+from vcfzarr_sql.serve.pg import DEFAULT_HOST, DEFAULT_PORT, Limits, make_server
+from vcfzarr_sql.serve.pg.auth import PASSWORD_ENV, read_password
+from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT
 
 _LIMITS = Limits()
 #: Options that only the PostgreSQL protocol applies (Flight SQL has no client sessions).
@@ -71,7 +71,7 @@ def command(ctx: click.Context, host: str, port: int | None, protocol: str,
     vcfzarr-sql serve --protocol flight-sql --data-dir /data --tls-cert cert.pem --tls-key key.pem
     """
     logging.basicConfig(format="%(asctime)s vcfzarr-sql serve: %(message)s")
-    logging.getLogger("vcfzarr_sql.server").setLevel(logging.INFO)
+    logging.getLogger("vcfzarr_sql.serve.pg").setLevel(logging.INFO)
     common = dict(data_dirs=data_dirs or None, database=database, writable=writable,
                   memory_limit=memory_limit, password=read_password(password_file),
                   tls_cert=tls_cert, tls_key=tls_key, insecure=insecure)
@@ -98,7 +98,7 @@ def command(ctx: click.Context, host: str, port: int | None, protocol: str,
 
 def _serve_flight_sql(host: str, port: int | None, common: dict) -> None:
     try:
-        from vcfzarr_sql.flight import DEFAULT_FLIGHT_PORT, make_flight_server
+        from vcfzarr_sql.serve.flight import DEFAULT_FLIGHT_PORT, make_flight_server
     except ImportError as err:
         raise click.ClickException(
             f"Flight SQL needs the flight extra: pip install 'vcfzarr-sql[flight]' ({err})") from err

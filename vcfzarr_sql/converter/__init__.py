@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from vcfzarr_sql import __version__, spec
+from vcfzarr_sql import __version__
 from vcfzarr_sql.converter.arrays import Layout, build_arrays, header_deviations, whole_array
 from vcfzarr_sql.converter.encode import Piece, encode_variant_chunk
-from vcfzarr_sql.converter.inputs import STDIN, check_inputs, single_input
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, merged_header_text
+from vcfzarr_sql.converter.inputs import STDIN, check_inputs, single_input
 from vcfzarr_sql.converter.output import (
     WORK_SUFFIX,
     os_error,
@@ -41,6 +41,7 @@ from vcfzarr_sql.converter.stats import ColumnStats, merge_stats
 from vcfzarr_sql.converter.workers import WorkerPool
 from vcfzarr_sql.converter.zarr_v2 import write_group, write_whole
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError, VcfZarrWarning
+from vcfzarr_sql.format import spec
 
 __all__ = ["ConvertSummary", "convert"]
 
@@ -222,7 +223,7 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
         write_whole(store, array, values)
     # Read back: a variant chunk's genotypes are written by several workers, sample chunk by
     # sample chunk (zarr-python is imported here, as for a store converted with genotypes).
-    from vcfzarr_sql.store import write_genotype_counts
+    from vcfzarr_sql.converter.summaries import write_genotype_counts
 
     write_genotype_counts(store)
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 import numpy as np
 from numcodecs import Blosc
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter.header import FieldDef
 from vcfzarr_sql.converter.masks import mask_name
 from vcfzarr_sql.converter.stats import ColumnStats
 from vcfzarr_sql.errors import NotSupportedError
+from vcfzarr_sql.format import spec
 
 _INT_DTYPES = (np.int8, np.int16, np.int32, np.int64)
 

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.converter.header import FieldDef
 from vcfzarr_sql.converter.masks import mask_name, no_value_mask
+from vcfzarr_sql.format import spec
 
 BCF_INT32_MISSING = np.iinfo(np.int32).min
 BCF_INT32_VECTOR_END = BCF_INT32_MISSING + 1

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.converter.arrays import ArraySpec
 from vcfzarr_sql.converter.masks import implied_mask
 from vcfzarr_sql.converter.spill import read_block
 from vcfzarr_sql.converter.workers import add_progress
 from vcfzarr_sql.converter.zarr_v2 import fill_value, write_rows
-from vcfzarr_sql.region_index import chunk_region_index
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.region_index import chunk_region_index
 
 
 @dataclass(frozen=True)

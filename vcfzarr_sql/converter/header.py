@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from vcfzarr_sql import spec
+from vcfzarr_sql.format import spec
 
 
 @dataclass(frozen=True)

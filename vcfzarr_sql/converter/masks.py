@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vcfzarr_sql import spec
+from vcfzarr_sql.format import spec
 
 #: Column kind -> the sentinels a real value may equal.
 _SENTINELS = {"int": (spec.INT_MISSING, spec.INT_FILL), "str": (spec.STR_FILL,)}

@@ -24,9 +24,9 @@ import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.converter.inputs import STDIN
 from vcfzarr_sql.errors import OutputError
+from vcfzarr_sql.format import spec
 
 #: Suffixes of the hidden siblings of OUTPUT a conversion makes (``.NAME.<...><suffix>``).
 WORK_SUFFIX = ".tmp"

@@ -11,13 +11,13 @@ import itertools
 import json
 from pathlib import Path
 
-import numpy as np
 import numcodecs
+import numpy as np
 from numcodecs import VLenUTF8
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter.arrays import ArraySpec
+from vcfzarr_sql.format import spec
 
 _VLEN_UTF8 = VLenUTF8()
 

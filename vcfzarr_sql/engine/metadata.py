@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from vcfzarr_sql import spec
-from vcfzarr_sql.scan.schema import FORMAT_PREFIX, INFO_PREFIX, column_names
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.query.schema import FORMAT_PREFIX, INFO_PREFIX, column_names
 
 
 def samples_table(store: Any) -> pa.Table:

@@ -25,9 +25,9 @@ if TYPE_CHECKING:  # the store and scan modules are imported once a query needs 
 def open_relation(spec: ScanSpec, store: Any) -> Any:
     """A pyarrow Dataset (``vcf_zarr``, ``vcf_zarr_calls``) or an Arrow table (metadata, and
     ``vcf_zarr_sample_stats``, computed when registered)."""
+    from vcfzarr_sql.adapters import dataset
     from vcfzarr_sql.engine.metadata import METADATA_TABLES
-    from vcfzarr_sql.scan import dataset
-    from vcfzarr_sql.scan.sample_stats import sample_stats_table
+    from vcfzarr_sql.stats.sample_stats import sample_stats_table
 
     builder = METADATA_TABLES.get(spec.table)
     if builder is not None:

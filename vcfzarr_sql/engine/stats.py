@@ -14,7 +14,7 @@ def sum_stats(stats: Iterable[Mapping[str, float]]) -> dict[str, float]:
     >>> sum_stats([])["variant_chunks_read"]
     0
     """
-    from vcfzarr_sql.scan.stats import STATS_KEYS  # the scan's imports, only once one ran
+    from vcfzarr_sql.store.counting import STATS_KEYS  # the scan's imports, only once one ran
 
     total: dict[str, float] = dict.fromkeys(STATS_KEYS, 0)
     for one in stats:

@@ -3,24 +3,24 @@
 :func:`open_store` takes a local directory, a ``.zip`` file or an fsspec URL holding a Zarr v2
 or v3 store of VCF Zarr 0.2 to 0.5. The chunk path (:meth:`VczStore.read_chunk`) reads the
 stored bytes of a chunk and decodes them with numcodecs, without zarr-python.
-:func:`write_region_index` adds a ``region_index`` (and ``variant_length``) to a local store,
-:func:`write_genotype_counts` the stored genotype counts; they are imported on first use, since it needs zarr-python (slow to import) to write.
+:func:`write_region_index` adds a ``region_index`` (and ``variant_length``) to a local store;
+it is imported on first use, since it needs zarr-python (slow to import) to write.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from vcfzarr_sql.store import reopen as _reopen  # noqa: F401 (registers how a VczStore pickles)
 from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.metadata import ArrayInfo
 from vcfzarr_sql.store.vcz import VczStore, open_store
 
-__all__ = ["ArrayInfo", "FieldInfo", "VczStore", "open_store", "write_genotype_counts",
-           "write_region_index"]
+__all__ = ["ArrayInfo", "FieldInfo", "VczStore", "open_store", "write_region_index"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("write_region_index", "write_genotype_counts"):
+    if name == "write_region_index":
         from vcfzarr_sql.store import indexing
 
         return getattr(indexing, name)

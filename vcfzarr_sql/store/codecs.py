@@ -18,9 +18,8 @@ import numpy as np
 import pyarrow as pa
 from numcodecs.compat import ensure_contiguous_ndarray
 
-from vcfzarr_sql import memory
 from vcfzarr_sql.errors import NotSupportedError, StoreError
-from vcfzarr_sql.store import bounds, vlen_utf8
+from vcfzarr_sql.store import bounds, memory, vlen_utf8
 
 
 class ChunkCodec(Protocol):
@@ -78,7 +77,7 @@ def _as_array(buf: Any, dtype: np.dtype, name: str) -> np.ndarray:
 
 def _pooled_decompress(compressor: Any, raw: Any, dtype: np.dtype, size: int) -> np.ndarray | None:
     """``raw`` decompressed by the Blosc ``compressor`` into a buffer of Arrow's memory pool
-    (:mod:`vcfzarr_sql.memory`), as ``size`` values of ``dtype``; None when that does not
+    (:mod:`vcfzarr_sql.store.memory`), as ``size`` values of ``dtype``; None when that does not
     apply (another codec or size)."""
     if not isinstance(compressor, numcodecs.Blosc) or dtype == object or len(raw) < 16:
         return None

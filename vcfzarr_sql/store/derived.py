@@ -10,8 +10,8 @@ from typing import Protocol
 
 import numpy as np
 
-from vcfzarr_sql import spec
-from vcfzarr_sql.region_index import chunk_region_index
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.region_index import chunk_region_index
 
 #: The INFO field whose value sets a record's end.
 VARIANT_END = "variant_END"

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.errors import StoreError
+from vcfzarr_sql.format import spec
 from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField
 from vcfzarr_sql.store.metadata import ArrayInfo
 

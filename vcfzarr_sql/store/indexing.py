@@ -8,17 +8,31 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Callable
+from typing import Protocol
 
 import numcodecs
 import numpy as np
 import zarr
 import zarr.codecs
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.errors import StoreError
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import summaries as sc
+from vcfzarr_sql.format.summaries import CLASSES
 from vcfzarr_sql.store.derived import build_region_index
 from vcfzarr_sql.store.kvstore import is_url
-from vcfzarr_sql.store.vcz import open_store
+from vcfzarr_sql.store.vcz import VczStore, open_store
+
+
+class ChunkSummary(Protocol):
+    """The stored counts of one variant chunk, as blocks of the summary arrays."""
+
+    def block(self, name: str) -> np.ndarray: ...
+
+
+#: Computes the summary of variant chunk ``k`` from the store's genotype array.
+Summariser = Callable[[VczStore, str, int], ChunkSummary]
 
 _INT_DTYPES = (np.int8, np.int16, np.int32, np.int64)
 _LENGTH_DESCRIPTION = "The length of the variant measured in bases"
@@ -108,13 +122,11 @@ def _consolidate(location: str, zarr_format: int) -> None:
         zarr.consolidate_metadata(location, zarr_format=zarr_format)
 
 
-def write_genotype_counts(path: str | os.PathLike) -> bool:
-    """Write the stored genotype counts (:mod:`vcfzarr_sql.scan.stored_counts`, replacing
-    any) into the local directory store at ``path``, summarising one variant chunk at a time. Returns
-    False (and writes nothing) when the store has no genotypes."""
-    from vcfzarr_sql.scan import stored_counts as sc
-    from vcfzarr_sql.scan.sample_stats import CLASSES
-    from vcfzarr_sql.scan.summarise import summarise_chunk
+def write_genotype_counts(path: str | os.PathLike, summarise_chunk: Summariser) -> bool:
+    """Write the stored genotype counts (:mod:`vcfzarr_sql.format.summaries`, replacing any)
+    into the local directory store at ``path``, one variant chunk at a time as
+    ``summarise_chunk(store, genotype_array, chunk)`` computes them. Returns False (and writes
+    nothing) when the store has no genotypes."""
 
     location = _local_directory(os.fspath(path))
     with open_store(location) as store:

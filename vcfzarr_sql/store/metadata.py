@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.errors import NotSupportedError, StoreError
+from vcfzarr_sql.format import spec
 from vcfzarr_sql.store.codecs import ChunkCodec, v2_codec, v3_codec
 
 

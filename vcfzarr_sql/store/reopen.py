@@ -11,6 +11,7 @@ version.
 
 from __future__ import annotations
 
+import copyreg
 import json
 import os
 import threading
@@ -51,3 +52,10 @@ def reopen(path: str, storage_options: dict[str, Any] | None, token: tuple) -> V
     if store.version_token != token:
         raise StoreError(f"{path}: the store changed after the scan was planned; plan it again")
     return store
+
+
+def _reduce(store: VczStore) -> tuple:
+    return reopen, (store.path, store.storage_options, store.version_token)
+
+
+copyreg.pickle(VczStore, _reduce)

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.errors import StoreError, VcfZarrError
+from vcfzarr_sql.format import spec
 from vcfzarr_sql.store import derived
 from vcfzarr_sql.store.bounds import MAX_CHUNK_BYTES_VARIABLE, max_chunk_bytes
 from vcfzarr_sql.store.codecs import finished, trimmed_strings
@@ -124,7 +124,8 @@ class VczStore:
 
     Use :func:`open_store` to make one; ``with open_store(p) as store:`` closes it after use.
     A store pickles as (path, storage options, :attr:`version_token`): unpickling opens it
-    again in the receiving process (once per process, see :func:`reopen`) and raises
+    again in the receiving process (once per process: :mod:`vcfzarr_sql.store.reopen`, which
+    registers how it pickles) and raises
     StoreError if it is no longer the store that was pickled.
     """
 
@@ -481,11 +482,6 @@ class VczStore:
         if not self._kv.revalidates:
             return False
         return _digest(self._kv.get_many(self._root_keys)) == self._root_digest
-
-    def __reduce__(self) -> tuple:
-        from vcfzarr_sql.store.reopen import reopen
-
-        return reopen, (self.path, self.storage_options, self.version_token)
 
     # -- lifetime --------------------------------------------------------------------------
 

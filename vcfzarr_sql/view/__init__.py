@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.format import spec
 from vcfzarr_sql.view.header import header_text
 from vcfzarr_sql.view.output import OUTPUT_TYPES, open_output
 from vcfzarr_sql.view.records import RecordOptions, chunk_lines

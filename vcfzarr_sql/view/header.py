@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.errors import NotSupportedError
+from vcfzarr_sql.format import spec
 
 #: The lines bcftools adds when it recomputes INFO/AC and INFO/AN for a sample subset.
 COUNT_LINES = {

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vcfzarr_sql import spec
-from vcfzarr_sql.scan.blocks import BatchBlocks
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.view import values as vt
 

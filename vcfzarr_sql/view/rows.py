@@ -35,7 +35,7 @@ class ExpressionFilter:
         """Per record of variant chunk ``chunk``: whether it satisfies the expression."""
         import duckdb
 
-        from vcfzarr_sql.scan.decode import decode_variants
+        from vcfzarr_sql.query.decode import decode_variants
 
         batch = decode_variants(store, chunk, self.columns, self.samples)  # noqa: F841 (scanned)
         con = duckdb.connect()
@@ -47,7 +47,7 @@ class ExpressionFilter:
 
 
 def _schema_names(store) -> tuple[str, ...]:
-    from vcfzarr_sql.scan.schema import variants_schema
+    from vcfzarr_sql.query.schema import variants_schema
 
     return tuple(variants_schema(store).names)
 

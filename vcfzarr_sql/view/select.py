@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vcfzarr_sql import spec
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.scan.region import Region, parse_regions
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.query.region import Region, parse_regions
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vcfzarr_sql import spec
+from vcfzarr_sql.format import spec
 
 MISSING = "."
 

@@ -1,0 +1,128 @@
+"""Spark over VCF Zarr (vcfzarr_sql.spark, local[2]): the engine cases answer like bcftools and
+DuckDB; the same view queried with and without a filter, alternately, stays correct (the guard
+against Spark's reuse of stale pushed plans); projection by schema. One SparkSession for the
+module (starting one takes seconds)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+pytest.importorskip("pyspark", reason="the [spark] extra is not installed")
+
+import engine_cases  # noqa: E402
+from pyspark.sql import SparkSession  # noqa: E402
+from pyspark.sql.types import StructType  # noqa: E402
+
+import vcfzarr_sql  # noqa: E402
+import vcfzarr_sql.spark as vcf_spark  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers import this interpreter's packages
+    session = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    vcf_spark.register(session)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory, convert_once) -> dict[str, tuple[engine_cases.StoreCase, str]]:
+    sim = engine_cases.simulated(tmp_path_factory.mktemp("sim"))
+    return engine_cases.converted([engine_cases.SAMPLE, sim], convert_once)
+
+
+def _rows(spark, sql: str) -> list[tuple]:
+    return engine_cases.normalised([tuple(row) for row in spark.sql(sql).collect()])
+
+
+def _view(spark, case: engine_cases.Case, path: str):
+    """``t``: the case's table with the columns it uses (Spark does not prune a Python source's)."""
+    full = spark.read.format("vcf_zarr").option("table", case.table).load(path).schema
+    schema = StructType([full[c] for c in case.columns])
+    df = vcf_spark.read(spark, path, case.table, region=case.region, samples=case.samples, schema=schema)
+    df.createOrReplaceTempView("t")
+    return df
+
+
+def _assert_spark_answers_like_bcftools(spark, source: engine_cases.StoreCase, path: str) -> None:
+    """Every case of ``source`` gives bcftools' rows; a region's partitions are our scan tasks
+    of the same columns, which read exactly the chunks that may overlap it (Spark plans them in
+    a worker process, so they are counted through the partitions)."""
+    for case in engine_cases.cases(source):
+        df = _view(spark, case, path)
+        assert _rows(spark, case.sql) == engine_cases.normalised(case.expected(source.vcf)), case.id
+        if case.region is not None:
+            columns = list(dict.fromkeys([*case.columns, "pos"]))  # vcf_spark.read adds pos
+            tasks = vcfzarr_sql.scan_tasks(path, case.table, columns=columns, region=case.region,
+                                           samples=case.samples, min_tasks=spark.sparkContext.defaultParallelism)
+            assert df.rdd.getNumPartitions() == len(tasks), case.id
+            assert tasks.variant_chunks_read == engine_cases.region_chunks(source, case.region), case.id
+
+
+def test_spark_answers_like_bcftools_and_duckdb(spark, stores):
+    source, path = stores["msprime"]  # many variant and sample chunks
+    _assert_spark_answers_like_bcftools(spark, source, path)
+    with vcfzarr_sql.connect() as con:
+        for case in engine_cases.cases(source):
+            expected = engine_cases.normalised(case.expected(source.vcf))
+            assert engine_cases.normalised(con.sql(case.duckdb_sql(path)).fetchall()) == expected, case.id
+
+
+@pytest.mark.parametrize("source", engine_cases.corpus_params())
+def test_spark_answers_like_bcftools_over_every_corpus_store(spark, convert_once, source):
+    """(The DuckDB path's answers to the same cases: tests/adapters/test_scan_tasks.py.)"""
+    _assert_spark_answers_like_bcftools(spark, source, engine_cases.converted_corpus_store(source, convert_once))
+
+
+def test_one_view_queried_with_and_without_a_filter_alternately(spark, stores):
+    source, path = stores["msprime"]
+    records = engine_cases.oracle.records(source.vcf)
+    in_region = sum(1 for r in records if r.chrom == "2" and r.pos < 6000)
+    narrow = "contig STRING, pos LONG"
+    vcf_spark.read(spark, path, schema=narrow).createOrReplaceTempView("guarded")
+    spark.read.format("vcf_zarr").schema(narrow).load(path).createOrReplaceTempView("plain")
+    for view, rounds in (("guarded", 2), ("plain", 1)):  # plain: no pushdown, every query reads all
+        for _ in range(rounds):
+            assert _rows(spark, f"SELECT count(*) FROM {view} WHERE contig = '2' AND pos < 6000") == [(in_region,)], view
+            assert _rows(spark, f"SELECT count(*) FROM {view}") == [(len(records),)], view
+
+
+def test_pushed_filters_prune_partitions(spark, stores):
+    source, path = stores["msprime"]
+    df = vcf_spark.read(spark, path, schema="contig STRING, pos LONG", target_bytes="100")
+    everything = df.rdd.getNumPartitions()
+    pruned = df.where("contig = '2' AND pos < 6000").rdd.getNumPartitions()
+    assert 1 <= pruned < everything
+
+
+def test_projection_by_schema_and_calls_options(spark, stores):
+    source, path = stores["sample"]
+    samples = engine_cases.oracle.header(source.vcf).samples[:2]
+    df = (
+        spark.read.format("vcf_zarr").option("table", "calls").option("region", "20")
+        .option("samples", ",".join(samples)).schema("sample_id STRING, pos LONG").load(path)
+    )
+    rows = sorted(tuple(r) for r in df.collect())
+    expected = sorted((s, r.pos) for r in engine_cases.oracle.records(source.vcf, region="20") for s in samples)
+    assert rows == expected
+    with pytest.raises(Exception, match="no column named 'nope'"):
+        spark.read.format("vcf_zarr").schema("nope LONG").load(path).collect()
+
+
+def test_read_with_a_schema_without_pos(spark, stores):
+    source, path = stores["sample"]
+    df = vcf_spark.read(spark, path, "calls", region="20", schema="sample_id STRING")
+    assert df.columns == ["sample_id"]
+    expected = len(engine_cases.oracle.records(source.vcf, region="20")) * len(engine_cases.oracle.header(source.vcf).samples)
+    assert df.count() == expected

@@ -1,0 +1,167 @@
+"""``serve --protocol flight-sql`` under attack: what errors tell clients, password guessing,
+bearer tokens, and statements left open (pyarrow.flight as the client)."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+pytest.importorskip("google.protobuf")
+flight = pytest.importorskip("pyarrow.flight")
+
+from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql  # noqa: E402 (the flight extra)
+from vcfzarr_sql.serve.flight import FlightSqlServer, make_flight_server  # noqa: E402
+from vcfzarr_sql.serve.flight.auth import PasswordAuth, Tokens  # noqa: E402
+from vcfzarr_sql.serve.flight.server import MAX_STATEMENTS_PER_CLIENT, pack, unpack  # noqa: E402
+
+PASSWORD = "correct horse battery staple"
+
+Serve = Callable[..., tuple[FlightSqlServer, flight.FlightClient]]
+
+
+@pytest.fixture()
+def flight_serving() -> Iterator[Serve]:
+    """Starts Flight SQL servers on free ports (each with a client), shut down at the end."""
+    servers = []
+
+    def start(**kwargs) -> tuple[FlightSqlServer, flight.FlightClient]:
+        server = make_flight_server("127.0.0.1", 0, **kwargs)
+        threading.Thread(target=server.serve, daemon=True).start()
+        servers.append(server)
+        return server, flight.FlightClient(f"grpc://127.0.0.1:{server.port}")
+
+    yield start
+    for server in servers:
+        server.shutdown()
+
+
+def _basic(user: bytes, password: bytes) -> tuple[bytes, bytes]:
+    return b"authorization", b"Basic " + base64.b64encode(user + b":" + password)
+
+
+def _logged_in(client: flight.FlightClient) -> flight.FlightCallOptions:
+    return flight.FlightCallOptions(headers=[client.authenticate_basic_token(b"me", PASSWORD.encode())])
+
+
+def _query(query: str) -> flight.FlightDescriptor:
+    return flight.FlightDescriptor.for_command(pack(sql.CommandStatementQuery(query=query)))
+
+
+def _prepare(client: flight.FlightClient, options: flight.FlightCallOptions) -> bytes:
+    """A new prepared statement's handle."""
+    body = pack(sql.ActionCreatePreparedStatementRequest(query="SELECT 1"))
+    [result] = client.do_action(flight.Action("CreatePreparedStatement", body), options)
+    return unpack(result.body.to_pybytes()).prepared_statement_handle
+
+
+def _close(client: flight.FlightClient, options: flight.FlightCallOptions, handle: bytes) -> None:
+    body = pack(sql.ActionClosePreparedStatementRequest(prepared_statement_handle=handle))
+    list(client.do_action(flight.Action("ClosePreparedStatement", body), options))
+
+
+def _one_line(error: Exception) -> str:
+    message = str(error)
+    assert "Traceback" not in message and '.py"' not in message and "\n" not in message.strip(), message
+    return message
+
+
+def test_errors_are_one_line_without_traceback(flight_serving, tmp_path) -> None:
+    server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD)
+    with pytest.raises(flight.FlightUnauthenticatedError) as raised:  # before login: not UTF-8
+        client.list_actions(options=flight.FlightCallOptions(headers=[_basic(b"\xff", b"x")]))
+    assert "password authentication failed" in _one_line(raised.value)
+    with pytest.raises(flight.FlightUnauthorizedError) as raised:
+        client.get_flight_info(_query("SELECT * FROM vcf_zarr('/etc')"), _logged_in(client))
+    assert "not under a served data directory (SQLSTATE 42501)" in _one_line(raised.value)
+    with pytest.raises(flight.FlightServerError) as raised:
+        client.get_flight_info(_query("SELEC 1"), _logged_in(client))
+    assert "(SQLSTATE 42601)" in _one_line(raised.value)
+    with pytest.raises(Exception) as raised:  # pyarrow 26 sends it as a Python error, traceback too
+        client.get_schema(_query("SELECT * FROM vcf_zarr('/etc')"), _logged_in(client))
+    assert "(SQLSTATE 42501)" in str(raised.value) and "server.py" not in str(raised.value)
+
+
+def test_unexpected_errors_are_logged_not_sent(flight_serving, tmp_path, monkeypatch, caplog) -> None:
+    server, client = flight_serving(data_dirs=[tmp_path])
+
+    def broken(command: object) -> None:
+        raise KeyError("/home/server/secret/path")
+
+    monkeypatch.setattr(server, "_catalog_table", broken)
+    with caplog.at_level(logging.ERROR, logger="vcfzarr_sql.serve.flight"), \
+            pytest.raises(flight.FlightInternalError) as raised:
+        client.get_flight_info(flight.FlightDescriptor.for_command(pack(sql.CommandGetCatalogs())))
+    assert "internal error" in _one_line(raised.value) and "secret" not in str(raised.value)
+    assert "/home/server/secret/path" in caplog.text
+
+
+def test_failed_logins_are_slowed_and_logged(flight_serving, tmp_path, caplog) -> None:
+    server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="vcfzarr_sql.serve.flight"):
+        for attempt in range(5):
+            with pytest.raises(flight.FlightUnauthenticatedError):
+                client.list_actions(options=flight.FlightCallOptions(
+                    headers=[_basic(b"me", f"guess{attempt}".encode())]))
+    # as the PostgreSQL server: waits of 0.5, 1, 2, 4 s between these (docs/security.md)
+    assert time.monotonic() - started > 7
+    assert caplog.text.count('failed Flight SQL login for user "me": wrong password') == 5
+
+
+def test_tokens_expire_and_are_bounded() -> None:
+    tokens = Tokens(idle_timeout=0.2, limit=2)
+    first, second, third = (tokens.issue(user) for user in ("ann", "bob", "cy"))
+    assert (tokens.user(first), tokens.user(second), tokens.user(third)) == (None, "bob", "cy")
+    time.sleep(0.1)
+    assert tokens.user(second) == "bob"  # a use keeps it alive
+    time.sleep(0.15)
+    assert (tokens.user(second), tokens.user(third)) == ("bob", None)
+
+
+def test_without_a_password_logins_keep_no_token() -> None:
+    auth, basic = PasswordAuth(None), "Basic " + base64.b64encode(b"me:anything").decode()
+    replies = {auth.start_call(None, {"authorization": [basic]}).sending_headers()["authorization"]
+               for _ in range(3)}
+    assert replies == {"Bearer unchecked"}  # what clients expect back, the same for every login
+
+
+def test_open_statements_are_bounded_per_client(flight_serving, tmp_path) -> None:
+    server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD)
+    mallory, alice = _logged_in(client), _logged_in(client)
+    handles = [_prepare(client, mallory) for _ in range(MAX_STATEMENTS_PER_CLIENT)]
+    with pytest.raises(flight.FlightServerError, match="too many open statements"):
+        _prepare(client, mallory)
+    with pytest.raises(flight.FlightServerError, match="too many open statements"):
+        client.get_flight_info(_query("SELECT 1"), mallory)  # a query never fetched counts too
+    assert _prepare(client, alice)  # another client is not held back
+    _close(client, mallory, handles.pop())
+    assert _prepare(client, mallory)  # closing freed its place
+
+
+def test_failed_queries_leave_no_statement_open(flight_serving, tmp_path) -> None:
+    """A query that fails when it starts has no ticket to fetch it: it takes no place."""
+    server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD)
+    bob = _logged_in(client)
+    for _ in range(MAX_STATEMENTS_PER_CLIENT + 1):
+        with pytest.raises(flight.FlightError, match="no_such_table"):
+            client.get_flight_info(_query("SELECT * FROM no_such_table"), bob)
+    info = client.get_flight_info(_query("SELECT 42 AS answer"), bob)
+    assert client.do_get(info.endpoints[0].ticket, bob).read_all().to_pylist() == [{"answer": 42}]
+
+
+def test_idle_statements_are_closed(flight_serving, tmp_path, monkeypatch) -> None:
+    server, client = flight_serving(data_dirs=[tmp_path])
+    options = flight.FlightCallOptions()
+    first = _prepare(client, options)
+    for _ in range(MAX_STATEMENTS_PER_CLIENT - 1):
+        _prepare(client, options)
+    monkeypatch.setattr(server._statements, "idle_timeout", 0.0)
+    assert _prepare(client, options)  # the others were idle: closed to make room
+    with pytest.raises(flight.FlightServerError, match="unknown or closed statement"):
+        client.get_flight_info(flight.FlightDescriptor.for_command(
+            pack(sql.CommandPreparedStatementQuery(prepared_statement_handle=first))), options)

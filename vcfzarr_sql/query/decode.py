@@ -1,0 +1,376 @@
+"""Decode one chunk of a VCF Zarr store into an Arrow record batch of the requested columns.
+
+``decode_variants`` gives the ``variants`` rows of a variant chunk; ``decode_calls`` the
+``calls`` rows of a (variant chunk, sample chunk) pair, variant-major (all samples of the
+first record, then the next record). Only the arrays the requested columns need are read,
+each once. The batch has exactly the types of :mod:`vcfzarr_sql.query.schema` (the VCF
+definitions in its field metadata stay on the dataset's schema, not on every batch).
+
+What the values mean (bcftools' view of the record):
+
+* ``contig`` is the contig name; ``pos`` the 1-based POS; ``end`` = POS + rlen - 1.
+* ``id`` is NULL for ``.``; ``qual`` is NULL for ``.``; ``alt`` is empty for ``.`` (no ALT);
+  ``filters`` lists the FILTER names set, NULL for ``.`` (no filter applied).
+* INFO/FORMAT Number=1 values are scalars, NULL when missing (``.``) or absent. Other
+  Numbers are lists: padding is trimmed, missing elements are NULL elements (``1,.`` is
+  ``[1, NULL]``), and a list with no present element is NULL (``.``, ``.,.`` or absent: the
+  store cannot tell these apart). Flags are ``true``/``false``, never NULL.
+* ``fmt_GT`` is the list of allele indexes; a missing allele is a NULL element (``./.`` is
+  ``[NULL, NULL]``, ``./1`` is ``[NULL, 1]``); mixed-ploidy padding is trimmed (haploid ``0``
+  is ``[0]``); ``.`` (one missing allele) is NULL. ``fmt_GT_phased`` is the stored phasing
+  (false when the store has none). ``fmt_GT_<k>`` is ``fmt_GT[k]`` as a plain integer.
+
+``source`` is a store (:class:`vcfzarr_sql.store.VczStore`) or anything with its metadata
+attributes, ``read_chunk``, ``array_info``, ``has_array`` and ``variant_length``; string
+arrays whose codec decodes straight to Arrow are read with its ``read_chunk_strings``.
+
+>>> import vcfzarr_sql
+>>> store = vcfzarr_sql.open_store("sample.zarr")                          # doctest: +SKIP
+>>> decode_variants(store, 0, ["contig", "pos", "fmt_GT"]).num_rows       # doctest: +SKIP
+5
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from vcfzarr_sql.errors import QueryError, StoreError
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.query import arrays, genotype_stats, schema
+from vcfzarr_sql.query.stored_counts import stored_counts, stored_hwe, stored_num_alleles
+from vcfzarr_sql.store.blocks import BatchBlocks
+
+
+def decode_variants(
+    source: Any,
+    chunk_index: int,
+    columns: Sequence[str],
+    samples: np.ndarray | None = None,
+    chunk_count: int = 1,
+) -> pa.RecordBatch:
+    """The ``variants`` rows of variant chunk ``chunk_index`` (and the next ``chunk_count - 1``
+    chunks), with ``columns`` in that order.
+
+    ``samples`` are the sorted indexes of the samples the ``fmt_`` lists cover (None: all).
+    """
+    blocks = _Blocks(source, chunk_index, samples, chunk_count)
+    rows = _rows(source, blocks.chunks)
+    summaries = _summaries(blocks)
+    out = []
+    for name in columns:
+        if name.startswith(schema.FORMAT_PREFIX):
+            out.append(arrays.fixed_lists(_call_array(blocks, name), rows, blocks.num_samples))
+        elif name in genotype_stats.COLUMNS:
+            out.append(summaries.column(name))
+        else:
+            out.append(_variant_array(blocks, name))
+    return _batch(columns, out, rows)
+
+
+def decode_calls(
+    source: Any,
+    chunk_index: int,
+    sample_chunk_index: int,
+    columns: Sequence[str],
+    samples: np.ndarray | None = None,
+) -> pa.RecordBatch:
+    """The ``calls`` rows of variant chunk ``chunk_index`` and sample chunk
+    ``sample_chunk_index``, with ``columns`` in that order.
+
+    ``samples`` are the sorted indexes of the samples to keep (None: all); those outside the
+    sample chunk are ignored.
+    """
+    lo = sample_chunk_index * source.samples_chunk_size
+    hi = min(lo + source.samples_chunk_size, source.num_samples)
+    in_chunk = np.arange(lo, hi) if samples is None else _within(np.asarray(samples), lo, hi)
+    blocks = _Blocks(source, chunk_index, in_chunk)
+    rows = _rows(source, blocks.chunks)
+    out = []
+    for name in columns:
+        if name == schema.SAMPLE_ID:
+            out.append(_sample_ids(source, in_chunk, rows))
+        elif name.startswith(schema.FORMAT_PREFIX):
+            out.append(_call_array(blocks, name))
+        else:
+            out.append(arrays.repeat_rows(_variant_array(blocks, name), len(in_chunk)))
+    return _batch(columns, out, rows * len(in_chunk))
+
+
+class _Blocks(BatchBlocks):
+    """The blocks of one batch; string blocks (:meth:`values`) as Arrow where the codec can."""
+
+    def __init__(
+        self, source: Any, chunk_index: int, samples: np.ndarray | None, chunk_count: int = 1
+    ):
+        super().__init__(source, chunk_index, samples, chunk_count)
+        self._strings: dict[str, arrays.StringBlock] = {}
+        self._string_chunks: _StringChunks | None = None
+        self._positions: BatchBlocks | None = None
+
+    def values(self, name: str) -> np.ndarray | arrays.StringBlock:
+        """The block of array ``name``: numpy, or a StringBlock for strings (read once)."""
+        info = self.source.array_info(name)
+        if info.dtype.kind not in "OUS":
+            return self.read(name)
+        block = self._strings.get(name)
+        if block is None:
+            block = self._strings[name] = self._string_block(name, info.codec.arrow_strings)
+        return block
+
+    def _string_block(self, name: str, arrow_strings: bool) -> arrays.StringBlock:
+        if not arrow_strings:
+            return arrays.StringBlock.of(self.read(name))
+        if self._positions is None:
+            self._string_chunks = _StringChunks(self.source)
+            self._positions = BatchBlocks(
+                self._string_chunks, self.chunk_index, self.samples, len(self.chunks)
+            )
+        positions = self._positions.read(name)
+        return arrays.StringBlock(self._string_chunks.strings(name), positions)
+
+
+class _StringChunks:
+    """``source`` with the chunks of string arrays read as Arrow: ``read_chunk`` gives the
+    positions of a chunk's strings in ``strings(name)``, so that :class:`BatchBlocks` over
+    it assembles a block's positions exactly as it assembles values (chunks joined, samples
+    taken)."""
+
+    def __init__(self, source: Any):
+        self.source = source
+        self._chunks: dict[str, list[pa.Array]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.source, name)
+
+    def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
+        strings = self.source.read_chunk_strings(name, chunk)
+        chunks = self._chunks.setdefault(name, [])
+        start = sum(len(c) for c in chunks)
+        chunks.append(strings)
+        shape = tuple(s.stop for s in self.source.array_info(name).chunk_bounds(chunk))
+        return np.arange(start, start + len(strings)).reshape(shape)
+
+    def strings(self, name: str) -> pa.Array:
+        """The strings of every chunk of ``name`` read so far, in reading order."""
+        chunks = self._chunks[name]
+        if len(chunks) > 1:
+            self._chunks[name] = chunks = [pa.concat_arrays(chunks)]
+        return chunks[0]
+
+
+def _within(samples: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    return samples[(samples >= lo) & (samples < hi)]
+
+
+def _rows(source: Any, chunks: range) -> int:
+    """Records in variant chunks ``chunks``."""
+    start = chunks.start * source.variants_chunk_size
+    return max(0, min(len(chunks) * source.variants_chunk_size, source.num_variants - start))
+
+
+def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordBatch:
+    """The batch of ``out``; its types are the schema's (field metadata is the dataset's)."""
+    if not columns:
+        return arrays.rows_only(rows)
+    return pa.RecordBatch.from_arrays(out, names=list(columns))
+
+
+# Variant columns: one value per record.
+
+
+def _contig_ids(blocks: _Blocks) -> np.ndarray:
+    """The contig of each record of the batch: from the region index for a chunk it gives one
+    contig and all the chunk's records (the usual chunk), else decoded."""
+    index = blocks.source.region_index
+    bounds = np.searchsorted(index[:, spec.RI_CHUNK], np.arange(blocks.chunks.start, blocks.chunks.stop + 1))
+    parts = []
+    for c, lo, hi in zip(blocks.chunks, bounds[:-1].tolist(), bounds[1:].tolist()):
+        records = _rows(blocks.source, range(c, c + 1))
+        if hi - lo == 1 and index[lo, spec.RI_COUNT] == records:
+            parts.append(np.full(records, index[lo, spec.RI_CONTIG]))
+        else:
+            parts.append(blocks.source.read_chunk(spec.VARIANT_CONTIG, (c,)))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _contig(blocks: _Blocks) -> pa.Array:
+    ids = _contig_ids(blocks)
+    contigs = blocks.source.contigs
+    lo, hi = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
+    if len(ids) and not 0 <= lo <= hi < len(contigs):
+        raise StoreError(f"{blocks.source.path}: variant_contig in variant chunks "
+                         f"{blocks.chunks.start}-{blocks.chunks.stop - 1} names a contig the store "
+                         f"does not have (of {len(contigs)})")
+    if len(ids) and lo == hi:  # the usual chunk: one contig
+        used, indices = ids[:1], np.zeros(len(ids), dtype=np.int32)
+    else:
+        used, indices = np.unique(ids, return_inverse=True)
+    names = [contigs[i] for i in used.tolist()]
+    return arrays.dictionary_array(indices, pa.array(names, type=pa.string()))
+
+
+def _positions(blocks: _Blocks) -> np.ndarray:
+    return blocks.read(spec.VARIANT_POSITION).astype(np.int64)
+
+
+def _pos(blocks: _Blocks) -> pa.Array:
+    return pa.array(_positions(blocks))
+
+
+def _end(blocks: _Blocks) -> pa.Array:
+    lengths = [blocks.source.variant_length(c) for c in blocks.chunks]
+    length = np.concatenate(lengths).astype(np.int64, copy=False)
+    return pa.array(_positions(blocks) + length - 1)
+
+
+def _id(blocks: _Blocks) -> pa.Array:
+    return arrays.scalar_array(blocks.values(spec.VARIANT_ID), pa.string())
+
+
+def _ref(blocks: _Blocks) -> pa.Array:
+    return arrays.scalar_array(blocks.values(spec.VARIANT_ALLELE)[:, 0], pa.string())
+
+
+def _alt(blocks: _Blocks) -> pa.Array:
+    alts = blocks.values(spec.VARIANT_ALLELE)[:, 1:]
+    return arrays.list_array(alts, pa.string(), arrays.NEVER_NULL)
+
+
+def _qual(blocks: _Blocks) -> pa.Array:
+    return arrays.scalar_array(blocks.read(spec.VARIANT_QUALITY), pa.float32())
+
+
+def _filters(blocks: _Blocks) -> pa.Array:
+    applied = blocks.read(spec.VARIANT_FILTER)
+    which = np.nonzero(applied)[1]
+    names = np.asarray(blocks.source.filters, dtype=object)[which]
+    lengths = applied.sum(axis=1)
+    return arrays.lists_array(pa.array(names, type=pa.string()), lengths, lengths > 0)
+
+
+_FIXED: dict[str, Callable[[_Blocks], pa.Array]] = {
+    "contig": _contig,
+    "pos": _pos,
+    "end": _end,
+    "id": _id,
+    "ref": _ref,
+    "alt": _alt,
+    "qual": _qual,
+    "filters": _filters,
+}
+
+
+def _variant_array(blocks: _Blocks, name: str) -> pa.Array:
+    build = _FIXED.get(name)
+    if build is not None:
+        return build(blocks)
+    field = _field(blocks.source.info_fields, name, schema.INFO_PREFIX)
+    return _field_values(blocks, field, cell_axes=1)
+
+
+# FORMAT columns: one value per call, variant-major.
+
+
+def _call_array(blocks: _Blocks, name: str) -> pa.Array:
+    fields = blocks.source.format_fields
+    derived = schema.genotype_columns(fields)
+    if name in derived:
+        allele = derived[name]
+        if allele is None:
+            return _phased(blocks)
+        gt = fields[schema.GT]
+        return arrays.allele_array(_genotypes(blocks, gt), allele, schema.value_type(gt))
+    field = _field(fields, name, schema.FORMAT_PREFIX)
+    if field.name == schema.GT:
+        return arrays.genotype_array(_genotypes(blocks, field), schema.value_type(field))
+    return _field_values(blocks, field, cell_axes=2)
+
+
+def _genotypes(blocks: _Blocks, gt: Any) -> np.ndarray:
+    """The batch's genotypes, one row of alleles per call (shape (calls, ploidy))."""
+    values = blocks.values(gt.array)
+    return values.reshape(-1, values.shape[-1])
+
+
+def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
+    """The ``gt_`` columns of the batch: from the counts stored in the store when it has them
+    and the batch covers all samples, else from its genotypes, when first asked for."""
+    fields = blocks.source.format_fields
+    stored: list[genotype_stats.GenotypeCounts | None] = []
+
+    def stored_or_none() -> genotype_stats.GenotypeCounts | None:
+        if not stored:
+            stored.append(stored_counts(blocks))
+        return stored[0]
+
+    def num_alleles() -> np.ndarray:
+        found = stored_num_alleles(blocks)
+        if found is not None:
+            return found
+        alleles = blocks.values(spec.VARIANT_ALLELE)
+        return alleles.shape[1] - alleles.fill.sum(axis=1)
+
+    def genotypes() -> np.ndarray:
+        if schema.GT not in fields:
+            raise QueryError("the gt_ columns need genotypes (FORMAT/GT); the store has none")
+        return blocks.values(fields[schema.GT].array)
+
+    def counts(width: int) -> genotype_stats.AlleleCounts:
+        found = stored_or_none()
+        return genotype_stats.allele_counts(genotypes(), width) if found is None else found.alleles
+
+    def missing() -> np.ndarray:
+        found = stored_or_none()
+        if found is not None:
+            return found.missing
+        phased = (blocks.read(spec.CALL_GENOTYPE_PHASED)
+                  if blocks.source.has_array(spec.CALL_GENOTYPE_PHASED) else None)
+        return genotype_stats.missing_calls(genotypes(), phased)
+
+    def hwe() -> np.ndarray | None:
+        return None if stored_or_none() is None else stored_hwe(blocks)
+
+    return genotype_stats.ChunkSummaries(num_alleles, counts, missing, blocks.num_samples, hwe)
+
+
+def _phased(blocks: _Blocks) -> pa.Array:
+    if blocks.source.has_array(spec.CALL_GENOTYPE_PHASED):
+        phased = blocks.read(spec.CALL_GENOTYPE_PHASED).reshape(-1)
+    else:
+        rows = _rows(blocks.source, blocks.chunks)
+        phased = np.zeros(rows * blocks.num_samples, dtype=bool)
+    return arrays.scalar_array(phased, pa.bool_())
+
+
+def _sample_ids(source: Any, samples: np.ndarray, rows: int) -> pa.Array:
+    names = pa.array(np.asarray(source.samples, dtype=object)[samples], type=pa.string())
+    return arrays.tiled_dictionary(names, rows)
+
+
+# INFO and FORMAT fields.
+
+
+def _field(fields: dict[str, Any], column: str, prefix: str) -> Any:
+    name = schema.field_of_column(fields, prefix, column)
+    if name is None:
+        raise QueryError(f"unknown column {column!r}")
+    return fields[name]
+
+
+def _field_values(blocks: _Blocks, field: Any, *, cell_axes: int) -> pa.Array:
+    """One value per cell (record for INFO, call for FORMAT) of ``field``, as Arrow (its
+    mask array, when the store has one, says which elements hold no value)."""
+    values = blocks.values(field.array)
+    cells = int(np.prod(values.shape[:cell_axes]))
+    shape = (cells, int(np.prod(values.shape[cell_axes:])))
+    values = values.reshape(*shape)
+    mask = getattr(field, "mask", None)
+    no_value = None if mask is None else blocks.read(mask).reshape(shape)
+    type_ = schema.value_type(field)
+    if schema.is_scalar(field):
+        return arrays.scalar_array(values[:, 0], type_, None if no_value is None else no_value[:, 0])
+    return arrays.list_array(values, type_, no_value=no_value)

@@ -1,0 +1,77 @@
+"""Run scan tasks a few ahead of the consumer in a small thread pool, yielding results in order.
+
+numcodecs releases the GIL while it decompresses, so decoding the next chunks overlaps
+DuckDB's work on the current batch. The pool is shared by all scans and started once (a
+thread start costs up to ~0.1 s while DuckDB holds the GIL); its size is fixed, so scans never
+add threads. A process forked from one that scanned (a Spark or multiprocessing worker) starts
+its own pool: the parent's threads do not exist in the child. Each scan keeps at most ``depth`` tasks queued or running; when the consumer
+stops early (a LIMIT: the reader is closed or dropped), its pending tasks are cancelled and its
+running ones waited for before the generator returns. A scan of one task, or with ``depth``
+0, runs inline.
+
+>>> list(prefetched(lambda x: x * x, range(5)))
+[0, 1, 4, 9, 16]
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sized
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Decode threads: 2 to 4, by the machine's cores.
+THREADS = min(4, max(2, os.cpu_count() or 2))
+#: Tasks a scan keeps queued or running.
+PREFETCH_DEPTH = 2 * THREADS
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="vcfzarr-scan")
+        return _pool
+
+
+def _forget_pool_after_fork() -> None:
+    """In a forked child: drop the parent's pool (its threads were not copied) and lock."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
+def prefetched(
+    work: Callable[[T], R], items: Iterable[T], *, depth: int = PREFETCH_DEPTH
+) -> Iterator[R]:
+    """``work(item)`` for each item, in order, computed up to ``depth`` items ahead (items
+    taken from ``items`` as they are submitted)."""
+    if depth == 0 or (isinstance(items, Sized) and len(items) <= 1):
+        yield from map(work, items)
+        return
+    remaining = iter(items)
+    executor = _shared_pool()
+    pending: deque[Future[R]] = deque()
+    try:
+        for item in itertools.islice(remaining, depth):
+            pending.append(executor.submit(work, item))
+        while pending:
+            result = pending.popleft().result()
+            for item in itertools.islice(remaining, 1):
+                pending.append(executor.submit(work, item))
+            yield result
+    finally:
+        for future in pending:
+            future.cancel()
+        wait(pending)

@@ -1,0 +1,464 @@
+"""An Arrow Flight SQL server over vcfzarr-sql's DuckDB sessions: results leave as Arrow record
+batches, straight from DuckDB's Arrow reader.
+
+Every statement runs on its own connection (a locked-down session of
+:class:`~vcfzarr_sql.serve.pg.lockdown.LockedDatabase`), so clients and their statements never
+wait on each other and one can be cancelled alone; tables and views created by one statement
+are there for the next only in a shared writable database (``--database FILE --writable``).
+
+Flight SQL messages are protobufs (``google.protobuf.Any`` around the Flight SQL commands) read
+and written with the classes ``protoc`` generated from Apache Arrow's ``FlightSql.proto``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import duckdb
+import pyarrow as pa
+import pyarrow.flight as flight
+from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError, Message
+
+import vcfzarr_sql
+from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.serve.flight import Flight_pb2, catalog
+from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql
+from vcfzarr_sql.serve.flight.auth import HandshakeAccepted, PasswordAuth, client_of
+from vcfzarr_sql.serve.flight.errors import answered, answering
+from vcfzarr_sql.serve.pg.lockdown import LockedDatabase
+
+__all__ = ["FlightSqlServer", "pack", "unpack"]
+
+log = logging.getLogger("vcfzarr_sql.serve.flight")
+
+#: Rows per Arrow record batch streamed to the client.
+BATCH_ROWS = 1 << 16
+
+#: Statements (prepared, or queries not yet fetched) one client may have open at once.
+MAX_STATEMENTS_PER_CLIENT = 32
+#: A statement unused for this long is closed (the PostgreSQL server's idle timeout).
+STATEMENT_IDLE_TIMEOUT = 3600.0
+
+#: Statement types that return rows (anything else is an update, run when it is executed).
+_QUERIES = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "SHOW", "RELATION"}
+
+
+def pack(message: Message) -> bytes:
+    """``message`` wrapped in ``google.protobuf.Any``, as Flight SQL sends commands.
+
+    >>> unpack(pack(sql.CommandStatementQuery(query="SELECT 1"))).query
+    'SELECT 1'
+    """
+    wrapped = any_pb2.Any()
+    wrapped.Pack(message)
+    return wrapped.SerializeToString()
+
+
+def unpack(data: bytes) -> Message:
+    """The Flight SQL command inside a serialized ``Any``."""
+    wrapped = any_pb2.Any()
+    try:
+        wrapped.ParseFromString(data)
+        name = wrapped.TypeName().rpartition(".")[2]
+        message_type = getattr(sql, name, None)
+        if message_type is None or not wrapped.TypeName().startswith("arrow.flight.protocol.sql."):
+            raise flight.FlightServerError(f"unsupported Flight SQL command {wrapped.TypeName()!r}")
+        message = message_type()
+        wrapped.Unpack(message)
+    except DecodeError:
+        raise flight.FlightServerError("malformed Flight SQL command") from None
+    return message
+
+
+@dataclass
+class _Statement:
+    """A statement (prepared or not) on its own connection, of ``client`` (see
+    :func:`~vcfzarr_sql.serve.flight.auth.client_of`); ``parameters``: rows bound by DoPut."""
+
+    query: str
+    con: Connection
+    kind: str  # DuckDB's statement type
+    client: str
+    parameters: list[list[object]] = field(default_factory=lambda: [[]])
+    reader: pa.RecordBatchReader | None = None
+    busy: bool = False  # running or streaming: closing interrupts it and waits for its end
+    closed: bool = False
+    used: float = field(default_factory=time.monotonic)  # when a call last named it
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def is_query(self) -> bool:
+        return self.kind in _QUERIES
+
+    def run(self) -> pa.RecordBatchReader:
+        """Run it with its first parameter row: its rows (an empty reader for an update)."""
+        if len(self.parameters) > 1 and self.is_query:
+            raise flight.FlightServerError("a query takes one row of parameters; bind one row")
+        relation = self.con.sql(self.query, params=self.parameters[0] or None)
+        if relation is None:
+            return pa.RecordBatchReader.from_batches(pa.schema([]), [])
+        return relation.to_arrow_reader(BATCH_ROWS)
+
+    def schema(self) -> pa.Schema:
+        """The schema of its rows, without running it (parameters NULL when none are bound)."""
+        if not self.is_query:
+            return pa.schema([])
+        if self.kind != "SELECT":  # PRAGMA, SHOW...: cheap, and not a subquery
+            with self.run() as reader:
+                return reader.schema
+        count = len(self.con.duckdb_connection.extract_statements(self.query)[0].named_parameters)
+        bound = self.parameters[0] or [None] * count
+        return self.con.sql(f"SELECT * FROM ({self.query}) LIMIT 0", params=bound or None) \
+            .to_arrow_table().schema
+
+    def close(self) -> None:
+        """Free its connection (now, or when the stream reading it ends)."""
+        with self.lock:
+            self.closed = True
+            if self.busy:
+                self.con.duckdb_connection.interrupt()
+                return
+        if self.reader is not None:
+            self.reader.close()
+        self.con.close()
+
+
+class _Statements:
+    """Open statements by handle: at most ``limit`` per client, each closed once unused for
+    ``idle_timeout`` seconds (unless it is running)."""
+
+    def __init__(self, limit: int = MAX_STATEMENTS_PER_CLIENT,
+                 idle_timeout: float = STATEMENT_IDLE_TIMEOUT):
+        self.limit = limit
+        self.idle_timeout = idle_timeout
+        self._open: dict[bytes, _Statement] = {}
+        self._lock = threading.Lock()
+
+    def add(self, statement: _Statement) -> bytes:
+        """The new statement's handle; FlightServerError when its client has ``limit`` open."""
+        self._close_idle()
+        with self._lock:
+            if sum(other.client == statement.client for other in self._open.values()) >= self.limit:
+                raise flight.FlightServerError(
+                    f"too many open statements ({self.limit}): close prepared statements "
+                    "and fetch queries before opening more")
+            handle = secrets.token_bytes(16)
+            self._open[handle] = statement
+        return handle
+
+    def get(self, handle: bytes) -> _Statement | None:
+        """The statement of ``handle`` (None: unknown or closed), now used."""
+        with self._lock:
+            statement = self._open.get(handle)
+        if statement is not None:
+            statement.used = time.monotonic()
+        return statement
+
+    def pop(self, handle: bytes) -> _Statement | None:
+        """The statement of ``handle``, no longer open (None: unknown or closed)."""
+        with self._lock:
+            return self._open.pop(handle, None)
+
+    def running(self) -> int:
+        """How many statements are running or streaming now."""
+        with self._lock:
+            return sum(statement.busy for statement in self._open.values())
+
+    def close_all(self) -> None:
+        """Close every open statement."""
+        with self._lock:
+            statements, self._open = list(self._open.values()), {}
+        for statement in statements:
+            statement.close()
+
+    def _close_idle(self) -> None:
+        """Close the statements unused for ``idle_timeout`` seconds, unless running."""
+        oldest = time.monotonic() - self.idle_timeout
+        with self._lock:
+            idle = {handle: statement for handle, statement in self._open.items()
+                    if statement.used < oldest and not statement.busy}
+            for handle in idle:
+                del self._open[handle]
+        for statement in idle.values():
+            statement.close()
+
+
+class FlightSqlServer(flight.FlightServerBase):
+    """Flight SQL at ``location`` (``grpc://host:port`` or ``grpc+tls://``) over ``sessions``,
+    whose ``connect()`` gives each statement and catalog call its connection (the session
+    policy: which database, which files; ``close()`` at shutdown).
+
+    ``password``: clients must log in with it (any user name). ``tls_certificates``: a list of
+    :class:`pyarrow.flight.CertKeyPair` for a ``grpc+tls`` location.
+
+    Every call's exception reaches the client as a one-line Flight error
+    (:func:`~vcfzarr_sql.serve.flight.errors.flight_error`).
+    """
+
+    def __init__(self, location: str, sessions: LockedDatabase, *, password: str | None = None,
+                 tls_certificates: list[flight.CertKeyPair] | None = None):
+        self.sessions = sessions
+        self._statements = _Statements()
+        super().__init__(location, tls_certificates=tls_certificates or [],
+                         auth_handler=HandshakeAccepted(), middleware={"auth": PasswordAuth(password)})
+
+    # -- statements --------------------------------------------------------------------------
+
+    def _new_statement(self, context: flight.ServerCallContext, query: str) -> tuple[bytes, _Statement]:
+        con = self.sessions.connect()
+        try:
+            parsed = con.duckdb_connection.extract_statements(query)
+            if len(parsed) != 1:
+                raise flight.FlightServerError(f"one statement expected, got {len(parsed)}")
+            statement = _Statement(query, con, parsed[0].type.name, client_of(context))
+            return self._statements.add(statement), statement
+        except BaseException:
+            con.close()
+            raise
+
+    def _statement(self, handle: bytes) -> _Statement:
+        statement = self._statements.get(handle)
+        if statement is None:
+            raise flight.FlightServerError("unknown or closed statement handle")
+        return statement
+
+    def _close(self, handle: bytes) -> None:
+        statement = self._statements.pop(handle)
+        if statement is not None:
+            statement.close()
+
+    def _catalog_table(self, command: Message) -> pa.Table:
+        """The answer to a catalog command, read on a connection of its own."""
+        session = self.sessions.connect()
+        con = session.duckdb_connection
+        try:
+            if isinstance(command, sql.CommandGetCatalogs):
+                return catalog.catalogs(con)
+            if isinstance(command, sql.CommandGetDbSchemas):
+                return catalog.db_schemas(con, _optional(command, "catalog"),
+                                          _optional(command, "db_schema_filter_pattern"))
+            if isinstance(command, sql.CommandGetTables):
+                return catalog.tables(con, _optional(command, "catalog"),
+                                      _optional(command, "db_schema_filter_pattern"),
+                                      _optional(command, "table_name_filter_pattern"),
+                                      list(command.table_types), include_schema=command.include_schema)
+        finally:
+            session.close()
+        if isinstance(command, sql.CommandGetTableTypes):
+            return catalog.table_types()
+        if isinstance(command, sql.CommandGetPrimaryKeys):
+            return catalog.keys(catalog.PRIMARY_KEYS)
+        if isinstance(command, (sql.CommandGetExportedKeys, sql.CommandGetImportedKeys,
+                                sql.CommandGetCrossReference)):
+            return catalog.keys(catalog.FOREIGN_KEYS)
+        if isinstance(command, sql.CommandGetSqlInfo):
+            return catalog.sql_info(self._sql_info(), list(command.info))
+        raise flight.FlightServerError(f"{type(command).__name__} is not supported")
+
+    def _sql_info(self) -> dict[int, str | bool | int]:
+        return {
+            sql.FLIGHT_SQL_SERVER_NAME: "vcfzarr-sql",
+            sql.FLIGHT_SQL_SERVER_VERSION: vcfzarr_sql.__version__,
+            sql.FLIGHT_SQL_SERVER_ARROW_VERSION: pa.__version__,
+            sql.FLIGHT_SQL_SERVER_READ_ONLY: not self.sessions.policy.writable,
+            sql.FLIGHT_SQL_SERVER_SQL: True,
+            sql.FLIGHT_SQL_SERVER_SUBSTRAIT: False,
+            sql.FLIGHT_SQL_SERVER_CANCEL: True,
+            sql.SQL_IDENTIFIER_QUOTE_CHAR: '"',
+        }
+
+    # -- Flight RPCs -------------------------------------------------------------------------
+
+    @answering
+    def get_flight_info(self, context: flight.ServerCallContext,
+                        descriptor: flight.FlightDescriptor) -> flight.FlightInfo:
+        command = unpack(descriptor.command)
+        if isinstance(command, sql.CommandStatementQuery):
+            handle, statement = self._new_statement(context, command.query)
+            ticket = pack(sql.TicketStatementQuery(statement_handle=handle))
+        elif isinstance(command, sql.CommandPreparedStatementQuery):
+            statement = self._statement(command.prepared_statement_handle)
+            ticket = descriptor.command
+        else:
+            schema = self._catalog_table(command).schema
+            return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(descriptor.command, [])], -1, -1)
+        try:
+            with _running(context, statement):
+                statement.reader = statement.run()  # DuckDB starts; DoGet streams its batches
+        except BaseException:
+            if isinstance(command, sql.CommandStatementQuery):  # (no ticket will fetch it)
+                self._close(handle)
+            raise
+        return flight.FlightInfo(statement.reader.schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
+
+    @answering
+    def get_schema(self, context: flight.ServerCallContext,
+                   descriptor: flight.FlightDescriptor) -> flight.SchemaResult:
+        command = unpack(descriptor.command)
+        if isinstance(command, sql.CommandStatementQuery):
+            handle, statement = self._new_statement(context, command.query)
+            try:
+                return flight.SchemaResult(statement.schema())
+            finally:
+                self._close(handle)
+        if isinstance(command, sql.CommandPreparedStatementQuery):
+            return flight.SchemaResult(self._statement(command.prepared_statement_handle).schema())
+        return flight.SchemaResult(self._catalog_table(command).schema)
+
+    @answering
+    def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
+        command = unpack(ticket.ticket)
+        if isinstance(command, sql.TicketStatementQuery):
+            handle = command.statement_handle
+        elif isinstance(command, sql.CommandPreparedStatementQuery):
+            handle = command.prepared_statement_handle
+        else:
+            return flight.RecordBatchStream(self._catalog_table(command))
+        statement = self._statement(handle)
+        reader, statement.reader = statement.reader, None
+        if reader is None:
+            with _running(context, statement):
+                reader = statement.run()
+        if isinstance(command, sql.TicketStatementQuery):
+            self._statements.pop(handle)  # tickets are single-use: the statement ends with its stream
+            statement.closed = True
+        return flight.GeneratorStream(reader.schema, answered(_streamed(reader, statement, context)))
+
+    @answering
+    def do_put(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor,
+               reader: flight.MetadataRecordBatchReader, writer: flight.FlightMetadataWriter) -> None:
+        command = unpack(descriptor.command)
+        if isinstance(command, sql.CommandStatementUpdate):
+            handle, statement = self._new_statement(context, command.query)
+            try:
+                count = _update(statement)
+            finally:
+                self._close(handle)
+        elif isinstance(command, (sql.CommandPreparedStatementQuery, sql.CommandPreparedStatementUpdate)):
+            statement = self._statement(command.prepared_statement_handle)
+            rows = reader.read_all()
+            statement.parameters = [list(row.values()) for row in rows.to_pylist()] or [[]]
+            if isinstance(command, sql.CommandPreparedStatementQuery):
+                result = sql.DoPutPreparedStatementResult(
+                    prepared_statement_handle=command.prepared_statement_handle)
+                writer.write(pa.py_buffer(result.SerializeToString()))
+                return
+            count = _update(statement)
+        else:
+            raise flight.FlightServerError(f"{type(command).__name__} is not supported")
+        writer.write(pa.py_buffer(sql.DoPutUpdateResult(record_count=count).SerializeToString()))
+
+    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
+        return [("CreatePreparedStatement", "prepare a statement"),
+                ("ClosePreparedStatement", "close a prepared statement"),
+                ("CancelFlightInfo", "cancel a running query"),
+                ("CancelQuery", "cancel a running query (before Flight SQL 15)")]
+
+    @answering
+    def do_action(self, context: flight.ServerCallContext, action: flight.Action) -> Iterator[bytes]:
+        body = action.body.to_pybytes()
+        if action.type == "CreatePreparedStatement":
+            request = unpack(body)
+            handle, statement = self._new_statement(context, request.query)
+            try:
+                schema = statement.schema().serialize().to_pybytes()
+            except (duckdb.Error, ValueError):  # known once parameters are bound (vcf_zarr(?))
+                schema = b""
+            result = sql.ActionCreatePreparedStatementResult(
+                prepared_statement_handle=handle, dataset_schema=schema, is_update=not statement.is_query)
+            return iter([pack(result)])
+        if action.type == "ClosePreparedStatement":
+            self._close(unpack(body).prepared_statement_handle)
+            return iter([])
+        if action.type == "CancelFlightInfo":
+            request = Flight_pb2.CancelFlightInfoRequest.FromString(body)
+            status = self._cancel([e.ticket.ticket for e in request.info.endpoint])
+            return iter([Flight_pb2.CancelFlightInfoResult(status=status).SerializeToString()])
+        if action.type == "CancelQuery":
+            info = flight.FlightInfo.deserialize(unpack(body).info)
+            status = self._cancel([e.ticket.ticket for e in info.endpoints])
+            return iter([pack(sql.ActionCancelQueryResult(result=status))])
+        raise flight.FlightServerError(f"unknown action {action.type!r}")
+
+    def _cancel(self, tickets: list[bytes]) -> int:
+        """Interrupt the statements the tickets name: CANCEL_STATUS_CANCELLED (1), or
+        NOT_CANCELLABLE (3) when none is known (any more)."""
+        cancelled = False
+        for ticket in tickets:
+            command = unpack(ticket)
+            handle = getattr(command, "statement_handle", None) or \
+                getattr(command, "prepared_statement_handle", None)
+            statement = self._statements.get(handle or b"")
+            if statement is not None:
+                statement.con.duckdb_connection.interrupt()
+                cancelled = True
+        return 1 if cancelled else 3
+
+    def running(self) -> int:
+        """How many statements are running or streaming now."""
+        return self._statements.running()
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self._statements.close_all()
+        self.sessions.close()
+
+
+def _optional(message: Message, name: str) -> str | None:
+    return getattr(message, name) if message.HasField(name) else None
+
+
+def _update(statement: _Statement) -> int:
+    """Run an update once per bound parameter row: the rows changed (-1: not known)."""
+    total = 0
+    for row in statement.parameters:
+        rows = statement.con.execute(statement.query, row or None).fetchall()
+        description = statement.con.duckdb_connection.description
+        if not description or description[0][0] != "Count":
+            total = -1
+        elif total >= 0 and rows:  # DDL: a Count column without rows
+            total += rows[0][0]
+    return total
+
+
+@contextlib.contextmanager
+def _running(context: flight.ServerCallContext, statement: _Statement) -> Iterator[None]:
+    """While the block uses the statement's connection: DuckDB is interrupted as soon as the
+    client cancels the call, and a close asked meanwhile happens at the end."""
+    finished = threading.Event()
+
+    def watch() -> None:
+        while not finished.wait(0.1):
+            if context.is_cancelled():
+                statement.con.duckdb_connection.interrupt()
+                return
+
+    with statement.lock:
+        statement.busy = True
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        yield
+    finally:
+        finished.set()
+        with statement.lock:
+            statement.busy = False
+            closed = statement.closed
+        if closed:
+            statement.close()
+
+
+def _streamed(reader: pa.RecordBatchReader, statement: _Statement,
+              context: flight.ServerCallContext) -> Iterator[pa.RecordBatch]:
+    """The reader's batches, DuckDB interrupted if the client cancels."""
+    with _running(context, statement):
+        try:
+            yield from reader
+        finally:
+            reader.close()

@@ -1,0 +1,198 @@
+"""Serve SQL over VCF Zarr to PostgreSQL clients (psql, JDBC/ODBC, psycopg, BI tools).
+
+A small server speaking the PostgreSQL frontend/backend protocol v3 (simple and extended
+query protocols, text and binary results). Each client connection gets its own locked-down
+session (:mod:`.lockdown`): ``vcf_zarr(...)`` and the other table functions over the stores
+under the served data directories, ``region :=``, parameters and pushdown work as in Python;
+files, URLs, extensions and settings are out of reach. TLS, SCRAM-SHA-256 passwords and the
+limits of :class:`~.config.Limits` guard the door (see docs/security.md).
+
+>>> server = make_server(port=0, data_dirs=["/data"])            # doctest: +SKIP
+>>> threading.Thread(target=server.serve_forever, daemon=True).start()   # doctest: +SKIP
+>>> con = psycopg.connect(host="127.0.0.1", port=server.port, user="me")   # doctest: +SKIP
+>>> con.execute("SELECT 1").fetchall()   # doctest: +SKIP
+[(1,)]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import logging
+import os
+import secrets
+import socket
+import socketserver
+import struct
+import threading
+from collections.abc import Sequence
+
+from vcfzarr_sql.serve.pg import protocol, rows, watchdog
+from vcfzarr_sql.serve.pg.config import Limits, Security, ServerConfigError, check_exposure
+from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, DataDirs, LockedDatabase, SessionPolicy
+from vcfzarr_sql.serve.pg.session import ClientSession
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Limits", "PgServer", "make_server", "serve"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 5433
+
+log = logging.getLogger("vcfzarr_sql.serve.pg")
+
+
+class _Connection(socketserver.BaseRequestHandler):
+    server: PgServer
+
+    def handle(self) -> None:
+        key = (next(self.server.process_ids), secrets.randbelow(1 << 31))
+        session = ClientSession(self.request, sessions=self.server.database,
+                                security=self.server.security, limits=self.server.limits,
+                                key=key, cancel=self.server.cancel, peer=self.client_address[0])
+        with self.server.sessions_lock:
+            self.server.sessions[key] = session
+        try:
+            session.run()
+        finally:
+            with self.server.sessions_lock:
+                del self.server.sessions[key]
+
+
+class PgServer(socketserver.ThreadingTCPServer):
+    """A threaded TCP server, one :class:`~.session.ClientSession` per connection.
+
+    A CancelRequest interrupts the query of the session whose key it names. A watchdog
+    thread enforces the auth and statement timeouts and cancels the statement of a client
+    that hung up (:mod:`.watchdog`). Connections beyond ``limits.max_connections`` are
+    refused at once.
+    """
+
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128
+    #: Refusals ("too many clients") in flight at once; beyond, connections are just closed.
+    max_refusing = 64
+
+    def __init__(self, host: str, port: int, *, database: LockedDatabase, security: Security,
+                 limits: Limits):
+        self.database = database
+        self.security = security
+        self.limits = limits
+        self.process_ids = itertools.count(1)
+        self.sessions: dict[tuple[int, int], ClientSession] = {}
+        self.sessions_lock = threading.Lock()
+        self._connections = 0
+        self._refusing = threading.BoundedSemaphore(self.max_refusing)
+        self._stop_watching = threading.Event()
+        if ":" in host:
+            self.address_family = socket.AF_INET6
+        super().__init__((host, port), _Connection)
+
+    @property
+    def port(self) -> int:
+        """The port listened on (useful after binding port 0)."""
+        return self.server_address[1]
+
+    def cancel(self, key: tuple[int, int]) -> None:
+        """Interrupt the running query of the session with this BackendKeyData (if any)."""
+        with self.sessions_lock:
+            session = self.sessions.get(key)
+        if session is not None:
+            session.interrupt()
+
+    def _sessions(self) -> list[ClientSession]:
+        with self.sessions_lock:
+            return list(self.sessions.values())
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        watcher = threading.Thread(target=watchdog.watch, name="vcfzarr-sql watchdog", daemon=True,
+                                   args=(self._sessions, self.limits, self._stop_watching))
+        watcher.start()
+        try:
+            super().serve_forever(poll_interval)
+        finally:
+            self._stop_watching.set()
+
+    def process_request(self, request: socket.socket, client_address: tuple) -> None:  # type: ignore[override]
+        with self.sessions_lock:
+            full = self._connections >= self.limits.max_connections
+            if not full:
+                self._connections += 1
+        if full:
+            log.warning("refused a connection from %s: %d clients already", client_address[0],
+                        self.limits.max_connections)
+            if self._refusing.acquire(blocking=False):
+                threading.Thread(target=self._refuse, args=(request,), daemon=True).start()
+            else:
+                self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def _refuse(self, request: socket.socket) -> None:
+        """Tell a client there is no room (after declining TLS, so libpq shows the reason);
+        a CancelRequest is still served."""
+        with contextlib.suppress(OSError, protocol.ProtocolError):
+            request.settimeout(1)
+            stream = request.makefile("rb", buffering=0)
+            code, payload = protocol.read_startup(stream, self.limits.max_startup_packet)
+            while code in (protocol.SSL_REQUEST, protocol.GSSENC_REQUEST):
+                request.sendall(b"N")
+                code, payload = protocol.read_startup(stream, self.limits.max_startup_packet)
+            stream.close()
+            if code == protocol.CANCEL_REQUEST and len(payload) >= 8:  # still honoured when full
+                self.cancel(struct.unpack(">ii", payload[:8]))
+                raise protocol.ProtocolError("cancel request served")
+            request.sendall(protocol.error_response("FATAL", "53300", "sorry, too many clients already"))
+        self.shutdown_request(request)
+        self._refusing.release()
+
+    def process_request_thread(self, request: socket.socket, client_address: tuple) -> None:  # type: ignore[override]
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self.sessions_lock:
+                self._connections -= 1
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._stop_watching.set()
+        self.database.close()
+
+
+def make_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
+                data_dirs: Sequence[str | os.PathLike] | None = None, database: str | None = None,
+                writable: bool = False, memory_limit: str = DEFAULT_MEMORY_LIMIT,
+                password: str | None = None, tls_cert: str | None = None,
+                tls_key: str | None = None, insecure: bool = False,
+                limits: Limits | None = None) -> PgServer:
+    """A bound server, not yet serving: call ``serve_forever()`` (and ``shutdown()`` from
+    another thread to stop it). ``port=0`` picks a free port (see :attr:`PgServer.port`).
+
+    ``data_dirs``: the directories whose stores clients may query (default: the current
+    directory). ``database``: a DuckDB file every session sees, read-only unless ``writable``
+    (None or ``:memory:``: each session has only tables of its own). ``memory_limit``:
+    DuckDB's, per session. ``password``: required from clients (SCRAM-SHA-256);
+    ``tls_cert``/``tls_key``: PEM files, TLS then required. A ``host`` other machines reach
+    needs TLS and a password unless ``insecure``. ``limits``: :class:`~.config.Limits`.
+    """
+    check_exposure(host, tls=tls_cert is not None, password=password is not None, insecure=insecure)
+    security = Security.of(password=password, tls_cert=tls_cert, tls_key=tls_key)
+    policy = SessionPolicy(DataDirs.of(data_dirs or [os.getcwd()]),
+                           database=None if database in (None, ":memory:") else database,
+                           writable=writable, memory_limit=memory_limit)
+    sessions = LockedDatabase(policy)
+    rows.warm_up()
+    try:
+        return PgServer(host, port, database=sessions, security=security, limits=limits or Limits())
+    except OSError as err:
+        sessions.close()
+        reason = "address already in use" if err.errno == errno.EADDRINUSE else err.strerror or str(err)
+        raise ServerConfigError(f"cannot listen on {host}:{port}: {reason}") from None
+
+
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, **options: object) -> None:
+    """Serve PostgreSQL clients on ``host:port`` until interrupted (``options``: those of
+    :func:`make_server`)."""
+    with make_server(host, port, **options) as server:  # type: ignore[arg-type]
+        log.info("listening on %s:%d", host, server.port)
+        server.serve_forever()

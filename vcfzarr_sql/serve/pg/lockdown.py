@@ -1,0 +1,272 @@
+"""DuckDB sessions a network client may use: the table functions and plain SQL, nothing else.
+
+What a client of a server gets (whatever the protocol: PostgreSQL wire, Flight SQL):
+
+- the ``vcf_zarr(...)`` table functions over stores under the served data directories only
+  (:class:`DataDirs`; paths are checked after resolving symlinks, URLs are refused, and every
+  file of a store is read through :class:`ConfinedDirectory`, so a link inside a store cannot
+  lead out of it);
+- plain SQL over them and over tables of its own session; DuckDB's external access is off
+  (no ``read_csv``/``read_text``/``glob``, ``COPY ... TO``, ``ATTACH``, ``INSTALL``/``LOAD``),
+  no extension is installed or loaded automatically, Python objects are not scanned by name,
+  nothing spills to disk, and the configuration is locked (no ``SET memory_limit``...);
+- a shared DuckDB database file, attached read-only unless the server is ``writable``.
+
+Each session of a read-only server is its own DuckDB instance, so ``memory_limit`` holds per
+session; a writable server's sessions are connections to one instance (one limit for all).
+
+>>> import tempfile
+>>> sessions = LockedDatabase(SessionPolicy(DataDirs.of([tempfile.gettempdir()])))
+>>> con = sessions.connect()
+>>> con.sql("SELECT 42").fetchall()
+[(42,)]
+>>> try:
+...     con.sql("SELECT * FROM read_text('/etc/hostname')")
+... except duckdb.PermissionException as err:
+...     print(err)
+Permission Error: Cannot access file "/etc/hostname" - file system operations are disabled by configuration
+"""
+
+from __future__ import annotations
+
+import errno
+import glob
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import duckdb
+
+from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.errors import AccessError
+from vcfzarr_sql.serve.pg.config import ServerConfigError
+from vcfzarr_sql.store import VczStore, open_store
+from vcfzarr_sql.store.kvstore import DirectoryStore, is_url, unreadable
+
+#: DuckDB's memory limit per session unless the server is told otherwise.
+DEFAULT_MEMORY_LIMIT = "1GB"
+
+#: Set when the DuckDB instance is created.
+_INSTANCE_CONFIG = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
+    "temp_directory": "",  # no spilling: a query that needs more memory fails instead
+    # no secrets written to, or read from, the server's home (~/.duckdb); and errors about
+    # extensions name no directory of the server's
+    "allow_persistent_secrets": False,
+    "extension_directory": "/nonexistent/vcfzarr-sql-serves-no-extensions",
+    # no scans of the server's Python objects by name (as a SET, cursors would not inherit it)
+    "python_enable_replacements": False,
+}
+#: Set last, in this order (the lock must come last, external access off just before it).
+_LOCK_STATEMENTS = (
+    "SET enable_progress_bar = false",  # it would print on the server's terminal
+    "SET enable_external_access = false",
+    "SET lock_configuration = true",
+)
+#: Names DuckDB keeps for its own catalogs (the attached database must not take one).
+_RESERVED_CATALOGS = {"memory", "system", "temp", "main"}
+
+
+@dataclass(frozen=True)
+class DataDirs:
+    """The directories whose stores a server serves (real paths, symlinks resolved).
+
+    A relative store path is taken relative to the first one.
+    """
+
+    roots: tuple[str, ...]
+
+    @classmethod
+    def of(cls, directories: Iterable[str | os.PathLike]) -> DataDirs:
+        """The data directories ``directories`` (each must be an existing directory)."""
+        roots = []
+        for directory in directories:
+            real = os.path.realpath(os.fspath(directory))
+            if not os.path.isdir(real):
+                raise AccessError(f"{os.fspath(directory)}: data directory is not a directory")
+            roots.append(real)
+        if not roots:
+            raise AccessError("at least one data directory is needed")
+        return cls(tuple(roots))
+
+    def contains(self, real_path: str) -> bool:
+        """Whether the resolved ``real_path`` is one of the directories or under one."""
+        return any(_under(real_path, root) for root in self.roots)
+
+    def resolve(self, path: str) -> str:
+        """The real path of the store ``path`` names; AccessError unless it is under a data
+        directory (the same error whether or not something is there).
+
+        >>> dirs = DataDirs(("/data",))
+        >>> dirs.resolve("/etc/../data/x.zarr")
+        '/data/x.zarr'
+        >>> dirs.resolve("ftp://host/x.zarr")
+        Traceback (most recent call last):
+        ...
+        vcfzarr_sql.errors.AccessError: ftp://host/x.zarr: URLs are not served; only stores under the data directories
+        """
+        if is_url(path):
+            raise AccessError(f"{path}: URLs are not served; only stores under the data directories")
+        try:
+            real = os.path.realpath(os.path.join(self.roots[0], path))
+        except (OSError, ValueError):  # (a link /proc will not read; a NUL in the path)
+            real = None
+        if real is None or not self.contains(real):
+            raise AccessError(f"{path}: not under a served data directory")
+        return real
+
+    def glob(self, pattern: str) -> Iterator[str]:
+        """The paths under the data directories that ``pattern`` (a glob, relative to the first
+        one) matches; AccessError, before anything is listed, when the pattern itself is not
+        under one (so that the answer tells nothing of other directories). A match that is a
+        link leading outside them is left out.
+
+        >>> DataDirs(("/data",)).glob("/etc/*")
+        Traceback (most recent call last):
+        ...
+        vcfzarr_sql.errors.AccessError: /etc/*: not under a served data directory
+        """
+        base = os.path.normpath(os.path.join(self.roots[0], pattern))
+        root = next((r for r in self.roots if _under(base, r)), None)
+        if root is None or is_url(pattern) or "\0" in pattern:
+            raise AccessError(f"{pattern}: not under a served data directory")
+        paths = (os.path.join(root, m) for m in glob.iglob(os.path.relpath(base, root), root_dir=root))
+        return (path for path in paths if self.contains(os.path.realpath(path)))
+
+    def open_store(self, path: str) -> VczStore:
+        """The store at ``path``, each of its files read only if it lies inside the store."""
+        real = self.resolve(path)
+        kv = ConfinedDirectory(path, real) if os.path.isdir(real) else None
+        return open_store(real, kv=kv)
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class ConfinedDirectory(DirectoryStore):
+    """A directory store that reads a key only through real directories and a regular file
+    inside the store: no symlink, no ``..`` on the way.
+
+    Our reader opens chunk files itself (DuckDB's file-system settings do not apply), so a
+    symlink inside a store (``call_genotype/0.0 -> /etc/shadow``) would otherwise be read.
+    Each directory of the key is checked with ``lstat`` and the file opened with
+    ``O_NOFOLLOW`` (no ``realpath`` per chunk: a store's keys are one or two levels deep).
+    """
+
+    def get(self, key: str) -> bytes | None:
+        assert self.local_directory is not None
+        parts = key.split("/")
+        if any(part in ("", ".", "..") for part in parts):
+            raise AccessError(f"{self.location}: {key} leads outside the store")
+        path = self.local_directory
+        try:
+            for part in parts[:-1]:
+                path = os.path.join(path, part)
+                if stat.S_ISLNK(os.lstat(path).st_mode):
+                    raise AccessError(f"{self.location}: {key} leads outside the store")
+            file = self.open_file(os.path.join(path, parts[-1]), key, os.O_NOFOLLOW)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as err:
+            if err.errno == errno.ELOOP:  # the file itself is a symlink
+                raise AccessError(f"{self.location}: {key} leads outside the store") from None
+            raise unreadable(self, key, err) from None
+        return self.read_file(file, key)
+
+
+@dataclass(frozen=True)
+class SessionPolicy:
+    """What sessions may read and use.
+
+    ``database``: a DuckDB file every session sees (None: each session has only its own
+    in-memory tables); ``writable``: sessions may change it (otherwise it is attached
+    read-only and plain ``CREATE TABLE`` makes a table of the session's own).
+    ``memory_limit``: DuckDB's limit per session (for the whole writable database).
+    """
+
+    data_dirs: DataDirs
+    database: str | None = None
+    writable: bool = False
+    memory_limit: str = DEFAULT_MEMORY_LIMIT
+    threads: int | None = None
+
+
+def _instance_config(policy: SessionPolicy) -> dict[str, object]:
+    config: dict[str, object] = {**_INSTANCE_CONFIG, "memory_limit": policy.memory_limit}
+    if policy.threads:
+        config["threads"] = policy.threads
+    return config
+
+
+def _lock(con: duckdb.DuckDBPyConnection) -> None:
+    for statement in _LOCK_STATEMENTS:
+        con.execute(statement)
+
+
+def _catalog_name(database: str) -> str:
+    stem = os.path.splitext(os.path.basename(database))[0] or "shared"
+    return f"{stem}_db" if stem.lower() in _RESERVED_CATALOGS else stem
+
+
+def _quoted(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+class LockedDatabase:
+    """Opens locked-down sessions under a :class:`SessionPolicy` (one per client).
+
+    A writable database is opened once, here; a read-only one is attached by each session.
+    Opening checks the database once, so a bad ``--database`` fails at start, not per client.
+    """
+
+    def __init__(self, policy: SessionPolicy):
+        self.policy = policy
+        self._shared: duckdb.DuckDBPyConnection | None = None
+        try:
+            if policy.database is not None and policy.writable:
+                self._shared = duckdb.connect(policy.database, config=_instance_config(policy))
+                _lock(self._shared)
+            else:
+                self.connect().close()
+        except duckdb.Error as err:
+            first = str(err).strip().splitlines()[0]
+            what = "DuckDB sessions" if policy.database is None else policy.database
+            raise ServerConfigError(f"cannot open {what} ({first})") from None
+
+    def connect(self) -> Connection:
+        """A new session: a :class:`~vcfzarr_sql.engine.connection.Connection` whose table
+        functions read only stores under the data directories."""
+        if self._shared is not None:
+            con = self._shared.cursor()
+        else:
+            con = duckdb.connect(":memory:", config=_instance_config(self.policy))
+            try:
+                self._attach(con)
+                _lock(con)
+            except BaseException:
+                con.close()
+                raise
+        dirs = self.policy.data_dirs
+        return Connection(con, dirs.open_store, expand=dirs.glob)
+
+    def _attach(self, con: duckdb.DuckDBPyConnection) -> None:
+        if self.policy.database is None:
+            return
+        name = _catalog_name(self.policy.database)
+        con.execute(f"ATTACH {_literal(self.policy.database)} AS {_quoted(name)} (READ_ONLY)")
+        con.execute(f"SET search_path = {_literal(f'memory.main,{_quoted(name)}.main')}")
+
+    def close(self) -> None:
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+

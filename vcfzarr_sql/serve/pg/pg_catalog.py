@@ -1,0 +1,271 @@
+"""PostgreSQL's catalog as clients query it, answered from DuckDB's own ``pg_catalog``.
+
+DuckDB already has ``pg_class``, ``pg_namespace``, ``pg_attribute``, ``pg_type``,
+``format_type`` and friends. What psql (``\\d``, ``\\dt``, ``\\l``, ``\\dn``), pgJDBC's
+``DatabaseMetaData``, SQLAlchemy's PostgreSQL dialect and BI tools send on top of that is of
+two kinds, handled here:
+
+- syntax DuckDB does not parse or binds differently: ``pg_catalog.`` before a function,
+  ``OPERATOR(pg_catalog.~)``, ``COLLATE pg_catalog.default``, ``'name'::regclass`` and casts
+  to the ``reg*`` types: :func:`rewrite` turns the text into what DuckDB runs;
+- functions and views DuckDB lacks (``pg_get_userbyid``, ``pg_roles``, ``array_upper``...):
+  :func:`install` defines them as temporary macros and views of each session (they
+  change nothing in the database file and no other session sees them).
+
+Text inside string literals is left alone, except a literal cast to ``regclass``.
+
+>>> print(rewrite("SELECT pg_catalog.version() WHERE c.relname OPERATOR(pg_catalog.~) '^(t)$' "
+...               "COLLATE pg_catalog.default AND c.oid = 'main.t'::regclass"))
+SELECT version() WHERE c.relname ~ '^(t)$' AND c.oid = regclass_oid('main.t')
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+
+import duckdb
+
+from vcfzarr_sql.serve.pg import types as pg
+from vcfzarr_sql.serve.pg.types import PgType
+
+__all__ = ["install", "mentions_catalog", "rewrite", "session_setup"]
+
+log = logging.getLogger("vcfzarr_sql.serve.pg")
+
+#: The PostgreSQL version clients see (SQLAlchemy and pgJDBC parse ``version()``).
+POSTGRES_VERSION = "PostgreSQL 15.0 (vcfzarr-sql) on DuckDB"
+
+#: Statements each session runs once: macros and views for what DuckDB's pg_catalog lacks.
+SESSION_SETUP: tuple[str, ...] = (
+    f"CREATE OR REPLACE TEMP MACRO version() AS '{POSTGRES_VERSION}'",
+    "CREATE OR REPLACE TEMP MACRO pg_get_userbyid(role) AS 'vcfzarr'",
+    "CREATE OR REPLACE TEMP MACRO pg_encoding_to_char(encoding) AS 'UTF8'",
+    "CREATE OR REPLACE TEMP MACRO pg_get_indexdef(index_oid, column_no := 0, pretty := false) AS ''",
+    "CREATE OR REPLACE TEMP MACRO to_regtype(name) AS (SELECT oid FROM pg_type WHERE typname = name)",
+    "CREATE OR REPLACE TEMP MACRO pg_get_statisticsobjdef_columns(oid) AS NULL",
+    "CREATE OR REPLACE TEMP MACRO pg_get_serial_sequence(table_name, column_name) AS NULL::VARCHAR",
+    "CREATE OR REPLACE TEMP MACRO pg_relation_is_publishable(oid) AS false",
+    "CREATE OR REPLACE TEMP MACRO pg_total_relation_size(oid) AS 0",
+    "CREATE OR REPLACE TEMP MACRO pg_relation_size(oid) AS 0",
+    "CREATE OR REPLACE TEMP MACRO array_upper(values, dimension) AS len(values)",
+    "CREATE OR REPLACE TEMP MACRO array_lower(values, dimension) AS "
+    "CASE WHEN len(values) > 0 THEN 1 END",
+    "CREATE OR REPLACE TEMP MACRO parse_ident_last(name) AS "
+    "trim(string_split(name, '.')[-1], '\"')",
+    "CREATE OR REPLACE TEMP MACRO parse_ident_schema(name) AS "
+    "CASE WHEN len(string_split(name, '.')) > 1 THEN trim(string_split(name, '.')[-2], '\"') END",
+    "CREATE OR REPLACE TEMP MACRO regclass_oid(name) AS (SELECT c.oid FROM pg_class c "
+    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+    "WHERE c.relname = parse_ident_last(name) "
+    "AND (parse_ident_schema(name) IS NULL OR n.nspname = parse_ident_schema(name)) LIMIT 1)",
+    "CREATE OR REPLACE TEMP VIEW pg_roles AS SELECT 10::BIGINT AS oid, 'vcfzarr' AS rolname, "
+    "false AS rolsuper, false AS rolinherit, false AS rolcreaterole, false AS rolcreatedb, "
+    "true AS rolcanlogin, -1 AS rolconnlimit, NULL::TIMESTAMP AS rolvaliduntil, "
+    "false AS rolreplication, false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig",
+    "CREATE OR REPLACE TEMP VIEW pg_user AS SELECT rolname AS usename, oid AS usesysid "
+    "FROM pg_roles",
+    "CREATE OR REPLACE TEMP VIEW pg_inherits AS SELECT NULL::BIGINT AS inhrelid, "
+    "NULL::BIGINT AS inhparent, NULL::INTEGER AS inhseqno, NULL::BOOLEAN AS inhdetachpending "
+    "WHERE false",
+    "CREATE OR REPLACE TEMP VIEW pg_opclass AS SELECT NULL::BIGINT AS oid, "
+    "NULL::VARCHAR AS opcname, NULL::BOOLEAN AS opcdefault WHERE false",
+    "CREATE OR REPLACE TEMP VIEW pg_foreign_table AS SELECT NULL::BIGINT AS ftrelid, "
+    "NULL::BIGINT AS ftserver WHERE false",
+    "CREATE OR REPLACE TEMP VIEW pg_partitioned_table AS SELECT NULL::BIGINT AS partrelid, "
+    "NULL::VARCHAR AS partstrat WHERE false",
+    "CREATE OR REPLACE TEMP VIEW pg_statistic_ext AS SELECT NULL::BIGINT AS oid, "
+    "NULL::BIGINT AS stxrelid, NULL::BIGINT AS stxnamespace, NULL::VARCHAR AS stxname, "
+    "NULL::VARCHAR[] AS stxkind, NULL::INTEGER AS stxstattarget WHERE false",
+    "CREATE OR REPLACE TEMP VIEW pg_policy AS SELECT NULL::BIGINT AS polrelid, "
+    "NULL::VARCHAR AS polname, NULL::BOOLEAN AS polpermissive, NULL::BIGINT[] AS polroles, "
+    "NULL::VARCHAR AS polqual, NULL::VARCHAR AS polwithcheck, NULL::VARCHAR AS polcmd WHERE false",
+    "CREATE OR REPLACE TEMP VIEW pg_publication AS SELECT NULL::BIGINT AS oid, "
+    "NULL::VARCHAR AS pubname, NULL::BOOLEAN AS puballtables WHERE false",
+    "CREATE OR REPLACE TEMP VIEW pg_publication_namespace AS SELECT NULL::BIGINT AS pnpubid, "
+    "NULL::BIGINT AS pnnspid WHERE false",
+    "CREATE OR REPLACE TEMP VIEW pg_publication_rel AS SELECT NULL::BIGINT AS prpubid, "
+    "NULL::BIGINT AS prrelid, NULL::VARCHAR AS prqual, NULL::SMALLINT[] AS prattrs WHERE false",
+    "CREATE OR REPLACE TEMP VIEW pg_trigger AS SELECT NULL::BIGINT AS oid, "
+    "NULL::BIGINT AS tgrelid, NULL::VARCHAR AS tgname WHERE false",
+)
+
+#: DuckDB column types (``duckdb_columns().data_type``) -> the PostgreSQL type results of that
+#: type are described as (what :func:`.types.column_codec` picks for their Arrow type).
+_SCALAR_TYPES: dict[str, PgType] = {
+    "BOOLEAN": pg.BOOL, "TINYINT": pg.INT2, "SMALLINT": pg.INT2, "UTINYINT": pg.INT2,
+    "INTEGER": pg.INT4, "USMALLINT": pg.INT4, "BIGINT": pg.INT8, "UINTEGER": pg.INT8,
+    "UBIGINT": pg.NUMERIC, "HUGEINT": pg.NUMERIC, "UHUGEINT": pg.NUMERIC, "FLOAT": pg.FLOAT4,
+    "DOUBLE": pg.FLOAT8, "VARCHAR": pg.TEXT, "BLOB": pg.BYTEA, "DATE": pg.DATE, "TIME": pg.TIME,
+    "TIMESTAMP": pg.TIMESTAMP, "TIMESTAMP WITH TIME ZONE": pg.TIMESTAMPTZ,
+    "INTERVAL": pg.INTERVAL,
+}
+
+#: What PostgreSQL's ``format_type`` calls each type (SQLAlchemy reads column types from it).
+_FORMATTED = {
+    pg.BOOL: "boolean", pg.BYTEA: "bytea", pg.INT8: "bigint", pg.INT2: "smallint",
+    pg.INT4: "integer", pg.TEXT: "text", pg.JSON: "json", pg.FLOAT4: "real",
+    pg.FLOAT8: "double precision", pg.VARCHAR: "character varying", pg.DATE: "date",
+    pg.TIME: "time without time zone", pg.TIMESTAMP: "timestamp without time zone",
+    pg.TIMESTAMPTZ: "timestamp with time zone", pg.INTERVAL: "interval", pg.NUMERIC: "numeric",
+}
+
+
+def _case(subject: str, cases: dict[str, str], otherwise: str) -> str:
+    whens = " ".join(f"WHEN {key} THEN {value}" for key, value in cases.items())
+    return f"CASE {subject} {whens} ELSE {otherwise} END"
+
+
+def _extra_pg_types() -> str:
+    """The ``pg_type`` rows column types map to that DuckDB's lacks (text, json, arrays), as
+    a query (VALUES)."""
+    rows = [(t.oid, t.name, t.size, 0, t.array_oid, "b") for t in _FORMATTED] + \
+           [(t.array_oid, "_" + t.name, -1, t.oid, 0, "A") for t in _FORMATTED if t.array_oid]
+    values = ", ".join(f"({oid}, '{name}', {size}, {elem}, {array_oid}, '{category}')"
+                       for oid, name, size, elem, array_oid, category in rows)
+    return f"SELECT * FROM (VALUES {values}) AS v(oid, typname, typlen, typelem, typarray, typcategory)"
+
+
+def _type_macros() -> tuple[str, ...]:
+    """``pg_type_oid(duckdb_type)`` and ``format_type(oid, typmod)``."""
+    scalar = _case("regexp_replace(name, '^DECIMAL.*', 'HUGEINT')",
+                   {f"'{name}'": str(t.oid) for name, t in _SCALAR_TYPES.items()}, str(pg.TEXT.oid))
+    array = _case("scalar_oid", {str(t.oid): str(t.array_oid) for t in _FORMATTED if t.array_oid},
+                  str(pg.TEXT.array_oid))
+    formatted = {str(t.oid): f"'{name}'" for t, name in _FORMATTED.items()}
+    formatted.update({str(t.array_oid): f"'{name}[]'" for t, name in _FORMATTED.items() if t.array_oid})
+    return (
+        f"CREATE OR REPLACE TEMP MACRO pg_scalar_oid(name) AS {scalar}",
+        f"CREATE OR REPLACE TEMP MACRO pg_array_oid(scalar_oid) AS {array}",
+        "CREATE OR REPLACE TEMP MACRO pg_type_oid(name) AS CASE "
+        f"WHEN name LIKE '%]%]' OR regexp_matches(name, '^(STRUCT|MAP|UNION)') THEN {pg.JSON.oid} "
+        "WHEN regexp_matches(name, '\\[\\d*\\]$') "
+        "THEN pg_array_oid(pg_scalar_oid(regexp_replace(name, '\\[\\d*\\]$', ''))) "
+        "ELSE pg_scalar_oid(name) END",
+        "CREATE OR REPLACE TEMP MACRO format_type(type_oid, modifier) AS CASE "
+        f"WHEN type_oid = {pg.NUMERIC.oid} AND modifier > 0 "  # DuckDB's: width * 1000 + scale
+        "THEN format('numeric({},{})', modifier // 1000, modifier % 1000) ELSE "
+        + _case("type_oid", formatted, "(SELECT typname FROM pg_catalog.pg_type WHERE oid = type_oid)")
+        + " END",
+    )
+
+
+#: DuckDB's catalog views that clients need more of: columns DuckDB lacks (name: SQL value,
+#: added only when missing), columns to replace, and rows to hide.
+_VIEW_PATCHES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
+    "pg_class": ({"relforcerowsecurity": "false", "relhasoids": "false"}, {}, "true"),
+    "pg_database": ({
+        "datdba": "10", "encoding": "6", "datcollate": "'C'", "datctype": "'C'",
+        "daticulocale": "NULL::VARCHAR", "datlocprovider": "'c'", "datacl": "NULL::VARCHAR[]",
+        "dattablespace": "0", "datconnlimit": "-1",
+    }, {}, "datname NOT IN ('system', 'temp')"),
+    "pg_type": ({}, {"typrelid": "coalesce(typrelid, 0)"}, "true"),
+    "pg_attribute": ({}, {"atttypid": "coalesce((SELECT pg_type_oid(c.data_type) FROM duckdb_columns() c "
+                                      "WHERE c.table_oid = attrelid AND c.column_index = attnum), "
+                                      "atttypid)"}, "true"),
+    "pg_collation": ({"collnamespace": "0"}, {}, "true"),
+    "pg_index": ({"indnullsnotdistinct": "false"}, {}, "true"),
+}
+
+
+def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
+    """The statements a session runs once: :data:`SESSION_SETUP`, then temporary views that
+    extend DuckDB's catalog views (``columns_of(view)``: the columns DuckDB's view has).
+
+    >>> [s for s in session_setup(lambda view: ["oid", "relhasoids"]) if "VIEW pg_class" in s]
+    ['CREATE OR REPLACE TEMP VIEW pg_class AS SELECT *, false AS relforcerowsecurity FROM pg_catalog.pg_class WHERE true']
+    """
+    statements = [*SESSION_SETUP, *_type_macros()]
+    for view, (extra, replaced, where) in _VIEW_PATCHES.items():
+        existing = set(columns_of(view))
+        added = "".join(f", {value} AS {name}" for name, value in extra.items() if name not in existing)
+        replace = ", ".join(f"{value} AS {name}" for name, value in replaced.items() if name in existing)
+        star = f"* REPLACE ({replace})" if replace else "*"
+        statements.append(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {star}{added} "
+                          f"FROM pg_catalog.{view} WHERE {where}")
+    statements[-len(_VIEW_PATCHES) + list(_VIEW_PATCHES).index("pg_type")] += (
+        " UNION ALL BY NAME SELECT *, 0 AS typrelid, 'b' AS typtype, ',' AS typdelim, "
+        "(SELECT typnamespace FROM pg_catalog.pg_type WHERE oid = 20) AS typnamespace "
+        f"FROM ({_extra_pg_types()}) WHERE oid NOT IN "
+        "(SELECT oid FROM pg_catalog.pg_type WHERE oid IS NOT NULL)")
+    return statements
+
+
+#: Words showing that a statement reads the catalog (only those are rewritten).
+_CATALOG_WORDS = re.compile(r"pg_catalog|::\s*reg|\bISOLATION\b|OPERATOR\s*\(|\bCOLLATE\b|\bversion\s*\(|json_build",
+                            re.IGNORECASE)
+_LITERAL = re.compile(r"'(?:[^']|'')*'")
+#: A literal cast to ``regclass``: ``'t'::regclass`` (what follows the literal), and
+#: ``CAST('t' AS regclass)`` (what precedes it, and what follows). Literals are found once, left
+#: to right: a pattern tried at every quote would take time quadratic in a run of quotes.
+_REGCLASS_SUFFIX = re.compile(r"\s*::\s*(?:pg_catalog\.)?regclass\b", re.IGNORECASE)
+_CAST_OPEN = re.compile(r"\bCAST\s*\(\s*\Z", re.IGNORECASE)
+_CAST_TO_REGCLASS = re.compile(r"\s+AS\s+(?:pg_catalog\.)?regclass\s*\)", re.IGNORECASE)
+
+#: (pattern, replacement) applied, in order, to the text outside string literals.
+_REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bCAST\s*\(\s*(\$\d+)\s+AS\s+(?:pg_catalog\.)?regclass\s*\)", re.IGNORECASE),
+     r"regclass_oid(\1)"),
+    (re.compile(r"\bOPERATOR\s*\(\s*(?:pg_catalog\s*\.\s*)?([~!<>=*+\-/%^|&#@]+)\s*\)",
+                re.IGNORECASE), r"\1"),
+    # (from the start of a run of white space only: tried at every space of a long run, the
+    # pattern would scan the rest of the run each time)
+    (re.compile(r"(?<!\s)\s*\bCOLLATE\s+(?:pg_catalog\s*\.\s*)?(?:\"default\"|\"C\"|(?:default|C)\b)",
+                re.IGNORECASE), ""),
+    (re.compile(r"(::|\bAS)\s*(?:pg_catalog\.)?reg(?:class|type|proc|procedure|namespace|role|oper|"
+                r"operator|config|dictionary|collation)\b", re.IGNORECASE), r"\1 BIGINT"),
+    (re.compile(r"\bjson_build_object\s*\(", re.IGNORECASE), "json_object("),
+    # psql's third argument (pretty printing) to DuckDB's two-argument pg_get_expr
+    (re.compile(r"\bpg_get_expr\s*\(([^(),]+),([^(),]+),\s*(?:true|false)\s*\)", re.IGNORECASE),
+     r"pg_get_expr(\1,\2)"),
+    (re.compile(r"^\s*SHOW\s+TRANSACTION\s+ISOLATION\s+LEVEL\b", re.IGNORECASE),
+     "SHOW transaction_isolation"),
+    (re.compile(r"\bpg_catalog\s*\.\s*(?=[\"\w])", re.IGNORECASE), ""),
+)
+
+
+def install(con: duckdb.DuckDBPyConnection) -> None:
+    """Run :func:`session_setup` on a session's connection; a statement this DuckDB version
+    cannot run is skipped (what it defines stays missing). Run it when the session starts:
+    made inside a client's transaction, the temporary objects would go with its rollback."""
+    def columns_of(view: str) -> list[str]:
+        return con.sql(f"SELECT * FROM pg_catalog.{view} LIMIT 0").columns
+
+    for statement in session_setup(columns_of):
+        try:
+            con.execute(statement)
+        except duckdb.Error as err:
+            log.debug("catalog emulation skipped %r: %s", statement, err)
+
+
+def mentions_catalog(sql: str) -> bool:
+    """Whether ``sql`` may need :func:`rewrite` (a cheap test, so other queries skip it)."""
+    return _CATALOG_WORDS.search(sql) is not None
+
+
+def _rewrite_code(code: str) -> str:
+    for pattern, replacement in _REWRITES:
+        code = pattern.sub(replacement, code)
+    return code
+
+
+def rewrite(sql: str) -> str:
+    """``sql`` as DuckDB runs it with the session's catalog emulation (see module doc)."""
+    if not mentions_catalog(sql):
+        return sql
+    out, at = [], 0
+    for literal in _LITERAL.finditer(sql):
+        code, text = sql[at:literal.start()], literal.group()
+        cast = _CAST_OPEN.search(code)
+        closed = cast and _CAST_TO_REGCLASS.match(sql, literal.end())
+        suffix = None if closed else _REGCLASS_SUFFIX.match(sql, literal.end())
+        if closed:
+            code, text, at = code[:cast.start()], f"regclass_oid({text})", closed.end()
+        elif suffix:
+            text, at = f"regclass_oid({text})", suffix.end()
+        else:
+            at = literal.end()
+        out += [_rewrite_code(code), text]
+    out.append(_rewrite_code(sql[at:]))
+    return "".join(out)

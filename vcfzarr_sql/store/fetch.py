@@ -1,0 +1,278 @@
+"""Chunk reads from a remote store, many in flight: a scan learns which chunks a piece reads,
+then fetches those of the next pieces in one request batch (fsspec's concurrent ``cat``).
+
+Over a URL each chunk read waits a round trip; a piece of a scan reads a handful of arrays,
+and a task many pieces. :class:`FetchingSource` stands in for the store: it records the
+arrays (and the chunk indexes along their other axes) that decoding reads, and
+:meth:`FetchingSource.fetch` gets the same chunks of further variant chunks with one
+``get_many`` (concurrent in fsspec's async filesystems: s3, gcs, http). A scan fetches its
+pieces in windows (:class:`WindowFetches`), a few windows ahead of the pieces it decodes, and
+keeps a window's chunks until its last piece is decoded (pieces of one variant chunk share its
+site arrays); any other read goes to the store.
+
+What the pieces of a scan read is remembered per store and scan shape (:func:`scan_shape`:
+the columns decoded and the sample chunks), so the next scan of that shape (a warm query)
+fetches even its first window in one batch: a warm region query waits for two round trips
+(revalidating the store, then its chunks) instead of one per array.
+
+>>> from types import SimpleNamespace
+>>> class Store:
+...     is_remote, variants_chunk_size = True, 4
+...     def array_info(self, name): return SimpleNamespace(chunks=(4,), dims=("variants",))
+...     def read_chunk_bytes(self, name, chunk): return f"{name}{chunk}".encode()
+...     def read_chunks_bytes(self, keys): return {k: f"{k[0]}{k[1]}!".encode() for k in keys}
+...     def decode_chunk(self, name, raw, chunk): return raw
+>>> source = FetchingSource(Store())
+>>> source.read_chunk("pos", (0,))
+b'pos(0,)'
+>>> source.keep(source.fetch([1, 2]))
+>>> source.read_chunk("pos", (2,)), source.read_chunk("pos", (3,))
+(b'pos(2,)!', b'pos(3,)')
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from vcfzarr_sql.store.blocks import array_chunk
+from vcfzarr_sql.store.derived import variant_length
+
+#: (array, chunk indexes after the variants axis) that scans read, by store and scan shape
+#: (the shapes used last; a shape forgotten is learned again by its next scan).
+_learned: weakref.WeakKeyDictionary[Any, OrderedDict[tuple, set[tuple[str, tuple[int, ...]]]]] = (
+    weakref.WeakKeyDictionary()
+)
+#: Scan shapes remembered per store.
+LEARNED_SHAPES = 64
+_learned_lock = threading.Lock()
+#: Threads that wait for background fetches (not decode threads: a fetch mostly waits), one
+#: per scan fetching at once, up to four (started as needed).
+_fetcher: ThreadPoolExecutor | None = None
+
+
+def _fetch_thread() -> ThreadPoolExecutor:
+    global _fetcher
+    with _learned_lock:
+        if _fetcher is None:
+            _fetcher = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vcfzarr-fetch")
+        return _fetcher
+
+
+def _forget_after_fork() -> None:
+    """In a forked child: the parent's fetch threads and lock were not copied."""
+    global _fetcher, _learned_lock
+    _fetcher, _learned_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def scan_shape(store: Any, plan: Any) -> tuple:
+    """What decides which chunks the pieces of ``plan`` read, beside their variant chunk: the
+    columns decoded, and the sample chunks of each sample group."""
+    size = store.samples_chunk_size
+    groups = tuple(
+        (chunk, None if samples is None else tuple(np.unique(samples // size).tolist()))
+        for chunk, samples in plan.sample_groups
+    )
+    return plan.table, plan.filtered_columns, plan.unfiltered_columns, groups
+
+
+def learned_patterns(store: Any, shape: tuple) -> set[tuple[str, tuple[int, ...]]]:
+    """The (shared) set of what scans of ``shape`` over ``store`` were seen to read."""
+    with _learned_lock:
+        shapes = _learned.setdefault(store, OrderedDict())
+        patterns = shapes.setdefault(shape, set())
+        shapes.move_to_end(shape)
+        while len(shapes) > LEARNED_SHAPES:
+            shapes.popitem(last=False)
+        return patterns
+
+
+class FetchingSource:
+    """The store, with chunk bytes prefetched in batches (thread-safe)."""
+
+    def __init__(self, store: Any, patterns: set[tuple[str, tuple[int, ...]]] | None = None):
+        self._store = store
+        self._lock = threading.Lock()
+        #: (array, chunk indexes after the variants axis) read so far (shared with earlier
+        #: scans of the same shape: guarded by the module's lock)
+        self._patterns = set() if patterns is None else patterns
+        self._fetched: dict[tuple[str, tuple[int, ...]], bytes | None] = {}
+        self._holders: dict[tuple[str, tuple[int, ...]], int] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def read_chunk_bytes(self, name: str, chunk: tuple[int, ...]) -> bytes | None:
+        key = (name, tuple(chunk))
+        with _learned_lock:
+            self._patterns.add((name, key[1][1:]))
+        with self._lock:
+            if key in self._fetched:
+                return self._fetched[key]
+        return self._store.read_chunk_bytes(name, chunk)
+
+    def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
+        return self._store.decode_chunk(name, self.read_chunk_bytes(name, chunk), chunk)
+
+    def read_chunk_strings(self, name: str, chunk: tuple[int, ...]) -> pa.Array:
+        return self._store.decode_chunk_strings(name, self.read_chunk_bytes(name, chunk), chunk)
+
+    def variant_length(self, chunk_index: int) -> np.ndarray:
+        return variant_length(self, chunk_index)
+
+    @property
+    def knows_reads(self) -> bool:
+        """Whether pieces were seen to read any chunk (so :meth:`fetch` fetches something)."""
+        with _learned_lock:
+            return bool(self._patterns)
+
+    def fetch(self, variant_chunks: Iterable[int]) -> dict:
+        """In one batch, the bytes of the chunks of ``variant_chunks`` that pieces were seen
+        to read (by (array, chunk)), for :meth:`use`."""
+        with _learned_lock:
+            patterns = list(self._patterns)
+        chunks = list(dict.fromkeys(int(c) for c in variant_chunks))
+        keys = dict.fromkeys(
+            (name, (array_chunk(self._store, self._store.array_info(name), c), *rest))
+            for c in chunks
+            for name, rest in patterns
+        )
+        return self._store.read_chunks_bytes(list(keys)) if keys else {}
+
+    def keep(self, fetched: dict) -> None:
+        """Serve reads from ``fetched`` (a :meth:`fetch`) too, until as many :meth:`forget` of
+        it (windows sharing a variant chunk fetch some chunks twice: each is kept until the
+        last window holding it forgets it)."""
+        with self._lock:
+            for key, raw in fetched.items():
+                self._fetched.setdefault(key, raw)
+                self._holders[key] = self._holders.get(key, 0) + 1
+
+    def forget(self, fetched: dict) -> None:
+        """Stop serving the chunks of ``fetched`` no other kept window holds."""
+        with self._lock:
+            for key in fetched:
+                held = self._holders.get(key, 0) - 1
+                if held > 0:
+                    self._holders[key] = held
+                else:
+                    self._holders.pop(key, None)
+                    self._fetched.pop(key, None)
+
+
+def fetching(store: Any, plan: Any = None) -> Any:
+    """``store`` wrapped in a :class:`FetchingSource` when it is remote, else ``store``; with
+    ``plan``, one that starts from what earlier scans of the same shape read."""
+    if not getattr(store, "is_remote", False):
+        return store
+    return FetchingSource(store, None if plan is None else learned_patterns(store, scan_shape(store, plan)))
+
+
+def fetch_windows(count: int, first: int, most: int) -> list[range]:
+    """``count`` pieces in one window when they are at most ``most``, else cut into windows of
+    ``first`` pieces, doubling up to ``most``: decoding starts after little more than a round
+    trip, and later batches are large.
+
+    >>> [len(w) for w in fetch_windows(40, 2, 8)], [len(w) for w in fetch_windows(8, 2, 8)]
+    ([2, 4, 8, 8, 8, 8, 2], [8])
+    """
+    windows, start, size = [], 0, max(first if count > most else most, 1)
+    while start < count:
+        windows.append(range(start, min(start + size, count)))
+        start, size = windows[-1].stop, min(size * 2, max(most, 1))
+    return windows
+
+
+class WindowFetches:
+    """The chunks of each window of pieces fetched in one batch, by the fetch threads, for the
+    scan threads that decode them: a piece of window ``i`` calls :meth:`enter` (which starts
+    the fetches of windows ``i`` to ``i + ahead``, then waits for window ``i``'s) before
+    reading, and :meth:`leave` after; a window's bytes are dropped when the last of its pieces
+    (:meth:`submitted` one by one, then :meth:`all_submitted`) leaves.
+
+    A source that has not yet seen what pieces read fetches nothing (its pieces read chunk by
+    chunk, and teach it); over a store that is not a :class:`FetchingSource`, nothing happens.
+    """
+
+    def __init__(self, source: Any, variant_chunks: np.ndarray, windows: Sequence[range], ahead: int = 2):
+        self._source = source if hasattr(source, "fetch") else None
+        self._chunks = variant_chunks
+        self._windows = windows
+        self._ahead = ahead
+        self._lock = threading.Lock()
+        self._fetches: dict[int, Future[dict] | None] = {}
+        self._running: dict[int, int] = {}
+        self._submitting: set[int] = set(range(len(windows)))
+        self._done: set[int] = set()
+        #: windows whose fetch the source keeps (once per window, forgotten once when it ends)
+        self._kept: set[int] = set()
+
+    def _start(self, i: int) -> None:
+        for j in range(i, min(i + self._ahead + 1, len(self._windows))):
+            # (not started, or started before reads were known; a window already done, when a
+            # late piece of an earlier one enters, is not fetched again)
+            if j not in self._done and self._fetches.get(j) is None:
+                chunks = self._chunks[self._windows[j].start : self._windows[j].stop].tolist()
+                known = self._source.knows_reads
+                self._fetches[j] = _fetch_thread().submit(self._source.fetch, chunks) if known else None
+
+    def submitted(self, i: int) -> None:
+        """A piece of window ``i`` was handed to the scan threads."""
+        with self._lock:
+            self._running[i] = self._running.get(i, 0) + 1
+
+    def all_submitted(self, i: int) -> None:
+        """Every piece of window ``i`` was handed out."""
+        with self._lock:
+            self._submitting.discard(i)
+        self._forget_if_done(i)
+
+    def enter(self, i: int) -> None:
+        """Before a piece of window ``i`` reads: its window's chunks are at hand."""
+        if self._source is None:
+            return
+        with self._lock:
+            self._start(i)
+            fetch = self._fetches[i]
+        if fetch is None:
+            return
+        fetched = fetch.result()
+        with self._lock:  # (kept before any piece of the window reads past here)
+            if i not in self._kept:
+                self._kept.add(i)
+                self._source.keep(fetched)
+
+    def leave(self, i: int) -> None:
+        """After a piece of window ``i`` read (or failed)."""
+        with self._lock:
+            self._running[i] -= 1
+        self._forget_if_done(i)
+
+    def _forget_if_done(self, i: int) -> None:
+        with self._lock:
+            if i in self._submitting or self._running.get(i):
+                return
+            self._done.add(i)
+            fetch = self._fetches.pop(i, None)
+            kept = i in self._kept  # (only if a piece entered after the window's fetch started)
+            self._kept.discard(i)
+        if kept:
+            self._source.forget(fetch.result())
+
+    def close(self) -> None:
+        """Cancel the fetches not started (the consumer stopped early)."""
+        with self._lock:
+            for fetch in self._fetches.values():
+                if fetch is not None:
+                    fetch.cancel()
