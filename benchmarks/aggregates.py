@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import polars as pl
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
@@ -102,7 +103,7 @@ def allele_count_cases(files: Files, store: Path, session: dict) -> list[Case]:
 
     bcftools = f"bcftools +fill-tags {files.bcf} -Ou -- -t AC | bcftools query -f '%AC\\n'"
 
-    def answer(table) -> tuple[int, int]:
+    def answer(table: pa.Table) -> tuple[int, int]:
         return table.column(0)[0].as_py(), table.column(1)[0].as_py()
 
     return [

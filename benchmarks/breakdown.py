@@ -9,10 +9,12 @@ batches -> the full aggregate queries of ``benchmarks.aggregates``. CLI: interpr
 
 from __future__ import annotations
 
+import functools
 import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from benchmarks import floor, ours
 from benchmarks.harness import run_process, suite_arguments, venv_bin
@@ -30,7 +32,7 @@ def median_time(work: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def scan_layers(store, repeats: int) -> list[tuple[str, float]]:
+def scan_layers(store: Path, repeats: int) -> list[tuple[str, float]]:
     dataset = ours.require("vcfzarr_sql.adapters", "dataset")
     con = ours.connect()
     queries = {
@@ -47,7 +49,7 @@ def scan_layers(store, repeats: int) -> list[tuple[str, float]]:
     return [(label, median_time(work, repeats)) for label, work in layers]
 
 
-def cli_layers(files: Files, store, repeats: int) -> list[tuple[str, float]]:
+def cli_layers(files: Files, store: Path, repeats: int) -> list[tuple[str, float]]:
     contig, start, end = region_of(SIZES[files.directory.name], 1_000)
     sql = f"SELECT contig, pos FROM vcf_zarr('{store}', region := '{contig}:{start}-{end}')"
     layers = [
@@ -56,7 +58,7 @@ def cli_layers(files: Files, store, repeats: int) -> list[tuple[str, float]]:
         ("python -c 'import duckdb, pyarrow.dataset'", [sys.executable, "-c", "import duckdb, pyarrow.dataset"]),
         ("vcfzarr-sql query (1 kb region)", [venv_bin("vcfzarr-sql"), "query", "--format", "csv", sql]),
     ]
-    return [(label, median_time(lambda a=argv: run_process(a, capture=False), repeats)) for label, argv in layers]
+    return [(label, median_time(functools.partial(run_process, argv, capture=False), repeats)) for label, argv in layers]
 
 
 def table(title: str, rows: list[tuple[str, float]]) -> str:

@@ -15,7 +15,7 @@ import shutil
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks import report
@@ -74,7 +74,7 @@ def vcf2zarr_argv(files: Files) -> list[str]:
     ]
 
 
-def conversion_case(tool: str, argv_of, files: Files, runs: list[ProcessResult]) -> Case:
+def conversion_case(tool: str, argv_of: Callable[[Files], list[str]], files: Files, runs: list[ProcessResult]) -> Case:
     store = files.store(tool)
 
     def run() -> tuple[int, int]:

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import msprime
 import numpy as np
@@ -32,6 +33,9 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from benchmarks.sizes import SIZES, Contig, Files, Size
+
+if TYPE_CHECKING:
+    import tskit
 
 #: Effective population size and per-base recombination rate of every simulation.
 POPULATION_SIZE = 10_000
@@ -59,7 +63,7 @@ def vcf_header(size: Size) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-def simulate(contig: Contig, num_samples: int, seed: int):
+def simulate(contig: Contig, num_samples: int, seed: int) -> tskit.TreeSequence:
     """The tree sequence of one contig (diploid individuals, mutations added)."""
     ancestry = msprime.sim_ancestry(
         samples=num_samples,
@@ -72,7 +76,7 @@ def simulate(contig: Contig, num_samples: int, seed: int):
     return msprime.sim_mutations(ancestry, rate=contig.mutation_rate, random_seed=seed)
 
 
-def site_blocks(ts, block_sites: int) -> Iterator[tuple[np.ndarray, list[tuple[str, ...]], np.ndarray]]:
+def site_blocks(ts: tskit.TreeSequence, block_sites: int) -> Iterator[tuple[np.ndarray, list[tuple[str, ...]], np.ndarray]]:
     """(positions 1-based, alleles per site, genotypes int8 (sites, samples, 2)) per block."""
     positions, alleles, genotypes = [], [], []
     for variant in ts.variants():
@@ -93,7 +97,8 @@ def missing_mask(rng: np.random.Generator, sample_rates: np.ndarray, num_sites: 
     return rng.random(rates.shape) < rates
 
 
-def vcf_lines(contig: str, positions, alleles, genotypes: np.ndarray, missing: np.ndarray) -> bytes:
+def vcf_lines(contig: str, positions: np.ndarray, alleles: list[tuple[str, ...]], genotypes: np.ndarray,
+              missing: np.ndarray) -> bytes:
     """VCF text of one block (GT only; phased, ``./.`` for missing)."""
     sites, samples, _ = genotypes.shape
     text = np.empty((sites, samples, 4), dtype=np.uint8)
@@ -111,7 +116,7 @@ def vcf_lines(contig: str, positions, alleles, genotypes: np.ndarray, missing: n
     return b"".join(out)
 
 
-def calls_table(contig: str, positions, genotypes: np.ndarray, missing: np.ndarray, samples: pa.Array) -> pa.Table:
+def calls_table(contig: str, positions: np.ndarray, genotypes: np.ndarray, missing: np.ndarray, samples: pa.Array) -> pa.Table:
     """The long (record x sample) table of one block."""
     sites, num_samples, _ = genotypes.shape
     mask = missing.ravel()
@@ -139,6 +144,7 @@ def write_vcf_and_calls(size: Size, files: Files) -> None:
         ["bcftools", "+fill-tags", "-", "-Oz", "-o", str(files.vcf), "--threads", THREADS, "--", "-t", INFO_TAGS],
         stdin=subprocess.PIPE,
     )
+    assert fill_tags.stdin is not None
     writer = None
     try:
         fill_tags.stdin.write(vcf_header(size))

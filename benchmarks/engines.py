@@ -21,8 +21,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import vcfzarr_sql
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 SQL = "SELECT sum(fmt_GT_1) + sum(fmt_GT_2) AS alleles FROM t"
 COLUMNS = ["fmt_GT_1", "fmt_GT_2"]
@@ -50,7 +54,7 @@ def tree_cpu_seconds() -> float:
     return sum(c for pid, c in cpu.items() if ours(pid))
 
 
-def timed(run: Callable[[], object], repeats: int) -> tuple[float, float, object]:
+def timed(run: Callable[[], int], repeats: int) -> tuple[float, float, int]:
     """(median wall s, median CPU s, answer) of ``run``."""
     answer, walls, cpus = run(), [], []  # warm-up (and the answer)
     for _ in range(repeats):
@@ -61,14 +65,14 @@ def timed(run: Callable[[], object], repeats: int) -> tuple[float, float, object
     return statistics.median(walls), statistics.median(cpus), answer
 
 
-def duckdb_case(store: str, region: str | None) -> Callable[[], object]:
+def duckdb_case(store: str, region: str | None) -> Callable[[], int]:
     con = vcfzarr_sql.connect()
     where = "" if region is None else f", region := '{region}'"
     sql = SQL.replace("FROM t", f"FROM vcf_zarr_calls('{store}'{where})")
     return lambda: con.sql(sql).fetchall()[0][0]
 
 
-def daft_case(store: str, region: str | None) -> Callable[[], object]:
+def daft_case(store: str, region: str | None) -> Callable[[], int]:
     import daft
 
     from vcfzarr_sql.daft import read_vcf_zarr
@@ -77,7 +81,7 @@ def daft_case(store: str, region: str | None) -> Callable[[], object]:
     return lambda: daft.sql(SQL, t=t).to_pydict()["alleles"][0]
 
 
-def spark_session(cores: int):
+def spark_session(cores: int) -> SparkSession:
     from pyspark.sql import SparkSession
 
     import vcfzarr_sql.spark
@@ -94,7 +98,7 @@ def spark_session(cores: int):
     return spark
 
 
-def spark_case(spark, store: str, region: str | None) -> Callable[[], object]:
+def spark_case(spark: SparkSession, store: str, region: str | None) -> Callable[[], int]:
     import vcfzarr_sql.spark
 
     schema = "fmt_GT_1 BYTE, fmt_GT_2 BYTE"
@@ -107,7 +111,7 @@ def _run_task(payload: bytes) -> int:
     return sum(batch.num_rows for batch in task.to_batches())
 
 
-def tasks_case(store: str, workers: int, min_tasks: int, target_bytes: float) -> Callable[[], object]:
+def tasks_case(store: str, workers: int, min_tasks: int, target_bytes: float) -> Callable[[], int]:
     """The scan tasks of the aggregate's columns run in a pool of ``workers`` processes."""
     tasks = vcfzarr_sql.scan_tasks(store, "calls", columns=COLUMNS, min_tasks=min_tasks, target_bytes=target_bytes)
     payloads = [pickle.dumps(t) for t in tasks]

@@ -81,7 +81,7 @@ def sample_missingness(store: Path) -> np.ndarray:
     genotypes = RawArray(store, "call_genotype")
     samples_chunk = genotypes.chunks[1]
 
-    def per_chunk(key, chunk) -> np.ndarray:
+    def per_chunk(key: tuple[int, ...], chunk: np.ndarray) -> np.ndarray:
         counts = np.zeros(genotypes.shape[1], dtype=np.int64)
         start = key[1] * samples_chunk
         counts[start : start + chunk.shape[1]] = np.count_nonzero(chunk[:, :, 0] == -1, axis=0)

@@ -49,6 +49,7 @@ def simulate(directory: Path, samples: int, records: int, seed: int = 7) -> Path
     )
     positions = np.sort(rng.choice(np.arange(1, 100_000_000), records, replace=False))
     bgzip = subprocess.Popen(["bgzip", "-c"], stdin=subprocess.PIPE, stdout=vcf.open("wb"))
+    assert bgzip.stdin is not None
     bgzip.stdin.write(header.encode())
     writer = None
     for start in range(0, records, 5000):
@@ -63,7 +64,8 @@ def simulate(directory: Path, samples: int, records: int, seed: int = 7) -> Path
             f"1\t{p}\t.\tA\tG\t.\t.\t.\tGT\t" + "\t".join(row) + "\n" for p, row in zip(pos, text)
         ]
         bgzip.stdin.write("".join(lines).encode())
-        gt = np.where(alleles < 0, None, alleles)
+        gt = alleles.astype(object)
+        gt[alleles < 0] = None
         calls = pa.table({
             "pos": np.repeat(pos, samples),
             "sample": np.tile(np.arange(samples, dtype=np.int32), len(pos)),
@@ -73,6 +75,7 @@ def simulate(directory: Path, samples: int, records: int, seed: int = 7) -> Path
         if writer is None:
             writer = pq.ParquetWriter(directory / "calls.parquet", calls.schema)
         writer.write_table(calls)
+    assert writer is not None
     writer.close()
     bgzip.stdin.close()
     bgzip.wait()
@@ -104,15 +107,26 @@ def timed(run: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
-def shell(command: str) -> Callable[[], None]:
+def shell(command: str) -> Callable[[], object]:
     return lambda: subprocess.run(command, shell=True, check=True, capture_output=True)
 
 
-def floor_counts(store: Path, samples: np.ndarray | None) -> Callable[[], None]:
+def duckdb_rows(sql: str) -> Callable[[], object]:
+    """The rows of ``sql`` on DuckDB's default connection."""
+
+    def run() -> list[tuple]:
+        relation = duckdb.sql(sql)
+        assert relation is not None
+        return relation.fetchall()
+
+    return run
+
+
+def floor_counts(store: Path, samples: np.ndarray | None) -> Callable[[], object]:
     """Decode every genotype chunk with numcodecs (2 threads) and count per record (the floor)."""
     genotypes = floor.RawArray(store, "call_genotype")
 
-    def per_chunk(key, chunk):
+    def per_chunk(key: tuple[int, ...], chunk: np.ndarray) -> list[np.ndarray]:
         if samples is not None:
             chunk = chunk[:, samples]
         return [np.count_nonzero(chunk == 1, axis=(1, 2))]
@@ -120,10 +134,10 @@ def floor_counts(store: Path, samples: np.ndarray | None) -> Callable[[], None]:
     return lambda: floor.map_reduce(genotypes, per_chunk, lambda a, b: a + b)
 
 
-def floor_sample_counts(store: Path) -> Callable[[], None]:
+def floor_sample_counts(store: Path) -> Callable[[], object]:
     genotypes = floor.RawArray(store, "call_genotype")
 
-    def per_chunk(key, chunk):
+    def per_chunk(key: tuple[int, ...], chunk: np.ndarray) -> np.ndarray:
         return np.stack([(chunk[..., 0] == -1).sum(0), (chunk[..., 0] != chunk[..., 1]).sum(0)])
 
     return lambda: floor.map_reduce(genotypes, per_chunk, np.add)
@@ -156,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
             "vcfzarr-sql": ours(f"SELECT contig, pos, gt_AC, gt_AN, gt_AF FROM vcf_zarr({s})"),
             "plink2 --freq counts": shell(f"plink2 --pfile {pgen} --freq counts --threads 2 --out {out} --silent"),
             "bcftools +fill-tags": shell(f"bcftools +fill-tags {vcf} -Ou -- -t AC,AN,AF | bcftools query -f '%AC %AN %AF\\n' > /dev/null"),
-            "DuckDB Parquet": lambda: duckdb.sql(f"SELECT pos, sum(gt0) + sum(gt1), count(gt0) + count(gt1) FROM '{parquet}' GROUP BY pos").fetchall(),
+            "DuckDB Parquet": duckdb_rows(f"SELECT pos, sum(gt0) + sum(gt1), count(gt0) + count(gt1) FROM '{parquet}' GROUP BY pos"),
             "floor (numcodecs)": floor_counts(store, None),
             "SQL over fmt_GT_k": ours(f"SELECT contig, pos, list_sum(list_transform(fmt_GT_1, lambda a: a)) + list_sum(list_transform(fmt_GT_2, lambda a: a)) FROM vcf_zarr({s})"),
         },
@@ -181,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
             "plink2 --missing": shell(f"plink2 --pfile {pgen} --missing sample-only --threads 2 --out {out} --silent"),
             "plink2 --sample-counts": shell(f"plink2 --pfile {pgen} --sample-counts --threads 2 --out {out} --silent"),
             "bcftools stats -s -": shell(f"bcftools stats -s - {vcf} > /dev/null"),
-            "DuckDB Parquet": lambda: duckdb.sql(f"SELECT sample, count(*) FILTER (gt0 IS NULL), count(*) FILTER (gt0 <> gt1) FROM '{parquet}' GROUP BY sample").fetchall(),
+            "DuckDB Parquet": duckdb_rows(f"SELECT sample, count(*) FILTER (gt0 IS NULL), count(*) FILTER (gt0 <> gt1) FROM '{parquet}' GROUP BY sample"),
             "floor (numcodecs)": floor_sample_counts(store),
         },
         "HWE per variant": {

@@ -9,6 +9,7 @@ so that machine noise hits every tool alike (a case slower than ``SLOW_S`` is ti
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import statistics
@@ -192,10 +193,8 @@ def shell(script: str) -> list[str]:
     return ["bash", "-o", "pipefail", "-c", script]
 
 
-def suite_arguments(description: str, argv: list[str] | None):
+def suite_arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
     """``--size`` and ``--skip TOOL`` (repeatable), the options every suite takes."""
-    import argparse
-
     from benchmarks.sizes import SIZES
 
     parser = argparse.ArgumentParser(description=description)

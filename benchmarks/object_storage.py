@@ -39,7 +39,7 @@ import time
 from collections.abc import Callable, Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from benchmarks.sizes import DATA_DIR, Contig
 from vcfzarr_sql.converter import convert
 
 REGION_WIDTH = 100_000
+T = TypeVar("T")
 
 
 def simulated_store(directory: Path, samples: int, length: int) -> Path:
@@ -62,6 +63,7 @@ def simulated_store(directory: Path, samples: int, length: int) -> Path:
     vcf = directory / "sim.vcf.gz"
     with vcf.open("wb") as out:
         bgzip = subprocess.Popen(["bgzip", "-c"], stdin=subprocess.PIPE, stdout=out)
+        assert bgzip.stdin is not None
         bgzip.stdin.write(data.vcf_header(size))
         for positions, alleles, genotypes in data.site_blocks(data.simulate(contig, samples, 7), 5000):
             missing = np.zeros(genotypes.shape[:2], dtype=bool)
@@ -94,9 +96,11 @@ class _SlowHandler(SimpleHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as object stores
     disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms stall
 
-    def send_head(self):  # noqa: ANN201 - the base class's hook (GET and HEAD)
-        self.server.counted()
-        time.sleep(self.server.latency)
+    def send_head(self) -> BinaryIO | None:  # the base class's hook (GET and HEAD)
+        server = self.server
+        assert isinstance(server, SlowServer)
+        server.counted()
+        time.sleep(server.latency)
         return super().send_head()
 
     def log_message(self, *args: object) -> None:
@@ -150,6 +154,7 @@ def serving(root: Path, latency: float, split: tuple[set[int], set[int]] | None 
     process = context.Process(target=_serve, args=(str(root), latency, counter, ports), daemon=True)
     process.start()
     if split is not None:
+        assert process.pid is not None  # (started)
         os.sched_setaffinity(process.pid, split[0])
         _pin_this_process(split[1])
     try:
@@ -159,14 +164,14 @@ def serving(root: Path, latency: float, split: tuple[set[int], set[int]] | None 
         process.join()
 
 
-def timed(run: Callable[[], object]) -> tuple[float, object]:
+def timed(run: Callable[[], T]) -> tuple[float, T]:
     started = time.perf_counter()
     answer = run()
     return time.perf_counter() - started, answer
 
 
 def warm(con: vcfzarr_sql.Connection, query: str, server: Served | None,
-         repeats: int) -> tuple[float, int, object]:
+         repeats: int) -> tuple[float, int, list[tuple[Any, ...]]]:
     """(median seconds, requests per run, answer) of ``repeats`` runs of ``query`` on ``con``
     after a first one (warm: the store is open, the connection has seen the query)."""
     con.sql(query).fetchall()
@@ -212,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
                  f"server on CPUs {sorted(split[0])}, scans on {sorted(split[1])}"))
     with serving(directory, args.latency, split) as server:
         url = f"{server.url}/{store.name}"
-        count = "SELECT count(*) FROM vcf_zarr('{}', region := '%s')" % region
+        count = f"SELECT count(*) FROM vcf_zarr('{{}}', region := '{region}')"
         queries = (
             ("(a) warm 100 kb region count", count),
             ("(b) whole-store count(fmt_GT_1), calls", "SELECT count(fmt_GT_1) FROM vcf_zarr_calls('{}')"),
@@ -226,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
             assert disk_answer == http_answer, (disk_answer, http_answer)
             rows.append((name, disk_s, http_s, requests, http_answer[0][0]))
         anchor_disk, anchor_http = tensorstore_read(local), tensorstore_read(url)
-        if anchor_disk is not None:
+        if anchor_disk is not None and anchor_http is not None:
             anchor_disk(), anchor_http()
             before = server.requests
             ts_http = statistics.median(timed(anchor_http)[0] for _ in range(args.repeats))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -44,10 +46,13 @@ def line_count(argv: list[str]) -> Callable[[], int]:
 
 
 def discard(argv: list[str]) -> Callable[[], None]:
-    return lambda: run_process(argv, capture=False) and None
+    def run() -> None:
+        run_process(argv, capture=False)
+
+    return run
 
 
-def cases(files: Files, store, size: Size, region: tuple[str, int, int], genotypes: bool, session: dict) -> list[Case]:
+def cases(files: Files, store: Path, size: Size, region: tuple[str, int, int], genotypes: bool, session: dict) -> list[Case]:
     contig, start, end = region
     text = f"{contig}:{start}-{end}"
     drop_gt = [] if genotypes else ["-G"]
@@ -55,7 +60,7 @@ def cases(files: Files, store, size: Size, region: tuple[str, int, int], genotyp
     ours_region = f"SELECT {SITE_COLUMNS}{gt_column} FROM vcf_zarr('{store}', region := '{text}')"
     ours_where = f"SELECT {SITE_COLUMNS}{gt_column} FROM vcf_zarr('{store}') WHERE contig = '{contig}' AND pos BETWEEN {start} AND {end}"
 
-    def our_session():
+    def our_session() -> Any:
         if "con" not in session:
             session["con"] = ours.connect()
         return session["con"]
@@ -73,7 +78,7 @@ def cases(files: Files, store, size: Size, region: tuple[str, int, int], genotyp
     bcftools = ["bcftools", "view", "-r", text, *drop_gt]
     vcztools = [venv_bin("vcztools"), "view", "-H", "-r", text, *drop_gt, str(store)]
 
-    def polars_bio_scan(scan, path) -> Callable[[], int]:
+    def polars_bio_scan(scan: str, path: Path) -> Callable[[], int]:
         def run() -> int:
             import polars_bio as pb
 

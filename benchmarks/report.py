@@ -7,19 +7,19 @@ import os
 import platform
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
 from benchmarks.harness import OURS, Measurement, suite_arguments
-from benchmarks.sizes import RESULTS_DIR, SIZES
+from benchmarks.sizes import RESULTS_DIR, SIZES, Size
 
 IMG_DIR = Path(__file__).parent.parent / "docs" / "img"
 
 
 def ratio(result: Measurement, ours: Measurement | None) -> float | None:
     """Tool time / our time (above 1: we are faster)."""
-    if ours is None or not ours.ok or not result.ok or not ours.median:
+    if ours is None or not ours.ok or not result.ok or not ours.median or result.median is None:
         return None
     return result.median / ours.median
 
@@ -183,7 +183,8 @@ def publish(suite: str, size: str, results: Sequence[Measurement], preamble: str
     plot(suite, size, results)
 
 
-def suite_main(suite: str, run_suite, description: str, argv: list[str] | None) -> list[Measurement]:
+def suite_main(suite: str, run_suite: Callable[[Size, Sequence[str]], tuple[list[Measurement], str]],
+               description: str, argv: list[str] | None) -> list[Measurement]:
     """The command line of a query suite: parse ``--size``/``--skip``, run, publish."""
     args = suite_arguments(description, argv)
     results, preamble = run_suite(SIZES[args.size], args.skip)
@@ -204,7 +205,7 @@ def load(suite: str, size: str) -> list[Measurement]:
 
 def main(argv: list[str] | None = None) -> None:
     """Redraw the plots of finished runs: ``python -m benchmarks.report --size quick``."""
-    args = suite_arguments(main.__doc__.splitlines()[0], argv)
+    args = suite_arguments((main.__doc__ or "").splitlines()[0], argv)
     for suite in ("convert", "regions", "aggregates"):
         if (RESULTS_DIR / f"{suite}-{args.size}.json").exists():
             print(plot(suite, args.size, load(suite, args.size)))

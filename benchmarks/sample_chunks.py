@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 import vcfzarr_sql
+from vcfzarr_sql.engine.connection import Connection
 
 QUERY = ("SELECT sample_id, avg((fmt_GT_1 <> fmt_GT_2)::INT) AS het "
          "FROM vcf_zarr_calls('{store}'{samples}) GROUP BY sample_id")
@@ -37,7 +38,7 @@ def write_vcf(path: Path, samples: int, variants: int) -> list[str]:
     return names
 
 
-def timed(con, sql: str) -> tuple[float, float]:
+def timed(con: Connection, sql: str) -> tuple[float, float]:
     start = time.perf_counter()
     con.sql(sql).fetchall()
     return time.perf_counter() - start, con.last_stats["bytes_read"]

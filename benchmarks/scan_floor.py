@@ -91,12 +91,13 @@ def scan_store() -> Path:
 def floor_answers(genotypes: RawArray) -> tuple[int, int, int]:
     """(records, non-reference called alleles, calls whose first allele is non-reference)."""
 
-    def per_chunk(key, chunk: np.ndarray) -> np.ndarray:
+    def per_chunk(key: tuple[int, ...], chunk: np.ndarray) -> np.ndarray:
         records = chunk.shape[0] if key[1] == 0 else 0
         first_nonref = np.count_nonzero(chunk[:, :, 0] > 0)
         return np.array([records, np.count_nonzero(chunk > 0), first_nonref])
 
-    return tuple(int(n) for n in map_reduce(genotypes, per_chunk, operator.add))
+    records, nonref, first_nonref = (int(n) for n in map_reduce(genotypes, per_chunk, operator.add))
+    return records, nonref, first_nonref
 
 
 def checked(tool: str, run: Callable[[], Any], expected: Any, cpu: dict[str, list[float]]) -> Case:
@@ -189,8 +190,9 @@ def print_regions(results: list[Measurement]) -> None:
         rows = [r for r in results if r.task == task]
         ours = next(r for r in rows if r.tool == OURS)
         for result in rows:
-            if result.ok and ours.ok:
-                print(f"  {result.tool:20s} {result.median:7.3f}s {result.median / ours.median:6.2f}x")
+            median, base = result.median, ours.median
+            if result.ok and ours.ok and median is not None and base is not None:
+                print(f"  {result.tool:20s} {median:7.3f}s {median / base:6.2f}x")
             else:
                 print(f"  {result.tool:20s} {result.status}")
 
@@ -210,8 +212,9 @@ def main(argv: list[str] | None = None) -> None:
     header = f"{'':{width}s} {'wall':>8s} {'/floor':>7s} {'cpu':>8s} {'/floor':>7s}"
     print(f"{header}  (medians of {args.repeats})")
     for tool, result in results.items():
-        if result.ok:
-            wall = f"{result.median:7.3f}s {result.median / floor:6.2f}x"
+        median = result.median
+        if result.ok and median is not None and floor is not None:
+            wall = f"{median:7.3f}s {median / floor:6.2f}x"
             if tool in cpu:
                 used = statistics.median(cpu[tool])
                 print(f"{tool:{width}s} {wall} {used:7.3f}s {used / floor_cpu:6.2f}x")

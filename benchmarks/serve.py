@@ -31,10 +31,15 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import psycopg
 
 QUERY = ("SELECT i AS id, 'name' || (i % 1000) AS name, (i * 0.5)::DOUBLE AS score "
          "FROM range({rows}) t(i)")
@@ -56,6 +61,7 @@ def _server(protocol: str, code: Path) -> Iterator[tuple[int, int]]:
         [sys.executable, "-m", "vcfzarr_sql", "serve", "--port", str(port),
          *(["--protocol", protocol] if protocol != "postgres" else [])],
         env=env, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
     try:
         process.stderr.readline()  # "serving ... (Ctrl-C stops)"
         yield port, process.pid
@@ -133,21 +139,20 @@ def _psycopg(binary: bool, how: str = "fetchall", size: int = 10_000) -> Callabl
     or one row at a time when ``size`` is 0); or ``named``, a server-side cursor fetching
     ``size`` rows at a time."""
 
-    def streamed(con, query: str) -> Iterator[tuple]:
+    def streamed(con: psycopg.Connection, query: str) -> Iterator[tuple]:
         if how == "named":
             with con.transaction(), con.cursor("bench", binary=binary) as cursor:
                 cursor.itersize = size
                 yield from cursor.execute(query)
         else:
-            yield from con.cursor(binary=binary).stream(query, **({"size": size} if size else {}))
+            plain = con.cursor(binary=binary)
+            yield from plain.stream(query, size=size) if size else plain.stream(query)
 
-    def count_and_last(con, query: str) -> tuple[int, tuple]:
+    def count_and_last(con: psycopg.Connection, query: str) -> tuple[int, tuple]:
         if how == "fetchall":
             got = con.cursor(binary=binary).execute(query).fetchall()
             return len(got), got[-1]
-        count = 0
-        for count, row in enumerate(streamed(con, query), 1):
-            pass
+        [(count, row)] = deque(enumerate(streamed(con, query), 1), maxlen=1)  # the last row
         return count, row
 
     def run(port: int, pid: int, rows: int) -> Run:

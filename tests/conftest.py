@@ -6,6 +6,9 @@
 Both return the store path; a given (file, arguments) pair is converted once per run, whichever
 worker asks first (the others wait on a lock), so tests may parametrize finely. Failures are not
 cached: each caller gets the converter's own exception. Never write into the returned store.
+
+Fixtures defined in helper modules are registered here for every test module:
+``bio2zarr_store`` (store_support.py), ``serving`` and ``data_dir`` (server_sessions.py).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from server_sessions import data_dir, serving  # noqa: F401 (fixtures for all test modules)
+from store_support import bio2zarr_store  # noqa: F401 (a fixture for all test modules)
 
 
 @contextlib.contextmanager
@@ -37,7 +42,7 @@ def _shared_root(tmp_path_factory: pytest.TempPathFactory, config: pytest.Config
     return (base.parent if hasattr(config, "workerinput") else base) / "stores"
 
 
-def _once(root: Path, tag: str, source, kwargs: dict, write: Callable[[Path], None]) -> Path:
+def _once(root: Path, tag: str, source, kwargs: dict, write: Callable[[Path], object]) -> Path:
     key = hashlib.sha1(repr((tag, str(source), sorted(kwargs.items()))).encode()).hexdigest()[:16]
     folder = root / f"{tag}-{Path(str(source)).name[:40]}-{key}"
     store = folder / "store.vcz"

@@ -33,15 +33,21 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import numpy as np
 import pysam
 import pysam.bcftools as bcftools
 from pysam.utils import SamtoolsError as BcftoolsError  # raised when bcftools rejects a file
 
-__all__ = ["BcftoolsError", "FieldDef", "Genotype", "Header", "Record", "calls", "float_equal",
-           "genotype_arrays", "header", "parse_calls", "parse_genotype", "parse_record",
-           "parse_value", "records"]
+__all__ = ["BcftoolsError", "FieldDef", "Genotype", "Header", "Record", "Value", "calls",
+           "float_equal", "genotype_arrays", "header", "parse_calls", "parse_genotype",
+           "parse_record", "parse_value", "records"]
+
+#: A parsed INFO or FORMAT value, by the conventions above: int, float, str, bool, a list of
+#: them (elements may be None), a :class:`Genotype`, or None. Which one depends on the field's
+#: header line, so tests narrow it themselves.
+Value: TypeAlias = Any
 
 CORPUS_SAMPLE = str(
     Path(__file__).parent / "data/corpus/sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz"
@@ -80,7 +86,7 @@ class Record:
     qual: float | None
     filters: list[str] | None  # None when FILTER is '.'
     end: int  # bcftools %END: POS + rlen - 1
-    info: dict[str, object]  # every INFO field of header(): see the module's value conventions
+    info: dict[str, Value]  # every INFO field of header(): see the module's value conventions
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,9 @@ class Genotype:
 
 @functools.cache
 def _header_text(path: str) -> str:
-    return bcftools.view("-h", path)
+    text = bcftools.view("-h", path)
+    assert isinstance(text, str)
+    return text
 
 
 @functools.lru_cache(maxsize=64)
@@ -108,6 +116,7 @@ def _body_lines(path: str, region: str | None, targets: str | None) -> tuple[tup
     if targets is not None:
         args += ["-t", targets]
     out = bcftools.query(*args, path)
+    assert isinstance(out, str)
     lines = []
     for line in out.splitlines():
         if line:
@@ -260,7 +269,7 @@ def header(path: str | os.PathLike) -> Header:
 # Values
 
 
-def _scalar(text: str, vcf_type: str) -> object:
+def _scalar(text: str, vcf_type: str) -> Value:
     if text == ".":
         return None
     if vcf_type == "Integer":
@@ -270,7 +279,7 @@ def _scalar(text: str, vcf_type: str) -> object:
     return text
 
 
-def parse_value(text: str | None, field: FieldDef) -> object:
+def parse_value(text: str | None, field: FieldDef) -> Value:
     """One INFO or FORMAT value's VCF text (``None`` = absent) -> typed value.
 
     >>> parse_value("1,.", FieldDef("AD", "R", "Integer", ""))
@@ -305,7 +314,7 @@ Genotype(alleles=(1,), phased=False), None)
     if text is None or text == ".":
         return None
     seps = []
-    alleles = []
+    alleles: list[str] = []
     token = ""
     for ch in text:
         if ch in "/|":
@@ -320,13 +329,13 @@ Genotype(alleles=(1,), phased=False), None)
     return Genotype(values, bool(seps) and all(s == "|" for s in seps))
 
 
-def _info(text: str, fields: dict[str, FieldDef]) -> dict[str, object]:
+def _info(text: str, fields: dict[str, FieldDef]) -> dict[str, Value]:
     present: dict[str, str | None] = {}
     if text != ".":
         for item in text.split(";"):
             key, eq, value = item.partition("=")
             present[key] = value if eq else None
-    out: dict[str, object] = {}
+    out: dict[str, Value] = {}
     for name, field in fields.items():
         if name not in present:
             out[name] = False if field.vcf_type == "Flag" else None
@@ -355,7 +364,7 @@ def parse_record(line: str, hdr: Header, end: int = 0) -> Record:
 
 def parse_calls(
     line: str, hdr: Header, fields: Sequence[str], sample_indexes: Sequence[int] | None = None
-) -> list[dict[str, object]]:
+) -> list[dict[str, Value]]:
     """One VCF body line -> per sample (all, or ``sample_indexes``): ``{field: value}``."""
     cols = line.split("\t")
     keys = cols[8].split(":") if len(cols) > 8 else []
@@ -363,7 +372,7 @@ def parse_calls(
     out = []
     for s in range(len(cols) - 9) if sample_indexes is None else sample_indexes:
         parts = cols[9 + s].split(":")
-        call: dict[str, object] = {}
+        call: dict[str, Value] = {}
         for name in fields:
             i = where.get(name)
             text = parts[i] if i is not None and i < len(parts) else None
@@ -407,7 +416,7 @@ def calls(
     region: str | None = None,
     targets: str | None = None,
     samples: Sequence[str] | None = None,
-) -> list[list[dict[str, object]]]:
+) -> list[list[dict[str, Value]]]:
     """Per record, per sample: ``{field: value}`` for each of ``fields`` (FORMAT names); cached,
     so treat the dicts as read-only.
 
@@ -428,6 +437,7 @@ def _genotype_arrays(path: str, region: str | None, targets: str | None):
     for v, (_, line) in enumerate(lines):
         cols = line.split("\t")
         keys = cols[8] if len(cols) > 8 else ""
+        gts: Sequence[str | None]
         if keys == "GT":
             gts = cols[9 : 9 + m]
         elif keys.startswith("GT:"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import oracle
 import zarr
+from store_support import zarr_array, zarr_values
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.validation import validate
@@ -100,7 +101,7 @@ class Stored:
 
     def __getitem__(self, name: str) -> np.ndarray:
         if name not in self._cache:
-            self._cache[name] = self.group[name][...]
+            self._cache[name] = zarr_values(zarr_array(self.group, name))
         return self._cache[name]
 
     def field(self, name: str) -> list:
@@ -120,7 +121,7 @@ def check_header(stored: Stored, vcf) -> Mismatches:
     """sample_id, contig_id/contig_length, filter_id/filter_description against the header."""
     h = oracle.header(vcf)
     out = Mismatches()
-    pairs = [
+    pairs: list[tuple[str, list, list]] = [
         ("sample_id", h.samples, stored.strings("sample_id")),
         ("contig_id", [c for c, _ in h.contigs], stored.strings("contig_id")),
         ("filter_id", [f for f, _ in h.filters], stored.strings("filter_id")),
@@ -195,7 +196,7 @@ def check_length_and_index(stored: Stored, vcf) -> Mismatches:
     contig_index = {c: i for i, c in enumerate(stored.strings("contig_id"))}
     want_index = expected_region_index(
         [(contig_index.get(r.chrom, -1), r.pos, r.end) for r in recs],
-        chunk_size=stored.group["variant_position"].chunks[0],
+        chunk_size=zarr_array(stored.group, "variant_position").chunks[0],
     )
     got_index = stored["region_index"].astype(np.int64)
     if got_index.shape != want_index.shape or not np.array_equal(got_index, want_index):
@@ -324,7 +325,7 @@ def unrepresentable(vcf) -> dict[str, str]:
     h = oracle.header(vcf)
     recs = oracle.records(vcf)
     max_alts = max((len(r.alt) for r in recs), default=0)
-    values: dict[tuple[str, object], list] = {}  # (array, field) -> every value
+    values: dict[tuple[str, oracle.FieldDef], list] = {}  # (array, field) -> every value
     for name, field in h.info.items():
         values[(spec.INFO_PREFIX + name, field)] = [r.info[name] for r in recs]
     names = [n for n in h.format if n != "GT"]

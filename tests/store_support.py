@@ -1,7 +1,7 @@
 """Shared helpers of the store tests: stores made by bio2zarr from corpus files, and comparing a
 decoded chunk with zarr-python's read of the same region (zarr-python is the decoding reference).
 
-Holds no tests; test modules import its fixtures by name.
+Holds no tests; tests/conftest.py registers its fixture for every test module.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import shutil
 import warnings
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -81,11 +82,26 @@ def zip_store(src: Path, dest: Path, prefix: str = "") -> Path:
     return dest
 
 
+def zarr_array(group: zarr.Group, name: str) -> zarr.Array:
+    """``group[name]``, an array (zarr-python types a member ``Array | Group``)."""
+    member = group[name]
+    assert isinstance(member, zarr.Array), f"{name} is a group, not an array"
+    return member
+
+
+def zarr_values(array: zarr.Array, selection: Any = ...) -> np.ndarray:
+    """``array[selection]`` as a NumPy array (zarr-python types a read as any of its
+    buffer, scalar and array types)."""
+    values = array[selection]
+    assert isinstance(values, np.ndarray), type(values)
+    return values
+
+
 def zarr_read(path: Path, name: str) -> np.ndarray:
     """zarr-python's read of the whole array ``name`` of the store at ``path``."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return zarr.open_group(str(path), mode="r")[name][...]
+        return zarr_values(zarr_array(zarr.open_group(str(path), mode="r"), name))
 
 
 def assert_chunks_match_zarr(store, path: Path, name: str) -> int:

@@ -45,11 +45,9 @@ def _planned_scans() -> Iterator[list]:
         planned.append(tasks)
         return tasks
 
-    vcfzarr_sql.adapters.VczDataset.scan_tasks = spy
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(vcfzarr_sql.adapters.VczDataset, "scan_tasks", spy)
         yield planned
-    finally:
-        vcfzarr_sql.adapters.VczDataset.scan_tasks = original
 
 
 def _assert_case_answers_like_bcftools(source: engine_cases.StoreCase, case: engine_cases.Case, path: str) -> None:

@@ -223,8 +223,17 @@ def test_a_remote_task_fetches_its_chunks_in_batches(stores, monkeypatch):
     kv = task.store._kv
     singles, batches = [], []
     get, get_many = kv.get, kv.get_many
-    monkeypatch.setattr(kv, "get", lambda key: singles.append(key) or get(key))
-    monkeypatch.setattr(kv, "get_many", lambda keys: batches.append(list(keys)) or get_many(batches[-1]))
+
+    def single(key):
+        singles.append(key)
+        return get(key)
+
+    def batch(keys):
+        batches.append(list(keys))
+        return get_many(batches[-1])
+
+    monkeypatch.setattr(kv, "get", single)
+    monkeypatch.setattr(kv, "get_many", batch)
     remote = task.to_table()
     assert remote.equals(vcfzarr_sql.scan_tasks(path, "calls", columns=["pos", "fmt_GT"]).to_table())
     # the pieces of the first variant chunk read chunk by chunk; then each window of the others

@@ -83,6 +83,7 @@ def test_shell_ctrl_c_at_a_continuation_prompt_drops_the_statement(capsys, monke
         if line is KeyboardInterrupt:
             assert prompt == shell.CONTINUATION
             raise KeyboardInterrupt
+        assert isinstance(line, str)
         return line
 
     monkeypatch.setattr("builtins.input", fake_input)

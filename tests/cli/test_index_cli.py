@@ -10,10 +10,11 @@ import oracle
 import pytest
 import zarr
 from corpus import CORPUS
-from store_support import (  # noqa: F401  (bio2zarr_store is a fixture)
+from store_support import (
     STORE_FILES,
-    bio2zarr_store,
     copy_store,
+    zarr_array,
+    zarr_values,
     zip_store,
 )
 
@@ -34,9 +35,12 @@ def _index(path, capsys) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def _dims(array: zarr.Array) -> tuple[str, ...]:
+def _dims(array: zarr.Array) -> tuple[object, ...]:
     if array.metadata.zarr_format == 2:
-        return tuple(array.attrs[spec.ARRAY_DIMENSIONS])
+        dimensions = array.attrs[spec.ARRAY_DIMENSIONS]
+        assert isinstance(dimensions, list)
+        return tuple(dimensions)
+    assert array.metadata.dimension_names is not None
     return tuple(array.metadata.dimension_names)
 
 
@@ -49,22 +53,25 @@ def test_index_writes_what_bio2zarr_writes(bio2zarr_store, tmp_path, capsys, rel
     assert (code, err) == (0, "")
     expected = zarr.open_group(str(original), mode="r")
     written = zarr.open_group(str(path), mode="r", zarr_format=zarr_format)
+    expected_index = zarr_array(expected, spec.REGION_INDEX)
+    written_index = zarr_array(written, spec.REGION_INDEX)
+    written_length = zarr_array(written, spec.VARIANT_LENGTH)
     assert out.startswith(
-        f"{path}: wrote region_index ({expected[spec.REGION_INDEX].shape[0]} rows)\n"
+        f"{path}: wrote region_index ({expected_index.shape[0]} rows)\n"
     )
-    assert np.array_equal(written[spec.REGION_INDEX][:], expected[spec.REGION_INDEX][:])
+    assert np.array_equal(zarr_values(written_index), zarr_values(expected_index))
     records = oracle.records(CORPUS / relpath)
-    assert written[spec.VARIANT_LENGTH][:].tolist() == [r.end - r.pos + 1 for r in records]
-    assert _dims(written[spec.REGION_INDEX]) == (
+    assert zarr_values(written_length).tolist() == [r.end - r.pos + 1 for r in records]
+    assert _dims(written_index) == (
         spec.DIM_REGION_INDEX_VALUES, spec.DIM_REGION_INDEX_FIELDS
     )
-    assert _dims(written[spec.VARIANT_LENGTH]) == (spec.DIM_VARIANTS,)
-    assert written[spec.VARIANT_LENGTH].chunks == expected[spec.VARIANT_POSITION].chunks
-    position = expected[spec.VARIANT_POSITION].dtype
-    assert np.can_cast(position, written[spec.REGION_INDEX].dtype)
+    assert _dims(written_length) == (spec.DIM_VARIANTS,)
+    assert written_length.chunks == zarr_array(expected, spec.VARIANT_POSITION).chunks
+    position = zarr_array(expected, spec.VARIANT_POSITION).dtype
+    assert np.can_cast(position, written_index.dtype)
     store = vcfzarr_sql.open_store(path)
     assert store.zarr_format == zarr_format
-    assert np.array_equal(store.region_index, expected[spec.REGION_INDEX][:])
+    assert np.array_equal(store.region_index, zarr_values(expected_index))
 
 
 def test_index_keeps_a_stored_variant_length(bio2zarr_store, tmp_path, capsys):

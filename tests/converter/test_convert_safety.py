@@ -173,6 +173,7 @@ def test_two_concurrent_cli_converters_one_wins_one_fails(tmp_path):
     while not output.lock_path(out).exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     second = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert first.stderr is not None
     assert first.wait(timeout=120) == 0, first.stderr.read()
     assert second.returncode == 1
     assert second.stderr.splitlines() == [
@@ -209,6 +210,7 @@ def _alive(pid: int) -> bool:
 def test_workers_die_with_their_parent(tmp_path, sig):
     parent = subprocess.Popen([sys.executable, "-c", _PARENT, str(tmp_path)],
                               stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
     workers = [int(p) for p in parent.stdout.readline().split()]
     assert len(workers) == 2 and all(_alive(p) for p in workers)
     parent.send_signal(sig)
@@ -233,6 +235,7 @@ def test_sigterm_of_the_cli_cleans_up_and_says_so_in_one_line(tmp_path):
     time.sleep(0.5)
     run.send_signal(signal.SIGTERM)
     assert run.wait(timeout=60) == 1
+    assert run.stderr is not None
     lines = [line for line in run.stderr.read().splitlines() if line.startswith("error:")]
     assert lines == [f"error: {out}: conversion stopped by SIGTERM; OUTPUT was left as it was"]
     assert list(tmp_path.iterdir()) == []

@@ -81,7 +81,7 @@ def test_sample_qc(store) -> None:
     rows = _run("sample_qc.py", store)
     alleles, _ = oracle.genotype_arrays(DEMO_VCF)
     called = alleles >= 0
-    missing = ~called.any(axis=-1)
+    missing = np.asarray(~called.any(axis=-1))
     first = np.where(called[..., 0], alleles[..., 0], alleles[..., 1])
     het = ~missing & ((alleles != first[..., None]) & called).any(axis=-1)
     header = oracle.header(DEMO_VCF)

@@ -90,7 +90,7 @@ def test_dataset_over_a_changed_store_refuses_to_scan(con, tmp_path) -> None:
 
 def test_unchanged_store_is_opened_once(con, tmp_path, monkeypatch) -> None:
     path = _convert(SAMPLE_VCF, tmp_path / "s.zarr")
-    opened = collections.Counter()
+    opened: collections.Counter[str] = collections.Counter()
     real_open = vcfzarr_sql.store.open_store  # imported by the registry when it opens a store
 
     def counting_open(location):
@@ -169,7 +169,12 @@ def test_url_stores_revalidate_with_one_request_for_the_root_documents(tmp_path,
         assert store.fingerprint is None
         calls = []
         get_many = store._kv.get_many
-        monkeypatch.setattr(store._kv, "get_many", lambda keys: calls.append(keys) or get_many(keys))
+
+        def counted(keys):
+            calls.append(keys)
+            return get_many(keys)
+
+        monkeypatch.setattr(store._kv, "get_many", counted)
         assert store.is_unchanged()
         assert len(calls) == 1
         _convert(CHRM_VCF, tmp_path / "s.zarr", force=True)

@@ -6,6 +6,7 @@ import doctest
 import importlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "rewrite"
 CASES = sorted(p.name.removesuffix(".in.sql") for p in FIXTURES.glob("*.in.sql"))
 
 
-def _json(path: Path) -> object:
+def _json(path: Path) -> Any:
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -82,7 +83,7 @@ def test_relative_and_absolute_paths_name_the_same_relation(tmp_path, monkeypatc
         ("SELECT * FROM vcf_zarr('x'", None, "missing closing parenthesis"),
     ],
 )
-def test_errors_name_the_argument(sql: str, params: object, message: str) -> None:
+def test_errors_name_the_argument(sql: str, params: dict[str, object] | None, message: str) -> None:
     with pytest.raises(QueryError) as err:
         rewrite(sql, params)
     assert message in str(err.value)

@@ -18,6 +18,7 @@ is ``region :=`` on a file htslib cannot index (bcftools -r needs an index).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import engine_cases
 import numpy as np
@@ -76,7 +77,7 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _same(expected: object, actual: object, vcf_type: str) -> bool:
+def _same(expected: oracle.Value, actual: Any, vcf_type: str) -> bool:
     """Equal values; floats at bcftools' printed precision; lists element-wise."""
     if isinstance(expected, list) and isinstance(actual, list):
         return len(expected) == len(actual) and all(
@@ -276,11 +277,11 @@ def test_the_guides_genotype_counts_match_bcftools(con, stores, corpus_file) -> 
     assert sorted(con.sql(SAMPLE_COUNTS_SQL.format(store=store)).fetchall()) == sorted(expected)
     pair = genotypes[..., :2]
     records = oracle.records(path)
-    expected = [
+    expected_counts = [
         (r.chrom, r.pos, int((calls > 0).sum()), int((calls >= 0).sum()))
         for r, calls in zip(records, pair)
     ]
-    assert sorted(con.sql(RECORD_COUNTS_SQL.format(store=store)).fetchall()) == sorted(expected)
+    assert sorted(con.sql(RECORD_COUNTS_SQL.format(store=store)).fetchall()) == sorted(expected_counts)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import zarr
 from fill_tags import simulated_vcf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_support import zarr_array, zarr_values
 
 import vcfzarr_sql
 from vcfzarr_sql.format import summaries
@@ -88,8 +89,8 @@ def test_counts_stored_without_alleles_read_the_alleles(store, tmp_path):
     older = tmp_path / "older.vcz"
     shutil.copytree(store, older)
     group = zarr.open_group(str(older), mode="r+", zarr_format=2)
-    calls = group[summaries.CALL_COUNTS]
-    two = calls[:, :2]
+    calls = zarr_array(group, summaries.CALL_COUNTS)
+    two = zarr_values(calls, (slice(None), slice(None, 2)))
     del group[summaries.CALL_COUNTS]
     group.create_array(summaries.CALL_COUNTS, data=two, chunks=(7, 2),
                        attributes=dict(calls.attrs))
@@ -97,7 +98,8 @@ def test_counts_stored_without_alleles_read_the_alleles(store, tmp_path):
     columns = ["pos", "alt", "gt_AC", "gt_AF"]
     new, old = (vcfzarr_sql.dataset(p).to_table(columns=columns) for p in (store, str(older)))
     assert old.to_pylist() == new.to_pylist()
-    alleles = np.asarray(zarr.open_group(store, mode="r")[summaries.CALL_COUNTS][:, 2])
+    counts = zarr_array(zarr.open_group(store, mode="r"), summaries.CALL_COUNTS)
+    alleles = np.asarray(zarr_values(counts, (slice(None), 2)))
     assert alleles.tolist() == [len(a) + 1 for a in new["alt"].to_pylist()]
 
 
@@ -108,7 +110,7 @@ def test_a_record_the_counts_do_not_count_decodes_its_run(store, tmp_path, monke
     marked = tmp_path / "marked.vcz"
     shutil.copytree(store, marked)
     calls = zarr.open_array(str(marked / summaries.CALL_COUNTS), mode="r+")
-    row = calls[50]
+    row = zarr_values(calls, 50)
     row[summaries.CALLED] = summaries.NOT_COUNTED
     calls[50] = row
     columns = ["pos", "gt_AC", "gt_NS", "gt_HWE"]
@@ -130,7 +132,7 @@ def short_summary_chunks(store, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(summaries, "SUMMARY_RECORDS", 14)
         assert write_genotype_counts(copy)
-    assert zarr.open_group(str(copy), mode="r")[summaries.HWE].chunks[0] == 14
+    assert zarr_array(zarr.open_group(str(copy), mode="r"), summaries.HWE).chunks[0] == 14
     return str(copy)
 
 
@@ -193,8 +195,8 @@ def test_contig_comes_from_the_region_index_where_a_chunk_has_one_contig(store):
     decoded; a chunk holding the end of contig 1 and the start of 2 is, and every value equals
     ``variant_contig`` read with zarr."""
     group = zarr.open_group(store, mode="r")
-    names = list(group["contig_id"][:])
-    expected = [names[i] for i in group["variant_contig"][:]]
+    names = list(zarr_values(zarr_array(group, "contig_id")))
+    expected = [names[i] for i in zarr_values(zarr_array(group, "variant_contig"))]
     ds = vcfzarr_sql.dataset(store)
     assert ds.scanner(columns=["contig"]).to_table().column("contig").to_pylist() == expected
     mixed = {i // 7 for i in range(1, len(expected)) if expected[i] != expected[i - 1] and i % 7}

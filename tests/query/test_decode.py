@@ -8,6 +8,7 @@ must equal the oracle (bcftools).
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 
 import duckdb
 import numpy as np
@@ -19,6 +20,7 @@ from corpus import CORPUS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from store_support import zarr_array, zarr_values
 
 from vcfzarr_sql.format.spec import (
     FLOAT32_FILL_BITS,
@@ -174,13 +176,14 @@ def assert_variants_match_bcftools(vcf: str, store, writer: str) -> None:
 
 @pytest.mark.parametrize(("writer", "name"), CASES)
 def test_variant_columns_match_bcftools(store_of, writer, name):
-    assert_variants_match_bcftools(*store_of(writer, name), writer)
+    vcf, store = store_of(writer, name)
+    assert_variants_match_bcftools(vcf, store, writer)
 
 
 def restyle(path, name: str, values: np.ndarray) -> None:
     """Rewrite array ``name`` of the Zarr v2 store ``path`` with ``values`` (another dtype)."""
     group = zarr.open_group(path, mode="a", zarr_format=2)
-    old = group[name]
+    old = zarr_array(group, name)
     attrs, chunks = dict(old.attrs), old.chunks
     del group[name]
     new = group.create_array(name, shape=values.shape, dtype=values.dtype, chunks=chunks,
@@ -205,11 +208,11 @@ def test_other_writers_dtypes_decode_the_same(store_of, tmp_path):
     shutil.copytree(store.path, copy)
     group = zarr.open_group(copy, mode="r")
     for name in ("variant_IF1", "variant_IFA", "call_FFR", "variant_quality"):
-        restyle(copy, name, as_float64(group[name][:]).astype(">f8"))
+        restyle(copy, name, as_float64(zarr_values(zarr_array(group, name))).astype(">f8"))
     for name in ("variant_II1", "call_FIA", "variant_position"):
-        restyle(copy, name, group[name][:].astype(">i4"))
+        restyle(copy, name, zarr_values(zarr_array(group, name)).astype(">i4"))
     for name in ("variant_IC1", "call_FCA"):
-        restyle(copy, name, group[name][:].astype("S1"))
+        restyle(copy, name, zarr_values(zarr_array(group, name)).astype("S1"))
     zarr.consolidate_metadata(copy, zarr_format=2)
     store = open_store(copy)
     assert store.info_fields["IF1"].dtype == np.dtype(">f8")
@@ -320,10 +323,11 @@ def test_reads_only_the_arrays_the_columns_need(store_of):
 @pytest.mark.parametrize("writer", [OURS, BIO2ZARR])
 def test_batches_carry_the_schema_types_in_the_requested_order(store_of, writer):
     store = store_of(writer, "field_type_combos")[1]
-    for table, decode, args in (
+    cases: list[tuple[pa.Schema, Callable[..., pa.RecordBatch], tuple[int, ...]]] = [
         (schema.variants_schema(store), decode_variants, (1,)),
         (schema.calls_schema(store), decode_calls, (1, 0)),
-    ):
+    ]
+    for table, decode, args in cases:
         columns = table.names[::-1]
         batch = decode(store, *args, columns)
         assert batch.schema == pa.schema([table.field(c) for c in columns])  # types, order
@@ -372,7 +376,9 @@ def test_duckdb_reads_the_batches(store_of, name):
         ]
     )
     for tbl in (variants, calls):
-        got = duckdb.sql("select * from tbl").fetchall()
+        relation = duckdb.sql("select * from tbl")
+        assert relation is not None
+        got = relation.fetchall()
         expected = [tuple(row.values()) for row in tbl.to_pylist()]
         assert len(got) == len(expected) == tbl.num_rows
         for g, e in zip(got, expected):

@@ -50,7 +50,9 @@ class Recorder(pds.Dataset):
 
 def duckdb_filter(where: str) -> pc.Expression | None:
     recorder = Recorder(TABLE)
-    duckdb.sql(f"SELECT pos FROM recorder WHERE {where}").fetchall()
+    relation = duckdb.sql(f"SELECT pos FROM recorder WHERE {where}")
+    assert relation is not None
+    relation.fetchall()
     (pushed,) = recorder.filters
     return pushed
 
@@ -90,7 +92,9 @@ WHERE_CLAUSES = [
 @pytest.mark.parametrize("where", WHERE_CLAUSES)
 def test_what_duckdb_pushes_selects_what_duckdb_selects(where):
     plain = TABLE  # noqa: F841 (read by DuckDB's replacement scan)
-    expected = duckdb.sql(f"SELECT pos FROM plain WHERE {where} ORDER BY pos").fetchall()
+    relation = duckdb.sql(f"SELECT pos FROM plain WHERE {where} ORDER BY pos")
+    assert relation is not None
+    expected = relation.fetchall()
     pushed = duckdb_filter(where)
     if pushed is None:
         return  # nothing pushed: DuckDB filters itself, as the query above did
@@ -185,5 +189,6 @@ def test_no_filter_is_always_true():
 def test_conjunction_skips_missing_filters():
     a, b = pc.field("pos") > 1, pc.field("pos") < 5
     assert ex.conjunction(None, None) is None
-    assert ex.conjunction(a, None).equals(a)
-    assert ex.conjunction(a, b).equals(a & b)
+    only_a, both = ex.conjunction(a, None), ex.conjunction(a, b)
+    assert only_a is not None and only_a.equals(a)
+    assert both is not None and both.equals(a & b)

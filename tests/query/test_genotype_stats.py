@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import random
 import subprocess
+from typing import Any
 
 import pytest
 from corpus import readable_corpus
-from fill_tags import BCFTOOLS, TAGS, fill_tags, same, simulated_vcf
+from fill_tags import BCFTOOLS, TAGS, bcftools, fill_tags, same, simulated_vcf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -55,7 +56,7 @@ def _assert_equal(con, store, tags: list[str], expected: list[dict], samples=Non
 def simulated(tmp_path_factory, convert_once):
     """name -> (vcf, store) of the simulated files, chunked small (several chunks)."""
     root = tmp_path_factory.mktemp("gtstats")
-    files = {
+    files: dict[str, dict[str, Any]] = {
         "diploid_haploid": dict(seed=1, ploidies=(1, 2, 2, 2)),
         "haploid": dict(seed=2, ploidies=(1,)),
         "polyploid": dict(seed=3, ploidies=(2, 3, 4)),
@@ -126,7 +127,7 @@ def test_filters_on_summaries_are_exact(con, simulated):
 
 
 def _has_genotypes(path) -> bool:
-    header = subprocess.run([BCFTOOLS, "view", "-h", str(path)], capture_output=True, text=True)
+    header = subprocess.run(bcftools("view", "-h", str(path)), capture_output=True, text=True)
     return "##FORMAT=<ID=GT," in header.stdout and header.stdout.rstrip().count("\t") >= 9
 
 

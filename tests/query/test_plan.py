@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.format.region_index import region_index
-from vcfzarr_sql.query.plan import ScanRequest, plan_scan
+from vcfzarr_sql.query.plan import ChunkTask, ScanRequest, plan_scan
 from vcfzarr_sql.query.region import parse_regions, regions_expression
 
 DICT = pa.dictionary(pa.int32(), pa.string())
@@ -99,9 +99,14 @@ def test_unknown_column_and_table_are_query_errors():
         plan_scan(layout(), ScanRequest("genotypes", VARIANTS))
 
 
+def _samples(task: ChunkTask) -> list[int]:
+    assert task.samples is not None
+    return task.samples.tolist()
+
+
 def calls_tasks(filter=None, samples=None):
     plan = plan_scan(layout(), ScanRequest("calls", CALLS, filter=filter, samples=samples))
-    return [(t.variant_chunk, t.sample_chunk, t.samples.tolist(), t.filter is not None) for t in plan.tasks]
+    return [(t.variant_chunk, t.sample_chunk, _samples(t), t.filter is not None) for t in plan.tasks]
 
 
 def test_calls_tasks_cross_variant_and_sample_chunks():
@@ -202,7 +207,7 @@ def test_plan_keeps_every_matching_row_and_drops_residuals_only_when_all_match(d
     plan = plan_scan(lay, ScanRequest("calls", CALLS, filter=filter))
     covered = {}
     for task in plan.tasks:
-        for s in task.samples:
+        for s in _samples(task):
             covered[(task.variant_chunk, int(s))] = task
     for v, s in zip(matching["_variant"].to_pylist(), matching["_sample"].to_pylist()):
         assert (v // chunk, s) in covered, "a matching row's chunk was pruned"

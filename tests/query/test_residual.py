@@ -232,4 +232,5 @@ def test_float_comparison_with_the_specs_missing_and_fill_nans_gives_no_warning(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         got = residual._numeric_comparison("greater_equal", column, pa.scalar(30.5))
+    assert got is not None
     assert got.to_pylist() == [False, False, True]

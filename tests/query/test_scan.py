@@ -37,8 +37,10 @@ CORPUS_STORES = {
     "tabix": ("samtools+htslib/test/tabix/vcf_file.vcf", "ours", 4, 1),
     "combos": ("sgkit-dev+bio2zarr/tests/data/vcf/field_type_combos.vcf.gz", "bio2zarr", 10, 1),
     "sv": (
-        "broadinstitute+gatk/src/test/resources/org/broadinstitute/hellbender/tools/copynumber/"
-        "gcnv-postprocess/intervals_output_SAMPLE_001.vcf.gz",
+        (
+            "broadinstitute+gatk/src/test/resources/org/broadinstitute/hellbender/tools/copynumber/"
+            "gcnv-postprocess/intervals_output_SAMPLE_001.vcf.gz"
+        ),
         "ours",
         16,
         1,
@@ -225,6 +227,7 @@ def test_polars_pushdown_equals_filtering_a_full_scan(stores, name, table):
     store = stores[name]
     ds = store.dataset(table)
     full = pl.from_arrow(store.full(table))
+    assert isinstance(full, pl.DataFrame)
     columns = ["contig", "pos", "end", "id", "qual"] + (["sample_id"] if table == "calls" else [])
 
     @DIFFERENTIAL

@@ -11,7 +11,8 @@ import subprocess
 import oracle
 import pytest
 import zarr
-from fill_tags import BCFTOOLS, simulated_vcf
+from fill_tags import BCFTOOLS, bcftools, simulated_vcf
+from store_support import zarr_array, zarr_values
 
 import vcfzarr_sql
 from vcfzarr_sql.format import spec
@@ -22,8 +23,8 @@ pytestmark = pytest.mark.skipif(BCFTOOLS is None, reason="needs Debian bcftools"
 
 
 def _bgzip(vcf) -> str:
-    subprocess.run([BCFTOOLS, "view", "-Oz", "-o", f"{vcf}.gz", str(vcf)], check=True)
-    subprocess.run([BCFTOOLS, "index", "-f", "-t", f"{vcf}.gz"], check=True)
+    subprocess.run(bcftools("view", "-Oz", "-o", f"{vcf}.gz", str(vcf)), check=True)
+    subprocess.run(bcftools("index", "-f", "-t", f"{vcf}.gz"), check=True)
     return f"{vcf}.gz"
 
 
@@ -31,8 +32,8 @@ def _rewrite_region_index(src, dst, change) -> str:
     """A copy of store ``src`` whose region_index is ``change(region_index)``."""
     shutil.copytree(src, dst)
     group = zarr.open_group(str(dst), mode="r+", zarr_format=2)
-    old = group[spec.REGION_INDEX]
-    new, attrs = change(old[:].copy()), dict(old.attrs)
+    old = zarr_array(group, spec.REGION_INDEX)
+    new, attrs = change(zarr_values(old).copy()), dict(old.attrs)
     del group[spec.REGION_INDEX]
     group.create_array(spec.REGION_INDEX, data=new.astype(old.dtype),
                        chunks=(max(len(new), 1), spec.REGION_INDEX_FIELDS), attributes=attrs)
@@ -42,8 +43,8 @@ def _rewrite_region_index(src, dst, change) -> str:
 
 def _zarr_contigs(path) -> list[str]:
     group = zarr.open_group(str(path), mode="r")
-    names = list(group["contig_id"][:])
-    return [names[i] for i in group["variant_contig"][:]]
+    names = list(zarr_values(zarr_array(group, "contig_id")))
+    return [names[i] for i in zarr_values(zarr_array(group, "variant_contig"))]
 
 
 # -- fixtures -----------------------------------------------------------------------------------
@@ -73,7 +74,7 @@ def _contigs_vcf(path, order) -> str:
 
 
 def _bcftools_contigs(vcf, region=None) -> list[tuple[str, int]]:
-    args = [BCFTOOLS, "query", "-f", "%CHROM\t%POS\n"] + (["-r", region] if region else [])
+    args = bcftools("query", "-f", "%CHROM\t%POS\n") + (["-r", region] if region else [])
     out = subprocess.run([*args, str(vcf)], capture_output=True, check=True).stdout.decode()
     return [(c, int(p)) for c, p in (line.split("\t") for line in out.splitlines())]
 

@@ -6,6 +6,7 @@ genotypes, those of a store without them, the same statistics in SQL over ``fmt_
 from __future__ import annotations
 
 import shutil
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import zarr
 from fill_tags import BCFTOOLS, TAGS, fill_tags, same, simulated_vcf
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from store_support import bio2zarr_store  # noqa: F401  (a fixture)
+from store_support import zarr_array, zarr_values
 
 import vcfzarr_sql
 from vcfzarr_sql.cli import main
@@ -44,7 +45,9 @@ def _without_counts(store, path):
 def stores(tmp_path_factory, convert_once):
     """name -> (with counts, without counts), several variant and sample chunks."""
     root = tmp_path_factory.mktemp("stored_counts")
-    files = {"diploid_haploid": dict(seed=21), "polyploid": dict(seed=22, ploidies=(2, 3, 4))}
+    files: dict[str, dict[str, Any]] = {
+        "diploid_haploid": dict(seed=21), "polyploid": dict(seed=22, ploidies=(2, 3, 4)),
+    }
     out = {}
     for name, kwargs in files.items():
         store = convert_once(simulated_vcf(root / f"{name}.vcf", **kwargs),
@@ -62,12 +65,16 @@ def test_convert_writes_counts_that_other_readers_ignore(stores):
     store, _ = stores["diploid_haploid"]
     group = zarr.open_group(str(store), mode="r")
     assert not any(name.startswith(("variant_", "call_")) for name in SUMMARY_ARRAYS)
-    per_chunk = summaries.variant_chunks_per_chunk(group["variant_position"].chunks[0])
+    positions = zarr_array(group, "variant_position")
+    per_chunk = summaries.variant_chunks_per_chunk(positions.chunks[0])
     for name in SUMMARY_ARRAYS[:3]:  # whole variant chunks, along a dimension of their own
-        assert group[name].chunks[0] == group["variant_position"].chunks[0] * per_chunk
-        assert group[name].attrs["_ARRAY_DIMENSIONS"][0] == summaries.DIM_RECORDS
-    assert group[summaries.ALLELE_COUNTS].shape == (*group["variant_allele"].shape, 3)
-    assert group[summaries.SAMPLE_CLASS_COUNTS].dtype == np.uint16
+        assert zarr_array(group, name).chunks[0] == positions.chunks[0] * per_chunk
+        dimensions = group[name].attrs["_ARRAY_DIMENSIONS"]
+        assert isinstance(dimensions, list)
+        assert dimensions[0] == summaries.DIM_RECORDS
+    counts = zarr_array(group, summaries.ALLELE_COUNTS)
+    assert counts.shape == (*zarr_array(group, "variant_allele").shape, 3)
+    assert zarr_array(group, summaries.SAMPLE_CLASS_COUNTS).dtype == np.uint16
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -145,7 +152,7 @@ def test_filters_on_stored_counts_are_exact(con, stores):
 @pytest.mark.filterwarnings("ignore:The data type")  # zarr-python, bio2zarr's v3 strings
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_index_writes_counts_into_a_bio2zarr_store(
-    con, bio2zarr_store, tmp_path, capsys, zarr_format  # noqa: F811
+    con, bio2zarr_store, tmp_path, capsys, zarr_format
 ):
     relpath = "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz"
     original = bio2zarr_store(relpath, zarr_format)
@@ -175,7 +182,7 @@ def test_validate_finds_counts_that_disagree(stores, tmp_path):
     shutil.copytree(store, copy)
     assert vcfzarr_sql.validate(copy) == []
     array = zarr.open_array(str(copy / summaries.ALLELE_COUNTS), mode="r+")
-    values = array[30]
+    values = zarr_values(array, 30)
     values[1, 0] += 1
     array[30] = values
     problems = vcfzarr_sql.validate(copy)
@@ -190,7 +197,7 @@ def test_validate_finds_hwe_values_that_disagree(stores, tmp_path):
     copy = tmp_path / "c.vcz"
     shutil.copytree(store, copy)
     array = zarr.open_array(str(copy / summaries.HWE), mode="r+")
-    values = array[41]
+    values = zarr_values(array, 41)
     values[1, 0] = np.nextafter(values[1, 0], np.float32(0))  # one ulp: still caught
     array[41] = values
     problems = vcfzarr_sql.validate(copy)
@@ -204,7 +211,7 @@ def test_validate_finds_sample_counts_that_disagree(stores, tmp_path):
     shutil.copytree(store, copy)
     array = zarr.open_array(str(copy / summaries.SAMPLE_CLASS_COUNTS), mode="r+")
     assert array.shape == (5, 6, 24) and array.chunks == (1, 6, 10)  # 120 records, chunks of 25
-    array[2, 5, 13] += 1
+    array[2, 5, 13] = zarr_values(array, (2, 5, 13)) + 1
     problems = vcfzarr_sql.validate(copy)
     assert [p.where for p in problems] == [summaries.SAMPLE_CLASS_COUNTS]
     assert "variant chunk 2, sample 13" in str(problems[0])

@@ -8,11 +8,15 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 pytest.importorskip("google.protobuf")
-flight = pytest.importorskip("pyarrow.flight")
+if TYPE_CHECKING:
+    from pyarrow import flight
+else:
+    flight = pytest.importorskip("pyarrow.flight")
 
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql  # noqa: E402 (the flight extra)
 from vcfzarr_sql.serve.flight import FlightSqlServer, make_flight_server  # noqa: E402
@@ -56,7 +60,9 @@ def _prepare(client: flight.FlightClient, options: flight.FlightCallOptions) -> 
     """A new prepared statement's handle."""
     body = pack(sql.ActionCreatePreparedStatementRequest(query="SELECT 1"))
     [result] = client.do_action(flight.Action("CreatePreparedStatement", body), options)
-    return unpack(result.body.to_pybytes()).prepared_statement_handle
+    created = unpack(result.body.to_pybytes())
+    assert isinstance(created, sql.ActionCreatePreparedStatementResult)
+    return created.prepared_statement_handle
 
 
 def _close(client: flight.FlightClient, options: flight.FlightCallOptions, handle: bytes) -> None:

@@ -217,8 +217,11 @@ def test_command_line(tmp_path) -> None:
     process = subprocess.Popen([sys.executable, "-m", "vcfzarr_sql", "serve", "--protocol", "flight-sql",
                                 "--port", "0"], stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
+        assert process.stderr is not None
         line = process.stderr.readline()
-        uri = re.search(r"grpc://\S+", line).group()
+        found = re.search(r"grpc://\S+", line)
+        assert found is not None, line
+        uri = found.group()
         with flight_sql.connect(uri, autocommit=True) as con, con.cursor() as cur:
             cur.execute("SELECT 6 * 7 AS answer")
             assert cur.fetchall() == [(42,)]

@@ -127,7 +127,8 @@ def test_psycopg_reads_the_catalog(server, setup) -> None:
                          autocommit=True) as con:
         for statement in setup:
             con.execute(statement)
-        assert con.execute("SELECT pg_catalog.version()").fetchone()[0].startswith("PostgreSQL 15")
+        version = con.execute("SELECT pg_catalog.version()").fetchone()
+        assert version is not None and version[0].startswith("PostgreSQL 15")
         rows = con.execute(
             "SELECT c.relname, c.relkind FROM pg_catalog.pg_class c "
             "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
@@ -146,8 +147,10 @@ def _java() -> str | None:
 @pytest.mark.slow
 @pytest.mark.skipif(_java() is None, reason="java or pgJDBC (Debian libpostgresql-jdbc-java) missing")
 def test_pgjdbc_database_metadata(server, setup, described) -> None:
+    jar = _java()
+    assert jar is not None
     out = subprocess.run(
-        ["java", "-cp", _java(), str(JAVA_PROBE), f"jdbc:postgresql://127.0.0.1:{server.port}/saved",
+        ["java", "-cp", jar, str(JAVA_PROBE), f"jdbc:postgresql://127.0.0.1:{server.port}/saved",
          "tester", "", "calls", *setup],
         capture_output=True, text=True, timeout=180, check=True).stdout
     sections: dict[str, list[list[str]]] = {}

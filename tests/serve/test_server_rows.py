@@ -36,7 +36,9 @@ def _same(got: list[tuple], expected: list[tuple]) -> bool:
 
 @pytest.mark.parametrize("binary", [False, True])
 def test_many_batches_as_duckdb_has_them(server, binary) -> None:
-    expected = duckdb.sql(QUERY).fetchall()
+    relation = duckdb.sql(QUERY)
+    assert relation is not None
+    expected = relation.fetchall()
     with psycopg.connect(host="127.0.0.1", port=server.port, user="t", autocommit=True) as con:
         assert _same(con.execute(QUERY, binary=binary).fetchall(), expected)
         with con.transaction(), con.cursor("slices", binary=binary) as cursor:  # FETCH 777 a time
@@ -48,8 +50,10 @@ def test_many_batches_as_duckdb_has_them(server, binary) -> None:
 #: No NULL: fields of one width (numbers in binary, strings of one length, empty strings) are
 #: laid out by NumPy rather than Arrow's join; the second query's binary rows are nothing else.
 FIXED_WIDTH_QUERIES = [
-    "SELECT i AS n, ''::VARCHAR AS empty, lpad((i % 1000)::VARCHAR, 3, '0') AS same_width, "
-    "(i * 0.25)::DOUBLE AS x, i::INTEGER AS m, 'x' || i AS s FROM range(20000) t(i) ORDER BY i",
+    (
+        "SELECT i AS n, ''::VARCHAR AS empty, lpad((i % 1000)::VARCHAR, 3, '0') AS same_width, "
+        "(i * 0.25)::DOUBLE AS x, i::INTEGER AS m, 'x' || i AS s FROM range(20000) t(i) ORDER BY i"
+    ),
     "SELECT i AS n, i::DOUBLE / 3 AS x, i::SMALLINT AS small FROM range(20000) t(i) ORDER BY i",
 ]
 
@@ -57,7 +61,9 @@ FIXED_WIDTH_QUERIES = [
 @pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("query", FIXED_WIDTH_QUERIES)
 def test_fields_of_one_width_as_duckdb_has_them(server, binary, query) -> None:
-    expected = duckdb.sql(query).fetchall()
+    relation = duckdb.sql(query)
+    assert relation is not None
+    expected = relation.fetchall()
     with psycopg.connect(host="127.0.0.1", port=server.port, user="t", autocommit=True) as con:
         assert con.execute(query, binary=binary).fetchall() == expected
         with con.transaction(), con.cursor("slices", binary=binary) as cursor:

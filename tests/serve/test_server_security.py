@@ -23,15 +23,13 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from server_sessions import (  # noqa: F401 - fixtures
+from server_sessions import (
     PASSWORD,
     _connect,
     _msg,
     _running,
     _startup,
     _wait_for,
-    data_dir,
-    serving,
 )
 
 from vcfzarr_sql.serve.pg import Limits, make_server
@@ -135,8 +133,10 @@ def test_shared_database_is_read_only_and_settings_stay_per_session(serving, dat
         assert alice.execute("SELECT answer FROM results").fetchall() == [(42,)]
         with pytest.raises(psycopg.errors.UndefinedTable):
             alice.execute("SELECT * FROM mine")
-        limit, threads = alice.execute(
+        settings_row = alice.execute(
             "SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()
+        assert settings_row is not None
+        limit, threads = settings_row
         assert limit.startswith("190.7 MiB") and threads == os.cpu_count()
 
 
@@ -327,13 +327,15 @@ def test_held_cursor_cannot_pull_the_result_into_the_server(serving, data_dir) -
         cursor = con.cursor("streaming")
         cursor.itersize = 10
         cursor.execute("SELECT range AS i, repeat('x', 100) AS pad FROM range(2000000)")
-        assert cursor.fetchone()[0] == 0
+        first = cursor.fetchone()
+        assert first is not None and first[0] == 0
         with pytest.raises(psycopg.errors.ProgramLimitExceeded, match="fetch them or close it"):
             con.execute("SELECT 1")  # would read the cursor's 200+ MB into the server
         con.rollback()
         held = con.cursor("held", withhold=True)
         held.execute("SELECT range AS i, repeat('x', 100) AS pad FROM range(2000000)")
-        assert held.fetchone()[0] == 0
+        first = held.fetchone()
+        assert first is not None and first[0] == 0
         before = _rss()
         with pytest.raises(psycopg.errors.ProgramLimitExceeded):
             con.commit()  # PostgreSQL materializes a WITH HOLD cursor at COMMIT
@@ -359,6 +361,7 @@ def test_busy_port_and_ctrl_c_end_with_one_line(data_dir) -> None:
     assert busy.returncode == 1
     assert err.strip().splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: address already in use"]
     running = _serve_command("--data-dir", str(data_dir), "--port", "0")
+    assert running.stderr is not None
     banner = running.stderr.readline()
     assert "serving the stores under" in banner
     running.send_signal(signal.SIGINT)

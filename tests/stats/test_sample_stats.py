@@ -9,11 +9,13 @@ from __future__ import annotations
 import random
 import shutil
 import subprocess
+from typing import Any
 
 import pytest
 import zarr
 from corpus import readable_corpus
-from fill_tags import BCFTOOLS, simulated_vcf
+from fill_tags import BCFTOOLS, bcftools, simulated_vcf
+from store_support import zarr_array, zarr_values
 
 import vcfzarr_sql
 from vcfzarr_sql.errors import VcfParseError
@@ -27,7 +29,7 @@ PSC = {"n_hom_ref": 3, "n_hom_alt": 4, "n_het": 5, "n_hap_ref": 11, "n_hap_alt":
 
 
 def _psc(vcf, samples=None, region=None) -> dict[str, dict[str, int]]:
-    args = [BCFTOOLS, "stats", "-s", ",".join(samples) if samples else "-"]
+    args = bcftools("stats", "-s", ",".join(samples) if samples else "-")
     args += ["-r", region] if region else []
     done = subprocess.run([*args, str(vcf)], capture_output=True, check=True)
     if b"[E::" in done.stderr:  # bcftools stopped early (and exited 0)
@@ -59,11 +61,12 @@ def con():
 def simulated(tmp_path_factory, convert_once):
     root = tmp_path_factory.mktemp("samplestats")
     out = {}
-    for name, kwargs in {"mixed": dict(seed=21, ploidies=(1, 2, 2, 2)),
-                         "polyploid": dict(seed=22, ploidies=(2, 3))}.items():
+    files: dict[str, dict[str, Any]] = {"mixed": dict(seed=21, ploidies=(1, 2, 2, 2)),
+                                        "polyploid": dict(seed=22, ploidies=(2, 3))}
+    for name, kwargs in files.items():
         vcf = simulated_vcf(root / f"{name}.vcf", **kwargs)
-        subprocess.run([BCFTOOLS, "view", "-Oz", "-o", f"{vcf}.gz", str(vcf)], check=True)
-        subprocess.run([BCFTOOLS, "index", "-f", "-t", f"{vcf}.gz"], check=True)
+        subprocess.run(bcftools("view", "-Oz", "-o", f"{vcf}.gz", str(vcf)), check=True)
+        subprocess.run(bcftools("index", "-f", "-t", f"{vcf}.gz"), check=True)
         out[name] = f"{vcf}.gz", convert_once(vcf, variants_chunk_size=25, samples_chunk_size=10)
     return out
 
@@ -116,7 +119,7 @@ def test_corpus_files(con, convert_once, corpus_file):
 
 
 def _records_without_gt(vcf) -> int:
-    body = subprocess.run([BCFTOOLS, "view", "-H", str(vcf)], capture_output=True).stdout
+    body = subprocess.run(bcftools("view", "-H", str(vcf)), capture_output=True).stdout
     formats = [f[8].split(b":") for f in (line.split(b"\t") for line in body.splitlines()) if len(f) > 9]
     with_gt = sum(b"GT" in f for f in formats)
     return len(formats) - with_gt if with_gt else 0  # (no GT anywhere: the store has none)
@@ -128,8 +131,8 @@ NAMES = [f"sample{i}" for i in range(24)]
 
 
 def _bgzip(vcf) -> str:
-    subprocess.run([BCFTOOLS, "view", "-Oz", "-o", f"{vcf}.gz", str(vcf)], check=True)
-    subprocess.run([BCFTOOLS, "index", "-f", "-t", f"{vcf}.gz"], check=True)
+    subprocess.run(bcftools("view", "-Oz", "-o", f"{vcf}.gz", str(vcf)), check=True)
+    subprocess.run(bcftools("index", "-f", "-t", f"{vcf}.gz"), check=True)
     return f"{vcf}.gz"
 
 
@@ -211,8 +214,8 @@ def test_class_counts_chunked_several_variant_chunks_per_chunk(tmp_path, runs_st
     path = tmp_path / "rechunked.vcz"
     shutil.copytree(runs_store, path)
     group = zarr.open_group(str(path), mode="r+", zarr_format=2)
-    old = group[sample_stats.SAMPLE_CLASS_COUNTS]
-    data, attrs = old[:], dict(old.attrs)
+    old = zarr_array(group, sample_stats.SAMPLE_CLASS_COUNTS)
+    data, attrs = zarr_values(old), dict(old.attrs)
     del group[sample_stats.SAMPLE_CLASS_COUNTS]
     group.create_array(sample_stats.SAMPLE_CLASS_COUNTS, data=data, chunks=(3, 6, 10), attributes=attrs)
     zarr.consolidate_metadata(str(path), zarr_format=2)

@@ -27,8 +27,17 @@ def _counted(monkeypatch, kv) -> tuple[list, list]:
     """(keys read one by one, key batches read) from now on."""
     singles, batches = [], []
     get, get_many = kv.get, kv.get_many
-    monkeypatch.setattr(kv, "get", lambda key: singles.append(key) or get(key))
-    monkeypatch.setattr(kv, "get_many", lambda keys: batches.append(list(keys)) or get_many(batches[-1]))
+
+    def single(key):
+        singles.append(key)
+        return get(key)
+
+    def batch(keys):
+        batches.append(list(keys))
+        return get_many(batches[-1])
+
+    monkeypatch.setattr(kv, "get", single)
+    monkeypatch.setattr(kv, "get_many", batch)
     return singles, batches
 
 

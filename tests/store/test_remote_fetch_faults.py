@@ -143,7 +143,7 @@ def test_a_window_s_bytes_are_dropped_when_its_last_piece_leaves():
     assert source._fetched == {}, f"still held after the window ended: {source._holders}"
 
 
-def test_a_window_fetched_after_its_pieces_read_does_not_drop_a_neighbour_s_chunks():
+def test_a_window_fetched_after_its_pieces_read_does_not_drop_a_neighbour_s_chunks(monkeypatch):
     """A window whose piece entered before reads were known kept nothing; when a neighbour
     starts its fetch later and the window ends, it must not forget the chunks the neighbour
     keeps (pieces of one variant chunk share them)."""
@@ -158,10 +158,17 @@ def test_a_window_fetched_after_its_pieces_read_does_not_drop_a_neighbour_s_chun
     fetches.submitted(0)
     fetches.all_submitted(0)
     fetches.enter(0)  # starts (and keeps) window 0's fetch, and starts window 1's
-    fetches._fetches[1].result()
+    fetch = fetches._fetches[1]
+    assert fetch is not None
+    fetch.result()
     fetches.leave(1)  # window 1 ends: forgets a fetch it never kept
     reads = []
-    store.read_chunk_bytes = lambda name, chunk: reads.append((name, chunk)) or b""
+
+    def read_chunk_bytes(name, chunk):
+        reads.append((name, chunk))
+        return b""
+
+    monkeypatch.setattr(store, "read_chunk_bytes", read_chunk_bytes)
     source.read_chunk("pos", (1,))  # window 0's piece reads its chunk
     fetches.leave(0)
     assert reads == [], "window 0's fetched chunk was dropped by window 1's end"
@@ -262,10 +269,12 @@ def test_a_url_store_bounds_a_chunk_s_bytes_like_a_local_one(tmp_path, monkeypat
     with pytest.raises(StoreError):
         open_kv(str(tmp_path)).get("chunk")
     url = open_kv(f"file://{tmp_path}")
-    outcomes = []
+    outcomes: list[object] = []
     for read in (lambda: url.get("chunk"), lambda: url.get_many(["chunk"])):
         try:
-            outcomes.append(len(read()))
+            value = read()
+            assert value is not None
+            outcomes.append(len(value))
         except StoreError:
             outcomes.append("StoreError")
     assert outcomes == ["StoreError", "StoreError"]

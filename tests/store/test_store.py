@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from typing import Any
 
 import numpy as np
 import oracle
@@ -15,13 +16,13 @@ import pysam.bcftools
 import pytest
 import zarr
 from corpus import CORPUS
-from store_support import (  # noqa: F401  (bio2zarr_store is a fixture)
+from store_support import (
     STORE_FILES,
     assert_chunks_match_zarr,
     assert_same_values,
-    bio2zarr_store,
     copy_store,
     zarr_read,
+    zarr_values,
     zip_store,
 )
 
@@ -200,7 +201,7 @@ def test_variant_length_matches_bcftools_end(bio2zarr_store, tmp_path, relpath, 
 def test_region_index_equals_bio2zarr(bio2zarr_store, tmp_path, relpath, zarr_format):
     path = bio2zarr_store(relpath, zarr_format)
     stored = vcfzarr_sql.open_store(path)
-    written = zarr.open_group(str(path), mode="r")[spec.REGION_INDEX][:]
+    written = zarr_read(path, spec.REGION_INDEX)
     assert stored.region_index.dtype == np.int64
     assert np.array_equal(stored.region_index, written)
     rebuilt = vcfzarr_sql.open_store(copy_store(path, tmp_path / "s", drop=(spec.REGION_INDEX,)))
@@ -213,7 +214,7 @@ def _spec_example_store(path, zarr_format):
     """The region index example of the VCF Zarr spec: 9 records, chunks of 3, no region_index."""
     group = zarr.open_group(str(path), mode="w", zarr_format=zarr_format)
     group.attrs[spec.ATTR_VERSION] = "0.3"
-    columns = {
+    columns: dict[str, np.ndarray] = {
         spec.VARIANT_CONTIG: np.array([0, 0, 1, 1, 1, 1, 1, 1, 2], dtype=np.int8),
         spec.VARIANT_POSITION: np.array(
             [111, 112, 14370, 17330, 1110696, 1230237, 1234567, 1235237, 10], dtype=np.int32
@@ -254,7 +255,7 @@ def test_bad_region_index_shape_is_an_error(tmp_path):
         attributes={spec.ARRAY_DIMENSIONS: [spec.DIM_REGION_INDEX_VALUES, "x"]},
     )
     with pytest.raises(StoreError, match=r"region_index has shape \(2, 5\)"):
-        vcfzarr_sql.open_store(path).region_index
+        _ = vcfzarr_sql.open_store(path).region_index
 
 
 # -- a VCF Zarr 0.3 / 0.2 store with a vcf_header ---------------------------------------------
@@ -321,9 +322,10 @@ def test_zip_written_by_zarr_zipstore(bio2zarr_store, tmp_path):
     source = zarr.open_group(str(path), mode="r")
     dest = zarr.open_group(target, mode="w", zarr_format=2, attributes=dict(source.attrs))
     for name, array in source.arrays():
+        extra: dict[str, Any] = {"filters": array.filters} if array.dtype == object else {}
         dest.create_array(
-            name, data=array[...], chunks=array.chunks, attributes=dict(array.attrs),
-            **({"filters": array.filters} if array.dtype == object else {}),
+            name, data=zarr_values(array), chunks=array.chunks, attributes=dict(array.attrs),
+            **extra,
         )
     target.close()
     _same_store(vcfzarr_sql.open_store(tmp_path / "z.zip"), vcfzarr_sql.open_store(path))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any, Literal
 
 import numcodecs
 import numpy as np
@@ -32,16 +33,16 @@ def _dims(zarr_format: int, dims: list[str]) -> dict:
     return {"dimension_names": dims}
 
 
-def _store(path, zarr_format: int, name: str, data: np.ndarray, **kwargs) -> zarr.Group:
+def _store(path, zarr_format: Literal[2, 3], name: str, data: np.ndarray, **kwargs) -> zarr.Group:
     """A minimal VCF Zarr store holding ``data`` as array ``name`` (written by zarr-python)."""
     group = zarr.open_group(str(path), mode="w", zarr_format=zarr_format)
     group.attrs[spec.ATTR_VERSION] = "0.3"
-    for array, values in (
+    for column, values in (
         (spec.VARIANT_CONTIG, np.zeros(SHAPE[0], dtype=np.int8)),
         (spec.VARIANT_POSITION, np.arange(1, SHAPE[0] + 1, dtype=np.int32)),
     ):
         dims = _dims(zarr_format, ["variants"])
-        group.create_array(array, data=values, chunks=CHUNKS[:1], **dims)
+        group.create_array(column, data=values, chunks=CHUNKS[:1], **dims)
     contigs = group.create_array(spec.CONTIG_ID, shape=(1,), dtype=str,
                                  **_dims(zarr_format, ["contigs"]))
     contigs[...] = np.array(["1"], dtype=object)
@@ -53,7 +54,7 @@ def _store(path, zarr_format: int, name: str, data: np.ndarray, **kwargs) -> zar
     return group
 
 
-def _roundtrip(tmp_path, zarr_format: int, case: dict) -> tuple[vcfzarr_sql.store.VczStore, Path]:
+def _roundtrip(tmp_path, zarr_format: Literal[2, 3], case: dict) -> tuple[vcfzarr_sql.store.VczStore, Path]:
     """Write ``case["data"]`` (other keys: zarr-python create_array arguments) as variant_X,
     check every chunk against zarr-python, and return the opened store and its path."""
     kwargs = dict(case)
@@ -106,7 +107,7 @@ def test_zarr_v2(tmp_path, case):
         assert store.array_info("variant_X").chunk_key((1, 2)) == "variant_X/1/2"
 
 
-V3_CASES = {
+V3_CASES: dict[str, dict[str, Any]] = {
     "bytes-only": dict(data=INTS, compressors=None),
     "big-endian": dict(data=INTS, serializer=zc.BytesCodec(endian="big"), compressors=None),
     "blosc": dict(data=FLOATS, compressors=zc.BloscCodec(cname="zstd", shuffle="bitshuffle")),

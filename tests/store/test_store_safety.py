@@ -96,8 +96,8 @@ def test_pickle_codec_never_runs(store, tmp_path, capsys, monkeypatch, where):
     err = query_error(capsys, store)
     assert "variant_DP: codec 'pickle' is not allowed" in err
     problems = [str(p) for p in validate(store, deep=True)]
-    assert problems == ["variant_DP: codec 'pickle' is not allowed in a VCF Zarr store "
-                        "(a store is data, never code)"]
+    assert problems == [("variant_DP: codec 'pickle' is not allowed in a VCF Zarr store "
+                         "(a store is data, never code)")]
     assert sorted(rows(store, "SELECT pos FROM vcf_zarr('{}')")) == sorted(
         (r.pos,) for r in oracle.records(SAMPLE))  # other columns still read
     assert not marker.exists()
@@ -306,8 +306,8 @@ def test_validate_deep_reads_every_chunk(store, capsys):
     capsys.readouterr()
     assert cli.main(["validate", "--deep", str(store)]) == 1
     out, err = capsys.readouterr()
-    assert out.splitlines() == [f"call_DP: {store}: chunk (1, 0) of call_DP is missing (no "
-                                "call_DP/1.0): the store is incomplete (and 1 more bad chunks)"]
+    assert out.splitlines() == [(f"call_DP: {store}: chunk (1, 0) of call_DP is missing (no "
+                                 "call_DP/1.0): the store is incomplete (and 1 more bad chunks)")]
     assert err == f"error: {store}: 1 problem(s) with the VCF Zarr spec\n"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import struct
+from typing import Any, Literal
 
 import numcodecs
 import numpy as np
@@ -92,7 +93,7 @@ def test_malformed_buffer_is_an_error(buf):
         vlen_utf8.decode_to_arrow(buf)
 
 
-STRING_CASES = {
+STRING_CASES: dict[str, tuple[Literal[2, 3], dict[str, Any]]] = {
     "v2": (2, dict(dtype=str)),
     "v2-no-compressor": (2, dict(dtype=str, compressors=None)),
     "v3": (3, dict(dtype=str)),

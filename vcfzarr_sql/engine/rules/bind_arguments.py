@@ -7,6 +7,8 @@ Arguments must be constants: literals, lists of literals, or parameters already 
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from sqlglot import exp
 
 from vcfzarr_sql.engine.functions import TABLE_FUNCTIONS, ScanSpec
@@ -24,7 +26,9 @@ def _constant(node: exp.Expression) -> object:
     if isinstance(node, (exp.Array, exp.Tuple)):
         return [_constant(e) for e in node.expressions]
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
-        return -node.this.to_py()
+        value = node.this.to_py()
+        if isinstance(value, (int, float, Decimal)):
+            return -value
     raise QueryError(f"{node.sql('duckdb')} is not a constant")
 
 

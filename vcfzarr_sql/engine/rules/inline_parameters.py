@@ -60,8 +60,8 @@ def _spelling(key: int | str) -> str:
 
 
 def inline_parameters(
-    call: exp.Expression, parameters: Parameters, first_placeholder: int = 0
-) -> exp.Expression:
+    call: exp.Anonymous, parameters: Parameters, first_placeholder: int = 0
+) -> exp.Anonymous:
     """``call`` with every placeholder replaced by the literal of its parameter value.
 
     >>> import sqlglot
@@ -80,6 +80,8 @@ def inline_parameters(
     values = {id(node): _value(parameters, key) for node, key in zip(nodes, keys)}
     if not values:
         return tree
-    return tree.transform(
+    inlined = tree.transform(
         lambda node: exp.convert(values[id(node)]) if id(node) in values else node, copy=False
     )
+    assert isinstance(inlined, exp.Anonymous)  # the root is the call, never a placeholder
+    return inlined
