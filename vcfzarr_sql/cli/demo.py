@@ -14,10 +14,10 @@ from pathlib import Path
 
 import click
 
-import vcfzarr_sql
 from vcfzarr_sql.cli.info import describe_store
 from vcfzarr_sql.cli.query import print_query
-from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.converter import convert
+from vcfzarr_sql.engine.connection import Connection, connect
 from vcfzarr_sql.errors import QueryError
 
 #: The bundled demo call set (package data; see examples/data/make_demo_data.py).
@@ -176,11 +176,11 @@ def command(vcf: str, keep: str | None) -> None:
         store = keep if keep is not None else os.path.join(tmp, "demo.zarr")
         _heading(f"1. Convert {vcf}")
         start = time.perf_counter()
-        vcfzarr_sql.convert(
+        convert(
             vcf, store, variants_chunk_size=DEMO_CHUNK_SIZE, force=keep is not None, show_progress=False
         )
         click.echo(f"-> {store} in {time.perf_counter() - start:.1f} s")
-        con = vcfzarr_sql.connect()
+        con = connect()
         _heading("2. What the store holds (vcfzarr-sql info)")
         describe_store(con, store)
         click.echo()

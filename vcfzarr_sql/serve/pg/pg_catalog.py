@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import duckdb
 
+from vcfzarr_sql.engine import sql_text
 from vcfzarr_sql.serve.pg import types as pg
 from vcfzarr_sql.serve.pg.types import PgType
 
@@ -178,7 +179,7 @@ def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
     """
     statements = [*SESSION_SETUP, *_type_macros()]
     for view, (extra, replaced, where) in _VIEW_PATCHES.items():
-        existing = set(columns_of(view))
+        existing = set(columns_of(view) or ())
         added = "".join(f", {value} AS {name}" for name, value in extra.items() if name not in existing)
         replace = ", ".join(f"{value} AS {name}" for name, value in replaced.items() if name in existing)
         star = f"* REPLACE ({replace})" if replace else "*"
@@ -195,10 +196,9 @@ def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
 #: Words showing that a statement reads the catalog (only those are rewritten).
 _CATALOG_WORDS = re.compile(r"pg_catalog|::\s*reg|\bISOLATION\b|OPERATOR\s*\(|\bCOLLATE\b|\bversion\s*\(|json_build",
                             re.IGNORECASE)
-_LITERAL = re.compile(r"'(?:[^']|'')*'")
 #: A literal cast to ``regclass``: ``'t'::regclass`` (what follows the literal), and
-#: ``CAST('t' AS regclass)`` (what precedes it, and what follows). Literals are found once, left
-#: to right: a pattern tried at every quote would take time quadratic in a run of quotes.
+#: ``CAST('t' AS regclass)`` (what precedes it, and what follows). Literals are sqlglot's
+#: tokens (:func:`~vcfzarr_sql.engine.sql_text.pieces`), found once, left to right.
 _REGCLASS_SUFFIX = re.compile(r"\s*::\s*(?:pg_catalog\.)?regclass\b", re.IGNORECASE)
 _CAST_OPEN = re.compile(r"\bCAST\s*\(\s*\Z", re.IGNORECASE)
 _CAST_TO_REGCLASS = re.compile(r"\s+AS\s+(?:pg_catalog\.)?regclass\s*\)", re.IGNORECASE)
@@ -251,21 +251,25 @@ def _rewrite_code(code: str) -> str:
 
 
 def rewrite(sql: str) -> str:
-    """``sql`` as DuckDB runs it with the session's catalog emulation (see module doc)."""
-    if not mentions_catalog(sql):
+    """``sql`` as DuckDB runs it with the session's catalog emulation (see module doc); a text
+    longer than :data:`~vcfzarr_sql.engine.sql_text.MAX_TOKENIZED` is left as it is."""
+    if len(sql) > sql_text.MAX_TOKENIZED or not mentions_catalog(sql):
         return sql
-    out, at = [], 0
-    for literal in _LITERAL.finditer(sql):
-        code, text = sql[at:literal.start()], literal.group()
+    out, code = [], ""
+    parts = sql_text.pieces(sql)
+    for text, literal in parts:
+        if not literal:
+            code += text
+            continue
         cast = _CAST_OPEN.search(code)
-        closed = cast and _CAST_TO_REGCLASS.match(sql, literal.end())
-        suffix = None if closed else _REGCLASS_SUFFIX.match(sql, literal.end())
-        if closed:
-            code, text, at = code[:cast.start()], f"regclass_oid({text})", closed.end()
+        after = next(parts, ("", False))[0]  # the code after the literal (literals never touch)
+        closed = cast and _CAST_TO_REGCLASS.match(after)
+        suffix = None if closed else _REGCLASS_SUFFIX.match(after)
+        if cast and closed:
+            code, text, after = code[:cast.start()], f"regclass_oid({text})", after[closed.end():]
         elif suffix:
-            text, at = f"regclass_oid({text})", suffix.end()
-        else:
-            at = literal.end()
+            text, after = f"regclass_oid({text})", after[suffix.end():]
         out += [_rewrite_code(code), text]
-    out.append(_rewrite_code(sql[at:]))
+        code = after
+    out.append(_rewrite_code(code))
     return "".join(out)
