@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 import warnings
+from typing import Any, TextIO
 
 import click
 
@@ -54,7 +55,7 @@ class LazyGroup(click.Group):
         with formatter.section("Commands"):
             formatter.write_dl([(name, COMMANDS[name]) for name in self.list_commands(ctx)])
 
-    def invoke(self, ctx: click.Context):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
@@ -67,7 +68,8 @@ def cli() -> None:
     """SQL over VCF Zarr: convert VCF/BCF to VCF Zarr and query it with DuckDB."""
 
 
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
     """Our own warnings as one line ``warning: <message>``; others as Python prints them."""
     if issubclass(category, VcfZarrWarning):
         click.echo(f"warning: {message}", err=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Iterator
+from types import FrameType
+from typing import NoReturn
 
 import click
 
@@ -17,7 +19,7 @@ def _stopped_by_signals(output: str) -> Iterator[None]:
     """SIGTERM and SIGHUP raise a one-line error, so that the conversion cleans up after itself
     (kills its workers, removes its work folder) instead of dying where it stands."""
 
-    def stop(signum, frame):
+    def stop(signum: int, frame: FrameType | None) -> NoReturn:
         name = signal.Signals(signum).name
         raise OutputError(f"{output}: conversion stopped by {name}; OUTPUT was left as it was")
 
@@ -37,7 +39,8 @@ def _stopped_by_signals(output: str) -> Iterator[None]:
 @options.workers
 @options.force
 @options.quiet
-def command(inputs, output, variants_chunk_size, samples_chunk_size, workers, force, quiet):
+def command(inputs: tuple[str, ...], output: str, variants_chunk_size: int, samples_chunk_size: int,
+            workers: int, force: bool, quiet: bool) -> None:
     """Convert VCF, bgzipped VCF or BCF INPUTS to a VCF Zarr store OUTPUT.
 
     Several INPUTS (per-chromosome files, say) become one store, as their concatenation;

@@ -187,6 +187,7 @@ def read_sql(sql: str | None, file: str | None) -> str:
     if (sql is None) == (file is None):
         raise click.UsageError("give the SQL either as an argument or with --file (not both)")
     if file is None:
+        assert sql is not None  # exactly one of the two, checked above
         return sql
     if file == "-":
         return sys.stdin.read()

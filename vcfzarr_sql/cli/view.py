@@ -21,8 +21,10 @@ from vcfzarr_sql.cli import options
 @click.option("--output-type", "-O", type=click.Choice(["v", "z", "b", "u"]), default="v",
               show_default=True, help="v: VCF, z: bgzipped VCF, b: BCF, u: uncompressed BCF.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to FILE (default: standard output).")
-def command(store, regions, regions_file, targets, targets_file, samples, samples_file, include,
-            exclude, no_update, output_type, output):
+def command(store: str, regions: str | None, regions_file: str | None, targets: str | None,
+            targets_file: str | None, samples: str | None, samples_file: str | None,
+            include: str | None, exclude: str | None, no_update: bool, output_type: str,
+            output: str | None) -> None:
     """Write the records of STORE as VCF or BCF, as bcftools view does for the original file.
 
     \b

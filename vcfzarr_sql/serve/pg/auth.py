@@ -139,7 +139,7 @@ class ScramExchange:
         try:
             yield
         except self._scramp.ScramException as err:
-            proof = getattr(err.server_error, "value", None) == "invalid-proof"
+            proof = getattr(getattr(err, "server_error", None), "value", None) == "invalid-proof"
             raise AuthenticationFailed("wrong password" if proof else f"malformed SCRAM message: {err}") \
                 from None
 
