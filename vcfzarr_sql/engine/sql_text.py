@@ -32,7 +32,6 @@ __all__ = ["MAX_TOKENIZED", "SqlTextTooLong", "ends_statement", "pieces", "state
 MAX_TOKENIZED = 1 << 18
 
 
-
 @cache
 def _literal_types() -> frozenset[TokenType]:
     """Tokens whose text is a string literal (quotes included)."""
