@@ -47,39 +47,39 @@ QUERIES = (
     (
         "Records per contig",
         ("SELECT contig, count(*) AS records, min(pos) AS first, max(pos) AS last\n"
-        "FROM vcf_zarr('{store}')\nGROUP BY contig ORDER BY contig"),
+         "FROM vcf_zarr('{store}')\nGROUP BY contig ORDER BY contig"),
         (),
     ),
     (
         "Records overlapping a region (region :=, like bcftools view -r {region})",
         ("SELECT contig, pos, \"end\", id, ref, alt, qual, filters{site_fields}\n"
-        "FROM vcf_zarr('{store}', region := '{region}')\nORDER BY pos LIMIT 8"),
+         "FROM vcf_zarr('{store}', region := '{region}')\nORDER BY pos LIMIT 8"),
         (),
     ),
     (
         "Records by position (WHERE, like bcftools view -t {contig}:{start}-{stop})",
         ("SELECT count(*) AS records, count(*) FILTER (WHERE 'PASS' IN filters) AS pass,\n"
-        "       round(avg(qual), 1) AS mean_qual\n"
-        "FROM vcf_zarr('{store}')\nWHERE contig = '{contig}' AND pos BETWEEN {start} AND {stop}"),
+         "       round(avg(qual), 1) AS mean_qual\n"
+         "FROM vcf_zarr('{store}')\nWHERE contig = '{contig}' AND pos BETWEEN {start} AND {stop}"),
         (),
     ),
     (
         "Allele counts and frequencies from the genotypes{frequency_note}",
         ("SELECT pos, ref, alt,\n"
-        "       list_count(flatten(fmt_GT)) AS an,\n"
-        "       len([a FOR a IN flatten(fmt_GT) IF a = 1]) AS ac,\n"
-        "       round(ac / an, 4) AS af{frequency_fields}\n"
-        "FROM vcf_zarr('{store}', region := '{frequencies_region}')\nORDER BY pos LIMIT 8"),
+         "       list_count(flatten(fmt_GT)) AS an,\n"
+         "       len([a FOR a IN flatten(fmt_GT) IF a = 1]) AS ac,\n"
+         "       round(ac / an, 4) AS af{frequency_fields}\n"
+         "FROM vcf_zarr('{store}', region := '{frequencies_region}')\nORDER BY pos LIMIT 8"),
         ("fmt_GT",),
     ),
     (
         ("Per-sample missingness and heterozygosity on contig {contig} (one row per call;"
-        " fmt_GT_1, fmt_GT_2: the alleles)"),
+         " fmt_GT_1, fmt_GT_2: the alleles)"),
         ("SELECT sample_id, count(*) AS calls,\n"
-        "       round(avg((fmt_GT_1 IS NULL AND fmt_GT_2 IS NULL)::INT), 4) AS missing,\n"
-        "       round(avg((fmt_GT_1 <> fmt_GT_2)::INT), 4) AS het\n"
-        "FROM vcf_zarr_calls('{store}')\nWHERE contig = '{contig}'\n"
-        "GROUP BY sample_id ORDER BY missing DESC, sample_id LIMIT 5"),
+         "       round(avg((fmt_GT_1 IS NULL AND fmt_GT_2 IS NULL)::INT), 4) AS missing,\n"
+         "       round(avg((fmt_GT_1 <> fmt_GT_2)::INT), 4) AS het\n"
+         "FROM vcf_zarr_calls('{store}')\nWHERE contig = '{contig}'\n"
+         "GROUP BY sample_id ORDER BY missing DESC, sample_id LIMIT 5"),
         ("fmt_GT",),
     ),
 )

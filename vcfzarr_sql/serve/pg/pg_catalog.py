@@ -52,44 +52,44 @@ SESSION_SETUP: tuple[str, ...] = (
     "CREATE OR REPLACE TEMP MACRO pg_relation_size(oid) AS 0",
     "CREATE OR REPLACE TEMP MACRO array_upper(values, dimension) AS len(values)",
     ("CREATE OR REPLACE TEMP MACRO array_lower(values, dimension) AS "
-    "CASE WHEN len(values) > 0 THEN 1 END"),
+     "CASE WHEN len(values) > 0 THEN 1 END"),
     ("CREATE OR REPLACE TEMP MACRO parse_ident_last(name) AS "
-    "trim(string_split(name, '.')[-1], '\"')"),
+     "trim(string_split(name, '.')[-1], '\"')"),
     ("CREATE OR REPLACE TEMP MACRO parse_ident_schema(name) AS "
-    "CASE WHEN len(string_split(name, '.')) > 1 THEN trim(string_split(name, '.')[-2], '\"') END"),
+     "CASE WHEN len(string_split(name, '.')) > 1 THEN trim(string_split(name, '.')[-2], '\"') END"),
     ("CREATE OR REPLACE TEMP MACRO regclass_oid(name) AS (SELECT c.oid FROM pg_class c "
-    "JOIN pg_namespace n ON n.oid = c.relnamespace "
-    "WHERE c.relname = parse_ident_last(name) "
-    "AND (parse_ident_schema(name) IS NULL OR n.nspname = parse_ident_schema(name)) LIMIT 1)"),
+     "JOIN pg_namespace n ON n.oid = c.relnamespace "
+     "WHERE c.relname = parse_ident_last(name) "
+     "AND (parse_ident_schema(name) IS NULL OR n.nspname = parse_ident_schema(name)) LIMIT 1)"),
     ("CREATE OR REPLACE TEMP VIEW pg_roles AS SELECT 10::BIGINT AS oid, 'vcfzarr' AS rolname, "
-    "false AS rolsuper, false AS rolinherit, false AS rolcreaterole, false AS rolcreatedb, "
-    "true AS rolcanlogin, -1 AS rolconnlimit, NULL::TIMESTAMP AS rolvaliduntil, "
-    "false AS rolreplication, false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig"),
+     "false AS rolsuper, false AS rolinherit, false AS rolcreaterole, false AS rolcreatedb, "
+     "true AS rolcanlogin, -1 AS rolconnlimit, NULL::TIMESTAMP AS rolvaliduntil, "
+     "false AS rolreplication, false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig"),
     ("CREATE OR REPLACE TEMP VIEW pg_user AS SELECT rolname AS usename, oid AS usesysid "
-    "FROM pg_roles"),
+     "FROM pg_roles"),
     ("CREATE OR REPLACE TEMP VIEW pg_inherits AS SELECT NULL::BIGINT AS inhrelid, "
-    "NULL::BIGINT AS inhparent, NULL::INTEGER AS inhseqno, NULL::BOOLEAN AS inhdetachpending "
-    "WHERE false"),
+     "NULL::BIGINT AS inhparent, NULL::INTEGER AS inhseqno, NULL::BOOLEAN AS inhdetachpending "
+     "WHERE false"),
     ("CREATE OR REPLACE TEMP VIEW pg_opclass AS SELECT NULL::BIGINT AS oid, "
-    "NULL::VARCHAR AS opcname, NULL::BOOLEAN AS opcdefault WHERE false"),
+     "NULL::VARCHAR AS opcname, NULL::BOOLEAN AS opcdefault WHERE false"),
     ("CREATE OR REPLACE TEMP VIEW pg_foreign_table AS SELECT NULL::BIGINT AS ftrelid, "
-    "NULL::BIGINT AS ftserver WHERE false"),
+     "NULL::BIGINT AS ftserver WHERE false"),
     ("CREATE OR REPLACE TEMP VIEW pg_partitioned_table AS SELECT NULL::BIGINT AS partrelid, "
-    "NULL::VARCHAR AS partstrat WHERE false"),
+     "NULL::VARCHAR AS partstrat WHERE false"),
     ("CREATE OR REPLACE TEMP VIEW pg_statistic_ext AS SELECT NULL::BIGINT AS oid, "
-    "NULL::BIGINT AS stxrelid, NULL::BIGINT AS stxnamespace, NULL::VARCHAR AS stxname, "
-    "NULL::VARCHAR[] AS stxkind, NULL::INTEGER AS stxstattarget WHERE false"),
+     "NULL::BIGINT AS stxrelid, NULL::BIGINT AS stxnamespace, NULL::VARCHAR AS stxname, "
+     "NULL::VARCHAR[] AS stxkind, NULL::INTEGER AS stxstattarget WHERE false"),
     ("CREATE OR REPLACE TEMP VIEW pg_policy AS SELECT NULL::BIGINT AS polrelid, "
-    "NULL::VARCHAR AS polname, NULL::BOOLEAN AS polpermissive, NULL::BIGINT[] AS polroles, "
-    "NULL::VARCHAR AS polqual, NULL::VARCHAR AS polwithcheck, NULL::VARCHAR AS polcmd WHERE false"),
+     "NULL::VARCHAR AS polname, NULL::BOOLEAN AS polpermissive, NULL::BIGINT[] AS polroles, "
+     "NULL::VARCHAR AS polqual, NULL::VARCHAR AS polwithcheck, NULL::VARCHAR AS polcmd WHERE false"),
     ("CREATE OR REPLACE TEMP VIEW pg_publication AS SELECT NULL::BIGINT AS oid, "
-    "NULL::VARCHAR AS pubname, NULL::BOOLEAN AS puballtables WHERE false"),
+     "NULL::VARCHAR AS pubname, NULL::BOOLEAN AS puballtables WHERE false"),
     ("CREATE OR REPLACE TEMP VIEW pg_publication_namespace AS SELECT NULL::BIGINT AS pnpubid, "
-    "NULL::BIGINT AS pnnspid WHERE false"),
+     "NULL::BIGINT AS pnnspid WHERE false"),
     ("CREATE OR REPLACE TEMP VIEW pg_publication_rel AS SELECT NULL::BIGINT AS prpubid, "
-    "NULL::BIGINT AS prrelid, NULL::VARCHAR AS prqual, NULL::SMALLINT[] AS prattrs WHERE false"),
+     "NULL::BIGINT AS prrelid, NULL::VARCHAR AS prqual, NULL::SMALLINT[] AS prattrs WHERE false"),
     ("CREATE OR REPLACE TEMP VIEW pg_trigger AS SELECT NULL::BIGINT AS oid, "
-    "NULL::BIGINT AS tgrelid, NULL::VARCHAR AS tgname WHERE false"),
+     "NULL::BIGINT AS tgrelid, NULL::VARCHAR AS tgname WHERE false"),
 )
 
 #: DuckDB column types (``duckdb_columns().data_type``) -> the PostgreSQL type results of that
@@ -140,10 +140,10 @@ def _type_macros() -> tuple[str, ...]:
         f"CREATE OR REPLACE TEMP MACRO pg_scalar_oid(name) AS {scalar}",
         f"CREATE OR REPLACE TEMP MACRO pg_array_oid(scalar_oid) AS {array}",
         ("CREATE OR REPLACE TEMP MACRO pg_type_oid(name) AS CASE "
-        f"WHEN name LIKE '%]%]' OR regexp_matches(name, '^(STRUCT|MAP|UNION)') THEN {pg.JSON.oid} "
-        "WHEN regexp_matches(name, '\\[\\d*\\]$') "
-        "THEN pg_array_oid(pg_scalar_oid(regexp_replace(name, '\\[\\d*\\]$', ''))) "
-        "ELSE pg_scalar_oid(name) END"),
+         f"WHEN name LIKE '%]%]' OR regexp_matches(name, '^(STRUCT|MAP|UNION)') THEN {pg.JSON.oid} "
+         "WHEN regexp_matches(name, '\\[\\d*\\]$') "
+         "THEN pg_array_oid(pg_scalar_oid(regexp_replace(name, '\\[\\d*\\]$', ''))) "
+         "ELSE pg_scalar_oid(name) END"),
         "CREATE OR REPLACE TEMP MACRO format_type(type_oid, modifier) AS CASE "
         f"WHEN type_oid = {pg.NUMERIC.oid} AND modifier > 0 "  # DuckDB's: width * 1000 + scale
         "THEN format('numeric({},{})', modifier // 1000, modifier % 1000) ELSE "
