@@ -169,6 +169,20 @@ def duckdb_equivalent(statement: Statement, duckdb_settings: set[str]) -> Statem
     return Statement(f"SELECT current_setting('{name}')::VARCHAR AS \"{name}\"", "SELECT")
 
 
+def _setting_value(text: str) -> str:
+    """A ``SET`` value as ``SHOW`` gives it back: one quoted string or identifier unquoted
+    (sqlglot's reading of the quotes), anything else as written.
+
+    >>> _setting_value("'it''s'"), _setting_value('"x"'), _setting_value("on ")
+    ("it's", 'x', 'on')
+    """
+    found = sql_text.tokens(text) if len(text) <= sql_text.MAX_TOKENIZED else None
+    if found is not None and len(found) == 1 and found[0].token_type in (TokenType.STRING,
+                                                                         TokenType.IDENTIFIER):
+        return found[0].text
+    return text.strip()
+
+
 @dataclass(frozen=True)
 class Answer:
     """A reply made here instead of by DuckDB: a tag, and one text value when it is a SHOW."""
@@ -202,6 +216,6 @@ def postgres_answer(
     if statement.kind == "SET" and assignment:
         name = assignment.group(1).lower()
         if name not in duckdb_settings:
-            settings[name] = assignment.group(2).strip("'\"")
+            settings[name] = _setting_value(assignment.group(2))
             return Answer("SET")
     return None
