@@ -14,10 +14,10 @@ from pathlib import Path
 
 import click
 
-import vcfzarr_sql
 from vcfzarr_sql.cli.info import describe_store
 from vcfzarr_sql.cli.query import print_query
-from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.converter import convert
+from vcfzarr_sql.engine.connection import Connection, connect
 from vcfzarr_sql.errors import QueryError
 
 #: The bundled demo call set (package data; see examples/data/make_demo_data.py).
@@ -46,40 +46,40 @@ BUNDLED_PLACES = Places("1:450000-470000", "2", 300000, 400000, "2:50000-90000")
 QUERIES = (
     (
         "Records per contig",
-        "SELECT contig, count(*) AS records, min(pos) AS first, max(pos) AS last\n"
-        "FROM vcf_zarr('{store}')\nGROUP BY contig ORDER BY contig",
+        ("SELECT contig, count(*) AS records, min(pos) AS first, max(pos) AS last\n"
+         "FROM vcf_zarr('{store}')\nGROUP BY contig ORDER BY contig"),
         (),
     ),
     (
         "Records overlapping a region (region :=, like bcftools view -r {region})",
-        "SELECT contig, pos, \"end\", id, ref, alt, qual, filters{site_fields}\n"
-        "FROM vcf_zarr('{store}', region := '{region}')\nORDER BY pos LIMIT 8",
+        ("SELECT contig, pos, \"end\", id, ref, alt, qual, filters{site_fields}\n"
+         "FROM vcf_zarr('{store}', region := '{region}')\nORDER BY pos LIMIT 8"),
         (),
     ),
     (
         "Records by position (WHERE, like bcftools view -t {contig}:{start}-{stop})",
-        "SELECT count(*) AS records, count(*) FILTER (WHERE 'PASS' IN filters) AS pass,\n"
-        "       round(avg(qual), 1) AS mean_qual\n"
-        "FROM vcf_zarr('{store}')\nWHERE contig = '{contig}' AND pos BETWEEN {start} AND {stop}",
+        ("SELECT count(*) AS records, count(*) FILTER (WHERE 'PASS' IN filters) AS pass,\n"
+         "       round(avg(qual), 1) AS mean_qual\n"
+         "FROM vcf_zarr('{store}')\nWHERE contig = '{contig}' AND pos BETWEEN {start} AND {stop}"),
         (),
     ),
     (
         "Allele counts and frequencies from the genotypes{frequency_note}",
-        "SELECT pos, ref, alt,\n"
-        "       list_count(flatten(fmt_GT)) AS an,\n"
-        "       len([a FOR a IN flatten(fmt_GT) IF a = 1]) AS ac,\n"
-        "       round(ac / an, 4) AS af{frequency_fields}\n"
-        "FROM vcf_zarr('{store}', region := '{frequencies_region}')\nORDER BY pos LIMIT 8",
+        ("SELECT pos, ref, alt,\n"
+         "       list_count(flatten(fmt_GT)) AS an,\n"
+         "       len([a FOR a IN flatten(fmt_GT) IF a = 1]) AS ac,\n"
+         "       round(ac / an, 4) AS af{frequency_fields}\n"
+         "FROM vcf_zarr('{store}', region := '{frequencies_region}')\nORDER BY pos LIMIT 8"),
         ("fmt_GT",),
     ),
     (
-        "Per-sample missingness and heterozygosity on contig {contig} (one row per call;"
-        " fmt_GT_1, fmt_GT_2: the alleles)",
-        "SELECT sample_id, count(*) AS calls,\n"
-        "       round(avg((fmt_GT_1 IS NULL AND fmt_GT_2 IS NULL)::INT), 4) AS missing,\n"
-        "       round(avg((fmt_GT_1 <> fmt_GT_2)::INT), 4) AS het\n"
-        "FROM vcf_zarr_calls('{store}')\nWHERE contig = '{contig}'\n"
-        "GROUP BY sample_id ORDER BY missing DESC, sample_id LIMIT 5",
+        ("Per-sample missingness and heterozygosity on contig {contig} (one row per call;"
+         " fmt_GT_1, fmt_GT_2: the alleles)"),
+        ("SELECT sample_id, count(*) AS calls,\n"
+         "       round(avg((fmt_GT_1 IS NULL AND fmt_GT_2 IS NULL)::INT), 4) AS missing,\n"
+         "       round(avg((fmt_GT_1 <> fmt_GT_2)::INT), 4) AS het\n"
+         "FROM vcf_zarr_calls('{store}')\nWHERE contig = '{contig}'\n"
+         "GROUP BY sample_id ORDER BY missing DESC, sample_id LIMIT 5"),
         ("fmt_GT",),
     ),
 )
@@ -176,11 +176,11 @@ def command(vcf: str, keep: str | None) -> None:
         store = keep if keep is not None else os.path.join(tmp, "demo.zarr")
         _heading(f"1. Convert {vcf}")
         start = time.perf_counter()
-        vcfzarr_sql.convert(
+        convert(
             vcf, store, variants_chunk_size=DEMO_CHUNK_SIZE, force=keep is not None, show_progress=False
         )
         click.echo(f"-> {store} in {time.perf_counter() - start:.1f} s")
-        con = vcfzarr_sql.connect()
+        con = connect()
         _heading("2. What the store holds (vcfzarr-sql info)")
         describe_store(con, store)
         click.echo()

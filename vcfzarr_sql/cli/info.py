@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import click
 
-import vcfzarr_sql
 from vcfzarr_sql.cli import options
 from vcfzarr_sql.cli.query import print_query
-from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.engine.connection import Connection, connect
 
 #: samples listed before "... and N more"
 SAMPLES_SHOWN = 10
@@ -46,4 +45,4 @@ def describe_store(con: Connection, path: str) -> None:
 @options.store_path
 def command(store: str) -> None:
     """Describe a VCF Zarr store: samples, contigs, fields, chunking, version."""
-    describe_store(vcfzarr_sql.connect(), store)
+    describe_store(connect(), store)

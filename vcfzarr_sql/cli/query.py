@@ -19,12 +19,11 @@ from typing import IO
 import click
 import duckdb
 
-import vcfzarr_sql
 from vcfzarr_sql.cli.interrupt import cancelling
 from vcfzarr_sql.cli.messages import query_error
-from vcfzarr_sql.cli.sql_text import without_trailing_comments
 from vcfzarr_sql.cli.text_table import write_text_table
-from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.engine.connection import Connection, connect
+from vcfzarr_sql.engine.sql_text import without_trailing_comments
 from vcfzarr_sql.errors import QueryError
 
 FORMATS = ("table", "csv", "tsv", "json", "parquet", "vcf")
@@ -232,7 +231,7 @@ def command(sql: str | None, file: str | None, region: str | None, samples: str 
 
         listed = None if samples is None else tuple(n for n in samples.split(",") if n)
         defaults = ScanDefaults(region=region, samples=listed)
-    con = vcfzarr_sql.connect(defaults=defaults)
+    con = connect(defaults=defaults)
     text = read_sql(sql, file)
     fmt = output_format(fmt, output)
     if fmt == "vcf":

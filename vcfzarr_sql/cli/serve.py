@@ -4,6 +4,7 @@ Flight SQL clients (ADBC, the Flight SQL JDBC driver) with ``--protocol flight-s
 from __future__ import annotations
 
 import logging
+from typing import TypedDict
 
 import click
 
@@ -11,6 +12,20 @@ from vcfzarr_sql.cli import options
 from vcfzarr_sql.serve.pg import DEFAULT_HOST, DEFAULT_PORT, Limits, make_server
 from vcfzarr_sql.serve.pg.auth import PASSWORD_ENV, read_password
 from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT
+
+
+class _Served(TypedDict):
+    """What both protocols' servers are given."""
+
+    data_dirs: tuple[str, ...] | None
+    database: str
+    writable: bool
+    memory_limit: str
+    password: str | None
+    tls_cert: str | None
+    tls_key: str | None
+    insecure: bool
+
 
 _LIMITS = Limits()
 #: Options that only the PostgreSQL protocol applies (Flight SQL has no client sessions).
@@ -72,9 +87,9 @@ def command(ctx: click.Context, host: str, port: int | None, protocol: str,
     """
     logging.basicConfig(format="%(asctime)s vcfzarr-sql serve: %(message)s")
     logging.getLogger("vcfzarr_sql.serve.pg").setLevel(logging.INFO)
-    common = dict(data_dirs=data_dirs or None, database=database, writable=writable,
-                  memory_limit=memory_limit, password=read_password(password_file),
-                  tls_cert=tls_cert, tls_key=tls_key, insecure=insecure)
+    common = _Served(data_dirs=data_dirs or None, database=database, writable=writable,
+                     memory_limit=memory_limit, password=read_password(password_file),
+                     tls_cert=tls_cert, tls_key=tls_key, insecure=insecure)
     try:
         if protocol == "flight-sql":
             given = [name for name in _POSTGRES_ONLY
@@ -96,7 +111,7 @@ def command(ctx: click.Context, host: str, port: int | None, protocol: str,
         click.echo("vcfzarr-sql serve: stopped", err=True)
 
 
-def _serve_flight_sql(host: str, port: int | None, common: dict) -> None:
+def _serve_flight_sql(host: str, port: int | None, common: _Served) -> None:
     try:
         from vcfzarr_sql.serve.flight import DEFAULT_FLIGHT_PORT, make_flight_server
     except ImportError as err:

@@ -17,12 +17,11 @@ from dataclasses import dataclass
 
 import click
 
-import vcfzarr_sql
 from vcfzarr_sql.cli import options
 from vcfzarr_sql.cli.interrupt import Interrupted
 from vcfzarr_sql.cli.query import FORMATS, RESULT_VIEW, print_query
-from vcfzarr_sql.cli.sql_text import ends_statement
-from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.engine.connection import Connection, connect
+from vcfzarr_sql.engine.sql_text import ends_statement
 from vcfzarr_sql.errors import QueryError, VcfZarrError
 
 HISTORY_FILE = os.path.join(os.path.expanduser("~"), ".vcfzarr_sql_history")
@@ -207,7 +206,7 @@ def run_shell(session: Session, read_line: LineReader, *, interactive: bool = Fa
 @options.database
 def command(database: str) -> None:
     """Interactive SQL prompt over VCF Zarr stores (reads a script when stdin is not a terminal)."""
-    session = Session(vcfzarr_sql.connect(database))
+    session = Session(connect(database))
     if sys.stdin.isatty():
         click.echo("vcfzarr-sql shell: SQL ends with ';', .help for commands, .quit to leave.")
         with readline_history():

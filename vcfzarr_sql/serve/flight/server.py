@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import duckdb
 import pyarrow as pa
@@ -26,15 +27,18 @@ import pyarrow.flight as flight
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
-import vcfzarr_sql
+from vcfzarr_sql import __version__
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.serve.flight import Flight_pb2, catalog
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql
 from vcfzarr_sql.serve.flight.auth import HandshakeAccepted, PasswordAuth, client_of
 from vcfzarr_sql.serve.flight.errors import answered, answering
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase
+from vcfzarr_sql.serve.pg.statements import UNPARSED, split
 
-__all__ = ["FlightSqlServer", "pack", "unpack"]
+__all__ = ["FlightSqlServer", "pack", "unpack", "unpack_as"]
+
+M = TypeVar("M", bound=Message)
 
 log = logging.getLogger("vcfzarr_sql.serve.flight")
 
@@ -59,6 +63,14 @@ def pack(message: Message) -> bytes:
     wrapped = any_pb2.Any()
     wrapped.Pack(message)
     return wrapped.SerializeToString()
+
+
+def unpack_as(data: bytes, kind: type[M]) -> M:
+    """The Flight SQL command of type ``kind`` inside a serialized ``Any``."""
+    message = unpack(data)
+    if not isinstance(message, kind):
+        raise flight.FlightServerError(f"{kind.__name__} expected, not {type(message).__name__}")
+    return message
 
 
 def unpack(data: bytes) -> Message:
@@ -86,6 +98,7 @@ class _Statement:
     con: Connection
     kind: str  # DuckDB's statement type
     client: str
+    parameter_count: int = 0  # the highest $n
     parameters: list[list[object]] = field(default_factory=lambda: [[]])
     reader: pa.RecordBatchReader | None = None
     busy: bool = False  # running or streaming: closing interrupts it and waits for its end
@@ -113,8 +126,7 @@ class _Statement:
         if self.kind != "SELECT":  # PRAGMA, SHOW...: cheap, and not a subquery
             with self.run() as reader:
                 return reader.schema
-        count = len(self.con.duckdb_connection.extract_statements(self.query)[0].named_parameters)
-        bound = self.parameters[0] or [None] * count
+        bound = self.parameters[0] or [None] * self.parameter_count
         return self.con.sql(f"SELECT * FROM ({self.query}) LIMIT 0", params=bound or None) \
             .to_arrow_table().schema
 
@@ -214,10 +226,11 @@ class FlightSqlServer(flight.FlightServerBase):
     def _new_statement(self, context: flight.ServerCallContext, query: str) -> tuple[bytes, _Statement]:
         con = self.sessions.connect()
         try:
-            parsed = con.duckdb_connection.extract_statements(query)
-            if len(parsed) != 1:
+            parsed = split(con.duckdb_connection, query)
+            if len(parsed) != 1 or parsed[0].kind == UNPARSED:
+                con.duckdb_connection.extract_statements(query)  # raises DuckDB's syntax error
                 raise flight.FlightServerError(f"one statement expected, got {len(parsed)}")
-            statement = _Statement(query, con, parsed[0].type.name, client_of(context))
+            statement = _Statement(query, con, parsed[0].kind, client_of(context), parsed[0].parameters)
             return self._statements.add(statement), statement
         except BaseException:
             con.close()
@@ -265,7 +278,7 @@ class FlightSqlServer(flight.FlightServerBase):
     def _sql_info(self) -> dict[int, str | bool | int]:
         return {
             sql.FLIGHT_SQL_SERVER_NAME: "vcfzarr-sql",
-            sql.FLIGHT_SQL_SERVER_VERSION: vcfzarr_sql.__version__,
+            sql.FLIGHT_SQL_SERVER_VERSION: __version__,
             sql.FLIGHT_SQL_SERVER_ARROW_VERSION: pa.__version__,
             sql.FLIGHT_SQL_SERVER_READ_ONLY: not self.sessions.policy.writable,
             sql.FLIGHT_SQL_SERVER_SQL: True,
@@ -365,7 +378,7 @@ class FlightSqlServer(flight.FlightServerBase):
     def do_action(self, context: flight.ServerCallContext, action: flight.Action) -> Iterator[bytes]:
         body = action.body.to_pybytes()
         if action.type == "CreatePreparedStatement":
-            request = unpack(body)
+            request = unpack_as(body, sql.ActionCreatePreparedStatementRequest)
             handle, statement = self._new_statement(context, request.query)
             try:
                 schema = statement.schema().serialize().to_pybytes()
@@ -375,21 +388,23 @@ class FlightSqlServer(flight.FlightServerBase):
                 prepared_statement_handle=handle, dataset_schema=schema, is_update=not statement.is_query)
             return iter([pack(result)])
         if action.type == "ClosePreparedStatement":
-            self._close(unpack(body).prepared_statement_handle)
+            self._close(unpack_as(body, sql.ActionClosePreparedStatementRequest).prepared_statement_handle)
             return iter([])
         if action.type == "CancelFlightInfo":
-            request = Flight_pb2.CancelFlightInfoRequest.FromString(body)
-            status = self._cancel([e.ticket.ticket for e in request.info.endpoint])
+            cancel = Flight_pb2.CancelFlightInfoRequest.FromString(body)
+            status = Flight_pb2.CANCEL_STATUS_CANCELLED if self._cancel(
+                [e.ticket.ticket for e in cancel.info.endpoint]) else Flight_pb2.CANCEL_STATUS_NOT_CANCELLABLE
             return iter([Flight_pb2.CancelFlightInfoResult(status=status).SerializeToString()])
         if action.type == "CancelQuery":
-            info = flight.FlightInfo.deserialize(unpack(body).info)
-            status = self._cancel([e.ticket.ticket for e in info.endpoints])
-            return iter([pack(sql.ActionCancelQueryResult(result=status))])
+            info = flight.FlightInfo.deserialize(unpack_as(body, sql.ActionCancelQueryRequest).info)
+            answer = sql.ActionCancelQueryResult
+            outcome = answer.CANCEL_RESULT_CANCELLED if self._cancel([e.ticket.ticket for e in info.endpoints]) \
+                else answer.CANCEL_RESULT_NOT_CANCELLABLE
+            return iter([pack(answer(result=outcome))])
         raise flight.FlightServerError(f"unknown action {action.type!r}")
 
-    def _cancel(self, tickets: list[bytes]) -> int:
-        """Interrupt the statements the tickets name: CANCEL_STATUS_CANCELLED (1), or
-        NOT_CANCELLABLE (3) when none is known (any more)."""
+    def _cancel(self, tickets: list[bytes]) -> bool:
+        """Interrupt the statements the tickets name; False when none is known (any more)."""
         cancelled = False
         for ticket in tickets:
             command = unpack(ticket)
@@ -399,7 +414,7 @@ class FlightSqlServer(flight.FlightServerBase):
             if statement is not None:
                 statement.con.duckdb_connection.interrupt()
                 cancelled = True
-        return 1 if cancelled else 3
+        return cancelled
 
     def running(self) -> int:
         """How many statements are running or streaming now."""

@@ -1,10 +1,12 @@
-"""Password authentication: SCRAM-SHA-256 (RFC 5802/7677, PostgreSQL's default), the password's
+"""Password authentication: SCRAM-SHA-256 (RFC 5802/7677, PostgreSQL's default) through
+``scramp`` (the maintained implementation pg8000 uses; the ``serve`` extra), the password's
 source, and slowing down guessing.
 
 The server keeps only SCRAM's stored and server keys (:class:`ScramSecret`), never sends or
 receives the password, and proves to the client that it knows the secret too.
-:class:`ScramExchange` is the server's side of one exchange, as pure steps over the messages:
+:class:`ScramExchange` is the server's side of one exchange, as steps over the messages:
 
+>>> import base64
 >>> salt = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")     # RFC 7677's example exchange
 >>> exchange = ScramExchange(ScramSecret.from_password("pencil", salt=salt),
 ...                          server_nonce="%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
@@ -17,17 +19,15 @@ receives the password, and proves to the client that it knows the secret too.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import logging
 import os
-import secrets
-import stringprep
 import threading
 import time
-import unicodedata
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
 
 from vcfzarr_sql.errors import VcfZarrError
 
@@ -37,10 +37,24 @@ MECHANISM = "SCRAM-SHA-256"
 #: The environment variable a server reads its password from (when no file is given).
 PASSWORD_ENV = "VCFZARR_SQL_PASSWORD"
 _ITERATIONS = 4096  # PostgreSQL's scram_iterations default
+#: The user name scramp is shown when a client sends none: PostgreSQL clients send ``n=``
+#: (the user is in the startup message; the server ignores SCRAM's), which scramp refuses.
+_ANY_USER = "*"
 
 
 class AuthenticationFailed(VcfZarrError):
     """A client's SCRAM messages are malformed or its proof is wrong."""
+
+
+def _scramp() -> ModuleType:
+    """The ``scramp`` module, imported when a password is configured (an optional extra)."""
+    try:
+        import scramp
+    except ImportError:
+        raise VcfZarrError(
+            "a server password needs scramp (SCRAM-SHA-256): pip install 'vcfzarr-sql[serve]'"
+        ) from None
+    return scramp
 
 
 def read_password(path: str | None, environ: dict[str, str] | None = None) -> str | None:
@@ -54,44 +68,13 @@ def read_password(path: str | None, environ: dict[str, str] | None = None) -> st
             raise VcfZarrError(f"{path}: cannot read the password file ({err})") from None
         where = path
     else:
-        password = (os.environ if environ is None else environ).get(PASSWORD_ENV)
-        if password is None:
+        given = (os.environ if environ is None else environ).get(PASSWORD_ENV)
+        if given is None:
             return None
-        where = f"${PASSWORD_ENV}"
+        password, where = given, f"${PASSWORD_ENV}"
     if not password:
         raise VcfZarrError(f"{where}: the password is empty")
     return password
-
-
-def saslprep(password: str) -> str:
-    """The password as SCRAM hashes it (RFC 4013 SASLprep); like libpq, the password itself
-    when it has characters SASLprep prohibits.
-
-    >>> saslprep("I\\u00adX"), saslprep("\\u2168"), saslprep("a\\x07b")
-    ('IX', 'IX', 'a\\x07b')
-    """
-    mapped = "".join(
-        " " if stringprep.in_table_c12(c) else c for c in password if not stringprep.in_table_b1(c)
-    )
-    normal = unicodedata.normalize("NFKC", mapped)
-    prohibited = (
-        stringprep.in_table_c12, stringprep.in_table_c21, stringprep.in_table_c22,
-        stringprep.in_table_c3, stringprep.in_table_c4, stringprep.in_table_c5,
-        stringprep.in_table_c6, stringprep.in_table_c7, stringprep.in_table_c8,
-        stringprep.in_table_c9, stringprep.in_table_a1,
-    )
-    if any(check(c) for c in normal for check in prohibited):
-        return password
-    if any(stringprep.in_table_d1(c) for c in normal) and (
-        any(stringprep.in_table_d2(c) for c in normal)
-        or not (stringprep.in_table_d1(normal[0]) and stringprep.in_table_d1(normal[-1]))
-    ):
-        return password
-    return normal
-
-
-def _hmac(key: bytes, message: bytes) -> bytes:
-    return hmac.digest(key, message, "sha256")
 
 
 @dataclass(frozen=True)
@@ -106,68 +89,59 @@ class ScramSecret:
     @classmethod
     def from_password(cls, password: str, *, salt: bytes | None = None,
                       iterations: int = _ITERATIONS) -> ScramSecret:
-        salt = secrets.token_bytes(16) if salt is None else salt
-        salted = hashlib.pbkdf2_hmac("sha256", saslprep(password).encode(), salt, iterations)
-        client_key = _hmac(salted, b"Client Key")
-        return cls(salt, iterations, hashlib.sha256(client_key).digest(), _hmac(salted, b"Server Key"))
+        """The secret of ``password`` (SASLprep'd, RFC 4013); a random salt unless given.
+
+        A password SASLprep prohibits (control characters, unassigned code points...) is
+        refused here, where libpq would hash it unprepared: choose another."""
+        scramp = _scramp()
+        try:
+            salt, stored_key, server_key, iterations = scramp.ScramMechanism(MECHANISM).make_auth_info(
+                password, iteration_count=iterations, salt=salt)
+        except scramp.ScramException as err:
+            raise VcfZarrError(f"the server password cannot be used for SCRAM: {err}") from None
+        return cls(salt, iterations, stored_key, server_key)
+
+    def auth_info(self, user: str) -> tuple[bytes, bytes, bytes, int]:
+        """The secret as scramp asks for it (one password for every user)."""
+        return self.salt, self.stored_key, self.server_key, self.iterations
 
 
-def _attributes(message: str) -> dict[str, str]:
-    out = {}
-    for part in message.split(","):
-        name, sep, value = part.partition("=")
-        if not sep or len(name) != 1:
-            raise AuthenticationFailed(f"malformed SCRAM message attribute {part[:20]!r}")
-        out[name] = value
-    return out
-
-
-@dataclass
 class ScramExchange:
-    """The server's side of one SCRAM-SHA-256 exchange (no channel binding)."""
+    """The server's side of one SCRAM-SHA-256 exchange (no channel binding): scramp's
+    ``ScramServer``, with its errors as :class:`AuthenticationFailed`."""
 
-    secret: ScramSecret
-    server_nonce: str = field(default_factory=lambda: base64.b64encode(secrets.token_bytes(18)).decode())
-    _client_first_bare: str = ""
-    _server_first: str = ""
-    _nonce: str = ""
+    def __init__(self, secret: ScramSecret, server_nonce: str | None = None):
+        self._scramp = _scramp()
+        self._server: Any = self._scramp.ScramMechanism(MECHANISM).make_server(
+            secret.auth_info, s_nonce=server_nonce)
 
     def server_first(self, client_first: str) -> str:
         """The answer to the client's first message (``n,,n=user,r=nonce``)."""
         header, sep, bare = client_first.partition(",")
         authzid, sep2, bare = bare.partition(",")
-        if not (sep and sep2) or header not in ("n", "y") or authzid:
-            raise AuthenticationFailed("unsupported SCRAM channel binding or authorization identity")
-        nonce = _attributes(bare).get("r")
-        if not nonce:
-            raise AuthenticationFailed("SCRAM client nonce missing")
-        self._client_first_bare = bare
-        self._nonce = nonce + self.server_nonce
-        salt = base64.b64encode(self.secret.salt).decode()
-        self._server_first = f"r={self._nonce},s={salt},i={self.secret.iterations}"
-        return self._server_first
+        named = bare.replace("n=,", f"n={_ANY_USER},", 1) if bare.startswith("n=,") else bare
+        with self._failing():
+            self._server.set_client_first(f"{header}{sep}{authzid}{sep2}{named}")
+            # the client's proof signs the message as it sent it, without the stand-in name
+            self._server.client_first_bare = bare
+            return str(self._server.get_server_first())
 
     def server_final(self, client_final: str) -> str:
         """The server's proof (``v=...``) when the client's proof is right; else
         :class:`AuthenticationFailed`."""
-        without_proof, sep, proof_attribute = client_final.rpartition(",p=")
-        if not sep or not self._nonce:
-            raise AuthenticationFailed("malformed SCRAM final message")
-        attributes = _attributes(without_proof)
-        if attributes.get("r") != self._nonce or attributes.get("c") not in ("biws", "eSws"):
-            raise AuthenticationFailed("SCRAM nonce or channel binding mismatch")
+        with self._failing():
+            self._server.set_client_final(client_final)
+            return str(self._server.get_server_final())
+
+    @contextmanager
+    def _failing(self) -> Iterator[None]:
+        """scramp's ``ScramException`` as :class:`AuthenticationFailed` (one line)."""
         try:
-            proof = base64.b64decode(proof_attribute, validate=True)
-        except ValueError:
-            raise AuthenticationFailed("malformed SCRAM proof") from None
-        message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
-        signature = _hmac(self.secret.stored_key, message)
-        if len(proof) != len(signature):
-            raise AuthenticationFailed("malformed SCRAM proof")
-        client_key = bytes(a ^ b for a, b in zip(proof, signature))
-        if not hmac.compare_digest(hashlib.sha256(client_key).digest(), self.secret.stored_key):
-            raise AuthenticationFailed("wrong password")
-        return "v=" + base64.b64encode(_hmac(self.secret.server_key, message)).decode()
+            yield
+        except self._scramp.ScramException as err:
+            proof = getattr(getattr(err, "server_error", None), "value", None) == "invalid-proof"
+            raise AuthenticationFailed("wrong password" if proof else f"malformed SCRAM message: {err}") \
+                from None
 
 
 class LoginThrottle:

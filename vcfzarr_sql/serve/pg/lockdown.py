@@ -47,8 +47,11 @@ from vcfzarr_sql.store.kvstore import DirectoryStore, is_url, unreadable
 #: DuckDB's memory limit per session unless the server is told otherwise.
 DEFAULT_MEMORY_LIMIT = "1GB"
 
+#: DuckDB configuration values, as ``duckdb.connect(config=...)`` takes them.
+_Config = dict[str, str | bool | int | float | list[str]]
+
 #: Set when the DuckDB instance is created.
-_INSTANCE_CONFIG = {
+_INSTANCE_CONFIG: _Config = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
     "allow_community_extensions": False,
@@ -196,8 +199,8 @@ class SessionPolicy:
     threads: int | None = None
 
 
-def _instance_config(policy: SessionPolicy) -> dict[str, object]:
-    config: dict[str, object] = {**_INSTANCE_CONFIG, "memory_limit": policy.memory_limit}
+def _instance_config(policy: SessionPolicy) -> _Config:
+    config: _Config = {**_INSTANCE_CONFIG, "memory_limit": policy.memory_limit}
     if policy.threads:
         config["threads"] = policy.threads
     return config

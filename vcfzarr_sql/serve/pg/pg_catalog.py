@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import duckdb
 
+from vcfzarr_sql.engine import sql_text
 from vcfzarr_sql.serve.pg import types as pg
 from vcfzarr_sql.serve.pg.types import PgType
 
@@ -50,45 +51,45 @@ SESSION_SETUP: tuple[str, ...] = (
     "CREATE OR REPLACE TEMP MACRO pg_total_relation_size(oid) AS 0",
     "CREATE OR REPLACE TEMP MACRO pg_relation_size(oid) AS 0",
     "CREATE OR REPLACE TEMP MACRO array_upper(values, dimension) AS len(values)",
-    "CREATE OR REPLACE TEMP MACRO array_lower(values, dimension) AS "
-    "CASE WHEN len(values) > 0 THEN 1 END",
-    "CREATE OR REPLACE TEMP MACRO parse_ident_last(name) AS "
-    "trim(string_split(name, '.')[-1], '\"')",
-    "CREATE OR REPLACE TEMP MACRO parse_ident_schema(name) AS "
-    "CASE WHEN len(string_split(name, '.')) > 1 THEN trim(string_split(name, '.')[-2], '\"') END",
-    "CREATE OR REPLACE TEMP MACRO regclass_oid(name) AS (SELECT c.oid FROM pg_class c "
-    "JOIN pg_namespace n ON n.oid = c.relnamespace "
-    "WHERE c.relname = parse_ident_last(name) "
-    "AND (parse_ident_schema(name) IS NULL OR n.nspname = parse_ident_schema(name)) LIMIT 1)",
-    "CREATE OR REPLACE TEMP VIEW pg_roles AS SELECT 10::BIGINT AS oid, 'vcfzarr' AS rolname, "
-    "false AS rolsuper, false AS rolinherit, false AS rolcreaterole, false AS rolcreatedb, "
-    "true AS rolcanlogin, -1 AS rolconnlimit, NULL::TIMESTAMP AS rolvaliduntil, "
-    "false AS rolreplication, false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig",
-    "CREATE OR REPLACE TEMP VIEW pg_user AS SELECT rolname AS usename, oid AS usesysid "
-    "FROM pg_roles",
-    "CREATE OR REPLACE TEMP VIEW pg_inherits AS SELECT NULL::BIGINT AS inhrelid, "
-    "NULL::BIGINT AS inhparent, NULL::INTEGER AS inhseqno, NULL::BOOLEAN AS inhdetachpending "
-    "WHERE false",
-    "CREATE OR REPLACE TEMP VIEW pg_opclass AS SELECT NULL::BIGINT AS oid, "
-    "NULL::VARCHAR AS opcname, NULL::BOOLEAN AS opcdefault WHERE false",
-    "CREATE OR REPLACE TEMP VIEW pg_foreign_table AS SELECT NULL::BIGINT AS ftrelid, "
-    "NULL::BIGINT AS ftserver WHERE false",
-    "CREATE OR REPLACE TEMP VIEW pg_partitioned_table AS SELECT NULL::BIGINT AS partrelid, "
-    "NULL::VARCHAR AS partstrat WHERE false",
-    "CREATE OR REPLACE TEMP VIEW pg_statistic_ext AS SELECT NULL::BIGINT AS oid, "
-    "NULL::BIGINT AS stxrelid, NULL::BIGINT AS stxnamespace, NULL::VARCHAR AS stxname, "
-    "NULL::VARCHAR[] AS stxkind, NULL::INTEGER AS stxstattarget WHERE false",
-    "CREATE OR REPLACE TEMP VIEW pg_policy AS SELECT NULL::BIGINT AS polrelid, "
-    "NULL::VARCHAR AS polname, NULL::BOOLEAN AS polpermissive, NULL::BIGINT[] AS polroles, "
-    "NULL::VARCHAR AS polqual, NULL::VARCHAR AS polwithcheck, NULL::VARCHAR AS polcmd WHERE false",
-    "CREATE OR REPLACE TEMP VIEW pg_publication AS SELECT NULL::BIGINT AS oid, "
-    "NULL::VARCHAR AS pubname, NULL::BOOLEAN AS puballtables WHERE false",
-    "CREATE OR REPLACE TEMP VIEW pg_publication_namespace AS SELECT NULL::BIGINT AS pnpubid, "
-    "NULL::BIGINT AS pnnspid WHERE false",
-    "CREATE OR REPLACE TEMP VIEW pg_publication_rel AS SELECT NULL::BIGINT AS prpubid, "
-    "NULL::BIGINT AS prrelid, NULL::VARCHAR AS prqual, NULL::SMALLINT[] AS prattrs WHERE false",
-    "CREATE OR REPLACE TEMP VIEW pg_trigger AS SELECT NULL::BIGINT AS oid, "
-    "NULL::BIGINT AS tgrelid, NULL::VARCHAR AS tgname WHERE false",
+    ("CREATE OR REPLACE TEMP MACRO array_lower(values, dimension) AS "
+     "CASE WHEN len(values) > 0 THEN 1 END"),
+    ("CREATE OR REPLACE TEMP MACRO parse_ident_last(name) AS "
+     "trim(string_split(name, '.')[-1], '\"')"),
+    ("CREATE OR REPLACE TEMP MACRO parse_ident_schema(name) AS "
+     "CASE WHEN len(string_split(name, '.')) > 1 THEN trim(string_split(name, '.')[-2], '\"') END"),
+    ("CREATE OR REPLACE TEMP MACRO regclass_oid(name) AS (SELECT c.oid FROM pg_class c "
+     "JOIN pg_namespace n ON n.oid = c.relnamespace "
+     "WHERE c.relname = parse_ident_last(name) "
+     "AND (parse_ident_schema(name) IS NULL OR n.nspname = parse_ident_schema(name)) LIMIT 1)"),
+    ("CREATE OR REPLACE TEMP VIEW pg_roles AS SELECT 10::BIGINT AS oid, 'vcfzarr' AS rolname, "
+     "false AS rolsuper, false AS rolinherit, false AS rolcreaterole, false AS rolcreatedb, "
+     "true AS rolcanlogin, -1 AS rolconnlimit, NULL::TIMESTAMP AS rolvaliduntil, "
+     "false AS rolreplication, false AS rolbypassrls, NULL::VARCHAR[] AS rolconfig"),
+    ("CREATE OR REPLACE TEMP VIEW pg_user AS SELECT rolname AS usename, oid AS usesysid "
+     "FROM pg_roles"),
+    ("CREATE OR REPLACE TEMP VIEW pg_inherits AS SELECT NULL::BIGINT AS inhrelid, "
+     "NULL::BIGINT AS inhparent, NULL::INTEGER AS inhseqno, NULL::BOOLEAN AS inhdetachpending "
+     "WHERE false"),
+    ("CREATE OR REPLACE TEMP VIEW pg_opclass AS SELECT NULL::BIGINT AS oid, "
+     "NULL::VARCHAR AS opcname, NULL::BOOLEAN AS opcdefault WHERE false"),
+    ("CREATE OR REPLACE TEMP VIEW pg_foreign_table AS SELECT NULL::BIGINT AS ftrelid, "
+     "NULL::BIGINT AS ftserver WHERE false"),
+    ("CREATE OR REPLACE TEMP VIEW pg_partitioned_table AS SELECT NULL::BIGINT AS partrelid, "
+     "NULL::VARCHAR AS partstrat WHERE false"),
+    ("CREATE OR REPLACE TEMP VIEW pg_statistic_ext AS SELECT NULL::BIGINT AS oid, "
+     "NULL::BIGINT AS stxrelid, NULL::BIGINT AS stxnamespace, NULL::VARCHAR AS stxname, "
+     "NULL::VARCHAR[] AS stxkind, NULL::INTEGER AS stxstattarget WHERE false"),
+    ("CREATE OR REPLACE TEMP VIEW pg_policy AS SELECT NULL::BIGINT AS polrelid, "
+     "NULL::VARCHAR AS polname, NULL::BOOLEAN AS polpermissive, NULL::BIGINT[] AS polroles, "
+     "NULL::VARCHAR AS polqual, NULL::VARCHAR AS polwithcheck, NULL::VARCHAR AS polcmd WHERE false"),
+    ("CREATE OR REPLACE TEMP VIEW pg_publication AS SELECT NULL::BIGINT AS oid, "
+     "NULL::VARCHAR AS pubname, NULL::BOOLEAN AS puballtables WHERE false"),
+    ("CREATE OR REPLACE TEMP VIEW pg_publication_namespace AS SELECT NULL::BIGINT AS pnpubid, "
+     "NULL::BIGINT AS pnnspid WHERE false"),
+    ("CREATE OR REPLACE TEMP VIEW pg_publication_rel AS SELECT NULL::BIGINT AS prpubid, "
+     "NULL::BIGINT AS prrelid, NULL::VARCHAR AS prqual, NULL::SMALLINT[] AS prattrs WHERE false"),
+    ("CREATE OR REPLACE TEMP VIEW pg_trigger AS SELECT NULL::BIGINT AS oid, "
+     "NULL::BIGINT AS tgrelid, NULL::VARCHAR AS tgname WHERE false"),
 )
 
 #: DuckDB column types (``duckdb_columns().data_type``) -> the PostgreSQL type results of that
@@ -138,11 +139,11 @@ def _type_macros() -> tuple[str, ...]:
     return (
         f"CREATE OR REPLACE TEMP MACRO pg_scalar_oid(name) AS {scalar}",
         f"CREATE OR REPLACE TEMP MACRO pg_array_oid(scalar_oid) AS {array}",
-        "CREATE OR REPLACE TEMP MACRO pg_type_oid(name) AS CASE "
-        f"WHEN name LIKE '%]%]' OR regexp_matches(name, '^(STRUCT|MAP|UNION)') THEN {pg.JSON.oid} "
-        "WHEN regexp_matches(name, '\\[\\d*\\]$') "
-        "THEN pg_array_oid(pg_scalar_oid(regexp_replace(name, '\\[\\d*\\]$', ''))) "
-        "ELSE pg_scalar_oid(name) END",
+        ("CREATE OR REPLACE TEMP MACRO pg_type_oid(name) AS CASE "
+         f"WHEN name LIKE '%]%]' OR regexp_matches(name, '^(STRUCT|MAP|UNION)') THEN {pg.JSON.oid} "
+         "WHEN regexp_matches(name, '\\[\\d*\\]$') "
+         "THEN pg_array_oid(pg_scalar_oid(regexp_replace(name, '\\[\\d*\\]$', ''))) "
+         "ELSE pg_scalar_oid(name) END"),
         "CREATE OR REPLACE TEMP MACRO format_type(type_oid, modifier) AS CASE "
         f"WHEN type_oid = {pg.NUMERIC.oid} AND modifier > 0 "  # DuckDB's: width * 1000 + scale
         "THEN format('numeric({},{})', modifier // 1000, modifier % 1000) ELSE "
@@ -178,7 +179,7 @@ def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
     """
     statements = [*SESSION_SETUP, *_type_macros()]
     for view, (extra, replaced, where) in _VIEW_PATCHES.items():
-        existing = set(columns_of(view))
+        existing = set(columns_of(view) or ())
         added = "".join(f", {value} AS {name}" for name, value in extra.items() if name not in existing)
         replace = ", ".join(f"{value} AS {name}" for name, value in replaced.items() if name in existing)
         star = f"* REPLACE ({replace})" if replace else "*"
@@ -195,10 +196,9 @@ def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
 #: Words showing that a statement reads the catalog (only those are rewritten).
 _CATALOG_WORDS = re.compile(r"pg_catalog|::\s*reg|\bISOLATION\b|OPERATOR\s*\(|\bCOLLATE\b|\bversion\s*\(|json_build",
                             re.IGNORECASE)
-_LITERAL = re.compile(r"'(?:[^']|'')*'")
 #: A literal cast to ``regclass``: ``'t'::regclass`` (what follows the literal), and
-#: ``CAST('t' AS regclass)`` (what precedes it, and what follows). Literals are found once, left
-#: to right: a pattern tried at every quote would take time quadratic in a run of quotes.
+#: ``CAST('t' AS regclass)`` (what precedes it, and what follows). Literals are sqlglot's
+#: tokens (:func:`~vcfzarr_sql.engine.sql_text.pieces`), found once, left to right.
 _REGCLASS_SUFFIX = re.compile(r"\s*::\s*(?:pg_catalog\.)?regclass\b", re.IGNORECASE)
 _CAST_OPEN = re.compile(r"\bCAST\s*\(\s*\Z", re.IGNORECASE)
 _CAST_TO_REGCLASS = re.compile(r"\s+AS\s+(?:pg_catalog\.)?regclass\s*\)", re.IGNORECASE)
@@ -251,21 +251,25 @@ def _rewrite_code(code: str) -> str:
 
 
 def rewrite(sql: str) -> str:
-    """``sql`` as DuckDB runs it with the session's catalog emulation (see module doc)."""
-    if not mentions_catalog(sql):
+    """``sql`` as DuckDB runs it with the session's catalog emulation (see module doc); a text
+    longer than :data:`~vcfzarr_sql.engine.sql_text.MAX_TOKENIZED` is left as it is."""
+    if len(sql) > sql_text.MAX_TOKENIZED or not mentions_catalog(sql):
         return sql
-    out, at = [], 0
-    for literal in _LITERAL.finditer(sql):
-        code, text = sql[at:literal.start()], literal.group()
+    out, code = [], ""
+    parts = sql_text.pieces(sql)
+    for text, literal in parts:
+        if not literal:
+            code += text
+            continue
         cast = _CAST_OPEN.search(code)
-        closed = cast and _CAST_TO_REGCLASS.match(sql, literal.end())
-        suffix = None if closed else _REGCLASS_SUFFIX.match(sql, literal.end())
-        if closed:
-            code, text, at = code[:cast.start()], f"regclass_oid({text})", closed.end()
+        after = next(parts, ("", False))[0]  # the code after the literal (literals never touch)
+        closed = cast and _CAST_TO_REGCLASS.match(after)
+        suffix = None if closed else _REGCLASS_SUFFIX.match(after)
+        if cast and closed:
+            code, text, after = code[:cast.start()], f"regclass_oid({text})", after[closed.end():]
         elif suffix:
-            text, at = f"regclass_oid({text})", suffix.end()
-        else:
-            at = literal.end()
+            text, after = f"regclass_oid({text})", after[suffix.end():]
         out += [_rewrite_code(code), text]
-    out.append(_rewrite_code(sql[at:]))
+        code = after
+    out.append(_rewrite_code(code))
     return "".join(out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import BinaryIO
+from typing import Protocol
 
 from vcfzarr_sql.serve.pg.sqlstate import PgError
 from vcfzarr_sql.serve.pg.types import PgType
@@ -25,11 +25,18 @@ CANCEL_REQUEST = 80877102
 _READ_STEP = 1 << 16
 
 
+class Readable(Protocol):
+    """What messages are read from: a binary file, buffered (``BinaryIO``) or not (a socket's
+    ``SocketIO``, whose ``read`` may answer None)."""
+
+    def read(self, size: int, /) -> bytes | None: ...
+
+
 class ProtocolError(Exception):
     """The client broke the protocol (or hung up); the session ends."""
 
 
-def _read_exact(stream: BinaryIO, n: int) -> bytes:
+def _read_exact(stream: Readable, n: int) -> bytes:
     data = bytearray()
     while len(data) < n:
         piece = stream.read(min(n - len(data), _READ_STEP))
@@ -39,14 +46,14 @@ def _read_exact(stream: BinaryIO, n: int) -> bytes:
     return bytes(data)
 
 
-def _read_length(stream: BinaryIO, max_length: int) -> int:
+def _read_length(stream: Readable, max_length: int) -> int:
     (length,) = struct.unpack(">i", _read_exact(stream, 4))
     if length < 4 or length > max_length:
         raise ProtocolError(f"bad message length {length}")
     return length - 4
 
 
-def read_startup(stream: BinaryIO, max_length: int) -> tuple[int, bytes]:
+def read_startup(stream: Readable, max_length: int) -> tuple[int, bytes]:
     """The startup packet: (request code or protocol version, rest of the payload).
 
     ``max_length``: the largest packet accepted (a longer claim ends the session).
@@ -58,7 +65,7 @@ def read_startup(stream: BinaryIO, max_length: int) -> tuple[int, bytes]:
     return code, payload[4:]
 
 
-def read_message(stream: BinaryIO, max_length: int) -> tuple[bytes, bytes]:
+def read_message(stream: Readable, max_length: int) -> tuple[bytes, bytes]:
     """One regular message: (type byte, payload), at most ``max_length`` bytes long."""
     kind = stream.read(1)
     if not kind:

@@ -84,11 +84,6 @@ class RowStream:
             self._pending = self._next()
         return self._pending is None
 
-    @property
-    def holds_connection(self) -> bool:
-        """Whether DuckDB still streams this result (no other query can run meanwhile)."""
-        return self._reader is not None
-
     def detach(self, max_bytes: int) -> None:
         """Read the rest of the result into memory, freeing DuckDB for other queries.
 

@@ -16,6 +16,7 @@ b'D\\x00\\x00\\x00\\x10\\x00\\x02\\x00\\x00\\x00\\x011\\x00\\x00\\x00\\x01aD\\x0
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -125,7 +126,7 @@ def wire_values(codec: ColumnCodec, arrow_type: pa.DataType, binary: bool) -> Wi
 
 #: One field (or run of fields) of every row: a (rows, width) byte matrix when all have one
 #: width, else a ``large_binary`` array.
-Piece = np.ndarray | pa.Array
+Piece: TypeAlias = np.ndarray | pa.Array
 
 
 def _as_matrix(values: pa.Array, lengths: np.ndarray) -> Piece:
@@ -172,10 +173,10 @@ def _joined(pieces: list[Piece]) -> pa.Buffer:
             runs[-1].append(piece)
         else:
             runs.append([piece] if isinstance(piece, np.ndarray) else piece)
-    runs = [_side_by_side(run) if isinstance(run, list) else run for run in runs]
-    if len(runs) == 1 and isinstance(runs[0], np.ndarray):
-        return pa.py_buffer(np.ascontiguousarray(runs[0]))
-    joined = pc.binary_join_element_wise(*map(_as_binary_array, runs), pa.scalar(b"", pa.large_binary()))
+    laid: list[Piece] = [_side_by_side(run) if isinstance(run, list) else run for run in runs]
+    if len(laid) == 1 and isinstance(laid[0], np.ndarray):
+        return pa.py_buffer(np.ascontiguousarray(laid[0]))
+    joined = pc.binary_join_element_wise(*map(_as_binary_array, laid), pa.scalar(b"", pa.large_binary()))
     offsets = np.frombuffer(joined.buffers()[1], np.int64, len(joined) + 1, joined.offset * 8)
     return joined.buffers()[2][int(offsets[0]):int(offsets[-1])]
 

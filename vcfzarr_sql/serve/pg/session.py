@@ -9,13 +9,13 @@ next Sync, as the protocol requires).
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import socket
 import struct
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import BinaryIO
 
 import duckdb
 import pyarrow as pa
@@ -123,7 +123,7 @@ class ClientSession:
                  cancel: Callable[[tuple[int, int]], None] | None = None, peer: str = ""):
         self._sock = sock
         # unbuffered until logged in: nothing a client sends early is read past a TLS switch
-        self._in: BinaryIO = sock.makefile("rb", buffering=0)
+        self._in: socket.SocketIO | io.BufferedReader = sock.makefile("rb", buffering=0)
         self._out = bytearray()
         self._sessions = sessions
         self._security = security or Security()
@@ -485,7 +485,7 @@ class ClientSession:
             else:
                 raise PgError("34000", f'cursor "{command.name}" does not exist')
             return Result("CLOSE CURSOR")
-        portal = self._portals.get(command.name)
+        portal = None if command.name is None else self._portals.get(command.name)
         if portal is None or portal.result is None or portal.result.rows is None:
             raise PgError("34000", f'cursor "{command.name}" does not exist')
         rows = portal.result.rows

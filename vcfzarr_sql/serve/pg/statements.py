@@ -1,10 +1,16 @@
 """SQL text as statements: splitting, command tags, and PostgreSQL-only statements.
 
-DuckDB parses the text (so ``;`` inside strings and comments is handled as DuckDB handles it).
-Clients and BI tools send PostgreSQL statements DuckDB does not know (``SET application_name``,
+The text is split where sqlglot's tokenizer finds ``;`` outside strings and comments
+(:mod:`vcfzarr_sql.engine.sql_text`, as everywhere), and DuckDB's parser names each statement's
+kind. Clients and BI tools send PostgreSQL statements DuckDB does not know (``SET application_name``,
 ``SET SESSION CHARACTERISTICS ...``, ``DISCARD ALL``, ``SHOW transaction_isolation``); those
 are answered here, harmlessly, without reaching DuckDB (where a failed statement would abort
 an open transaction).
+
+Neither tokenizing nor DuckDB's ``extract_statements`` lets other threads run for long texts
+(an 8.9 MB statement held the GIL 7.8 s: every session stopped), so a statement longer than
+:data:`~vcfzarr_sql.engine.sql_text.MAX_TOKENIZED` is classified by its first word, and a text of
+several statements longer than that is refused (SQLSTATE 54000).
 """
 
 from __future__ import annotations
@@ -13,6 +19,10 @@ import re
 from dataclasses import dataclass
 
 import duckdb
+from sqlglot.tokens import TokenType
+
+from vcfzarr_sql.engine import sql_text
+from vcfzarr_sql.serve.pg.sqlstate import PgError
 
 #: Kind of a statement DuckDB cannot parse.
 UNPARSED = "UNPARSED"
@@ -26,7 +36,10 @@ IGNORED = ("SET", "RESET", "DISCARD", "DEALLOCATE", "LISTEN", "UNLISTEN", "SAVEP
 _SET = re.compile(r"SET\s+(?:SESSION\s+|LOCAL\s+)?([\w.]+)(?:\s*=|\s+TO\s)\s*(.*)",
                   re.IGNORECASE | re.DOTALL)
 _SHOW = re.compile(r"SHOW\s+([\w.]+)", re.IGNORECASE)
+#: ``$n`` in a statement too long to tokenize (a ``$n`` inside a string counts too).
 _PARAMETER = re.compile(r"\$(\d+)")
+#: First words of a statement that returns rows as a SELECT does (DuckDB's kind SELECT).
+_QUERY_WORDS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "(")
 _TO_SAVEPOINT = re.compile(r"^\s*ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\b", re.IGNORECASE)
 
 
@@ -59,17 +72,33 @@ def split(con: duckdb.DuckDBPyConnection, text: str) -> list[Statement]:
 
     >>> [(s.sql, s.kind, s.parameters) for s in split(duckdb.connect(), "SELECT $2; BEGIN;")]
     [('SELECT $2', 'SELECT', 2), ('BEGIN', 'TRANSACTION', 0)]
+    >>> split(duckdb.connect(), "SET x = ';'; DISCARD ALL")[1]
+    Statement(sql='DISCARD ALL', kind='UNPARSED', parameters=0)
     """
     try:
-        parsed = con.extract_statements(text)
+        return [_classified(con, sql) for sql in sql_text.statements(text)]
+    except sql_text.SqlTextTooLong as err:
+        raise PgError("54000", str(err)) from None
+
+
+def _classified(con: duckdb.DuckDBPyConnection, sql: str) -> Statement:
+    """One statement with its kind and number of parameters."""
+    if len(sql) > sql_text.MAX_TOKENIZED:  # DuckDB's parser would hold the GIL for seconds
+        word = Statement(sql, "").keyword
+        kind = "SELECT" if word.startswith(_QUERY_WORDS) else word
+        return Statement(sql, kind, max((int(n) for n in _PARAMETER.findall(sql)), default=0))
+    try:
+        parsed = con.extract_statements(sql)
     except duckdb.ParserException:
-        numbers = [int(n) for n in _PARAMETER.findall(text)]
-        return [Statement(text.strip(), UNPARSED, max(numbers, default=0))]
-    return [
-        Statement(s.query.strip().rstrip(";").strip(), s.type.name,
-                  max((int(p) for p in s.named_parameters if p.isdigit()), default=0))
-        for s in parsed
-    ]
+        parsed = []
+    if len(parsed) != 1:
+        tokens = sql_text.tokens(sql) or []
+        numbers = [int(number.text) for dollar, number in zip(tokens, tokens[1:])
+                   if dollar.token_type == TokenType.PARAMETER and number.token_type == TokenType.NUMBER
+                   and number.start == dollar.end + 1 and number.text.isdigit()]
+        return Statement(sql, UNPARSED, max(numbers, default=0))
+    return Statement(sql, parsed[0].type.name,
+                     max((int(p) for p in parsed[0].named_parameters if p.isdigit()), default=0))
 
 
 _OBJECT_WORDS = {"OR", "REPLACE", "TEMP", "TEMPORARY", "UNIQUE", "IF", "NOT", "EXISTS", "PERSISTENT"}
@@ -140,6 +169,20 @@ def duckdb_equivalent(statement: Statement, duckdb_settings: set[str]) -> Statem
     return Statement(f"SELECT current_setting('{name}')::VARCHAR AS \"{name}\"", "SELECT")
 
 
+def _setting_value(text: str) -> str:
+    """A ``SET`` value as ``SHOW`` gives it back: one quoted string or identifier unquoted
+    (sqlglot's reading of the quotes), anything else as written.
+
+    >>> _setting_value("'it''s'"), _setting_value('"x"'), _setting_value("on ")
+    ("it's", 'x', 'on')
+    """
+    found = sql_text.tokens(text) if len(text) <= sql_text.MAX_TOKENIZED else None
+    if found is not None and len(found) == 1 and found[0].token_type in (TokenType.STRING,
+                                                                         TokenType.IDENTIFIER):
+        return found[0].text
+    return text.strip()
+
+
 @dataclass(frozen=True)
 class Answer:
     """A reply made here instead of by DuckDB: a tag, and one text value when it is a SHOW."""
@@ -173,6 +216,6 @@ def postgres_answer(
     if statement.kind == "SET" and assignment:
         name = assignment.group(1).lower()
         if name not in duckdb_settings:
-            settings[name] = assignment.group(2).strip("'\"")
+            settings[name] = _setting_value(assignment.group(2))
             return Answer("SET")
     return None

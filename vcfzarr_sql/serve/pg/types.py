@@ -26,6 +26,7 @@ import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -92,10 +93,11 @@ def _bools(values: pa.Array) -> list[bytes | None]:
     return pc.if_else(values, b"t", b"f").cast(pa.binary()).to_pylist()
 
 
-def per_value(text: Callable[[object], str | bytes]) -> Encoder:
-    """An encoder applying ``text`` to each non-NULL value (as Python value)."""
+def per_value(text: Callable[[Any], str | bytes]) -> Encoder:
+    """An encoder applying ``text`` to each non-NULL value (as Python value: ``to_pylist``'s,
+    of the column's type)."""
     def encode(values: pa.Array) -> list[bytes | None]:
-        out = []
+        out: list[bytes | None] = []
         for value in values.to_pylist():
             if value is None:
                 out.append(None)
