@@ -84,36 +84,18 @@ class BatchBlocks:
         grid += [range(max(math.ceil(n / c), 1)) for n, c in zip(info.shape[1:], info.chunks[1:])]
         reduced = reduce or (lambda block: block)
         if sample_axis is None or self.samples is None:
-            return reduced(self._assemble(name, grid))
+            return reduced(_assemble(self, name, grid))
         size = info.chunks[sample_axis]
         chunk_of = self.samples // size
         needed = np.unique(chunk_of) if len(chunk_of) else np.zeros(1, dtype=np.int64)
         grid[sample_axis] = needed.tolist()  # (no sample selected: any chunk gives the shape)
-        block = reduced(self._assemble(name, grid))
+        block = reduced(_assemble(self, name, grid))
         sample_axis -= reduce is not None
         # Position of each sample in the joined chunks (only the last one can be short).
         within = np.searchsorted(needed, chunk_of) * size + self.samples % size
         if len(within) == block.shape[sample_axis] and (within == np.arange(len(within))).all():
             return block
         return np.take(block, within, axis=sample_axis)
-
-    def _assemble(self, name: str, grid: list[Sequence[int]]) -> np.ndarray:
-        """The chunks ``itertools.product(*grid)`` of ``name`` joined into one array."""
-        read = self.read_chunk
-        if all(len(g) == 1 for g in grid):
-            return read(name, tuple(g[0] for g in grid))
-        if all(len(g) == 1 for g in grid[1:]):  # a run of variant chunks
-            rest = tuple(g[0] for g in grid[1:])
-            return np.concatenate([read(name, (c, *rest)) for c in grid[0]])
-        chunks = {c: read(name, c) for c in itertools.product(*grid)}
-
-        def nest(prefix: tuple[int, ...]) -> _Nested:
-            axis = len(prefix)
-            if axis == len(grid):
-                return chunks[prefix]
-            return [nest((*prefix, i)) for i in grid[axis]]
-
-        return np.block(nest(()))
 
 
 def _sample_axis(name: str, dims: Sequence[str]) -> int | None:
@@ -122,3 +104,22 @@ def _sample_axis(name: str, dims: Sequence[str]) -> int | None:
         return list(dims).index(spec.DIM_SAMPLES) if spec.DIM_SAMPLES in dims else None
     return 1 if name.startswith(spec.FORMAT_PREFIX) else None
 
+
+def _assemble(blocks: BatchBlocks, name: str, grid: list[Sequence[int]]) -> np.ndarray:
+    """The chunks ``itertools.product(*grid)`` of ``name`` joined into one array (read with
+    ``blocks.read_chunk``)."""
+    read = blocks.read_chunk
+    if all(len(g) == 1 for g in grid):
+        return read(name, tuple(g[0] for g in grid))
+    if all(len(g) == 1 for g in grid[1:]):  # a run of variant chunks
+        rest = tuple(g[0] for g in grid[1:])
+        return np.concatenate([read(name, (c, *rest)) for c in grid[0]])
+    chunks = {c: read(name, c) for c in itertools.product(*grid)}
+
+    def nest(prefix: tuple[int, ...]) -> _Nested:
+        axis = len(prefix)
+        if axis == len(grid):
+            return chunks[prefix]
+        return [nest((*prefix, i)) for i in grid[axis]]
+
+    return np.block(nest(()))
