@@ -34,6 +34,7 @@ from vcfzarr_sql.format.region_index import region_index
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.codecs import RefusedCodec
 from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField, parse_header
+from vcfzarr_sql.store.kvstore import is_url
 from vcfzarr_sql.store.vcz import VczStore, open_store
 
 # The spec's dtype shorthands.
@@ -100,7 +101,7 @@ def open_group(path: str | os.PathLike) -> zarr.Group:
             return zarr.open_group(zarr.storage.ZipStore(text, mode="r"), mode="r")
         return zarr.open_group(text, mode="r")
     except FileNotFoundError as err:
-        missing = not os.path.exists(text) and "://" not in text
+        missing = not os.path.exists(text) and not is_url(text)
         reason = "no such file or directory" if missing else "no Zarr group metadata"
         raise StoreError(f"{text}: not a Zarr group ({reason})") from err
     except (ValueError, OSError, KeyError) as err:

@@ -2,7 +2,7 @@
 
 DuckDB and Polars call ``scanner(columns=..., filter=...)`` on an instance of a
 ``pyarrow.dataset.Dataset`` subclass and read the batches of what it returns (see
-DESIGN.md). Neither re-applies the filter, so a scan yields exactly the rows satisfying the
+docs/architecture.md). Neither re-applies the filter, so a scan yields exactly the rows satisfying the
 whole filter: the planner keeps the chunks that might match, and each task evaluates its
 residual filter on its batch. Columns the filter needs but the caller did not ask for are
 decoded, used and dropped; batches have exactly the schema of the requested columns.
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,6 +38,7 @@ from vcfzarr_sql.query.expressions import conjunction
 from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
 from vcfzarr_sql.store.counting import CountingSource, nothing_read
 from vcfzarr_sql.store.fetch import fetching
+from vcfzarr_sql.store.vcz import VczStore
 
 #: Whether scans give dictionary columns (``contig``, ``sample_id``, ...) as plain strings:
 #: DuckDB 2 pushes no filter on a dictionary column into a dataset when pyarrow is older than
@@ -83,7 +84,7 @@ class VczScanner:
     def dataset_schema(self) -> pa.Schema:
         return _as_scanned(self._request.schema)
 
-    def to_batches(self) -> Iterator[pa.RecordBatch]:
+    def to_batches(self) -> Generator[pa.RecordBatch]:
         """The batches of matching rows, one per task that has any."""
         source = CountingSource(fetching(self._dataset.store, self._plan))
         started = time.perf_counter()
@@ -133,7 +134,7 @@ class VczDataset(pds.Dataset):
     # caller may use is defined here.
     def __init__(
         self,
-        store: Any,
+        store: VczStore,
         table: str = "variants",
         samples: Sequence[str] | None = None,
         region: str | None = None,
@@ -186,7 +187,7 @@ class VczDataset(pds.Dataset):
         chunks). StoreError when the store changed on disk after it was opened (its metadata
         would be stale).
         """
-        if getattr(self.store, "fingerprint", None) is not None and not self.store.is_unchanged():
+        if self.store.fingerprint is not None and not self.store.is_unchanged():
             raise StoreError(f"{self.store.path}: the store changed after it was opened; open it again")
         if isinstance(columns, dict):
             raise NotSupportedError("columns: projecting expressions is not supported, give names")
@@ -282,7 +283,7 @@ class VczDataset(pds.Dataset):
 
 
 def _rebuilt(
-    store: Any,
+    store: VczStore,
     table: str,
     samples: Sequence[str] | None,
     region: str | None,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -37,8 +36,9 @@ from vcfzarr_sql.query.execute import plan_batches
 from vcfzarr_sql.query.expressions import conjunction
 from vcfzarr_sql.query.plan import TABLES, ScanPlan, ScanRequest
 from vcfzarr_sql.query.region import parse_regions, regions_expression
-from vcfzarr_sql.query.schema import FORMAT_PREFIX
+from vcfzarr_sql.query.schema import FORMAT_COLUMN_PREFIX
 from vcfzarr_sql.store.fetch import fetching
+from vcfzarr_sql.store.vcz import VczStore
 
 #: Decoded bytes a task aims at (before filtering): large enough that a task's fixed cost
 #: (sending it, revalidating the store) is small against its decoding, small enough to
@@ -46,7 +46,7 @@ from vcfzarr_sql.store.fetch import fetching
 DEFAULT_TARGET_BYTES = 64 << 20
 
 
-def sample_indexes(store: Any, samples: Sequence[str] | str | None) -> np.ndarray | None:
+def sample_indexes(store: VczStore, samples: Sequence[str] | str | None) -> np.ndarray | None:
     """Sorted store indexes of ``samples`` (None: all, also when ``samples`` names every
     sample, so that such a scan reads stored counts like one without ``samples``); QueryError
     names an unknown sample."""
@@ -64,7 +64,7 @@ def sample_indexes(store: Any, samples: Sequence[str] | str | None) -> np.ndarra
     return None if len(indexes) == len(store.samples) else indexes
 
 
-def table_schema(store: Any, table: str) -> pa.Schema:
+def table_schema(store: VczStore, table: str) -> pa.Schema:
     """The Arrow schema of table ``variants`` or ``calls`` of an open store."""
     if table not in TABLES:
         raise QueryError(f"table: expected one of {', '.join(TABLES)}, got {table!r}")
@@ -74,7 +74,7 @@ def table_schema(store: Any, table: str) -> pa.Schema:
 
 
 def scan_request(
-    store: Any,
+    store: VczStore,
     table: str = "variants",
     *,
     columns: Sequence[str] | None = None,
@@ -114,7 +114,7 @@ def _row_bytes(plan: ScanPlan, full: pa.Schema, samples: int) -> float:
     total = 1.0
     for name in plan.filtered_columns:
         size = _value_bytes(full.field(name).type)
-        if plan.table == "variants" and name.startswith(FORMAT_PREFIX):
+        if plan.table == "variants" and name.startswith(FORMAT_COLUMN_PREFIX):
             size = 4 + samples * _value_bytes(full.field(name).type.value_type)
         total += size
     return total
@@ -144,7 +144,7 @@ class ScanTask:
     Picklable; :meth:`to_batches` runs in any process that can reach the store.
     """
 
-    store: Any
+    store: VczStore
     plan: ScanPlan
     #: Rough decoded bytes of the task (before filtering): what tasks were cut by.
     estimated_bytes: int
@@ -196,7 +196,7 @@ class ScanTasks:
     tasks costs arrays, not objects, until an engine asks for them.
     """
 
-    store: Any
+    store: VczStore
     plan: ScanPlan
     #: Index of each task's first piece in ``plan``, and the rough decoded bytes of each piece.
     starts: np.ndarray
@@ -246,7 +246,7 @@ class ScanTasks:
 
 
 def cut_plan(
-    store: Any,
+    store: VczStore,
     plan: ScanPlan,
     request: ScanRequest,
     *,

@@ -52,7 +52,9 @@ def canonical_path(path: str) -> str:
     >>> canonical_path("s3://bucket/x.zarr")
     's3://bucket/x.zarr'
     """
-    if "://" in path:
+    from vcfzarr_sql.store.kvstore import is_url  # (imports store/: once a query names a store)
+
+    if is_url(path):
         return path
     return os.path.abspath(os.path.expanduser(path))
 

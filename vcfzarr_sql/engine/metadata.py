@@ -12,16 +12,15 @@ Small Arrow tables built from a store's metadata (and, for contigs, its region i
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pyarrow as pa
 
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.query.schema import FORMAT_PREFIX, INFO_PREFIX, column_names
+from vcfzarr_sql.query.schema import FORMAT_COLUMN_PREFIX, INFO_COLUMN_PREFIX, column_names
+from vcfzarr_sql.store.vcz import VczStore
 
 
-def samples_table(store: Any) -> pa.Table:
+def samples_table(store: VczStore) -> pa.Table:
     """One row per sample, in store order."""
     return pa.table(
         {
@@ -31,7 +30,7 @@ def samples_table(store: Any) -> pa.Table:
     )
 
 
-def contigs_table(store: Any) -> pa.Table:
+def contigs_table(store: VczStore) -> pa.Table:
     """One row per contig, in store order, with its record count from the region index."""
     index = np.asarray(store.region_index)
     counts = np.bincount(
@@ -55,11 +54,12 @@ def contigs_table(store: Any) -> pa.Table:
     )
 
 
-def fields_table(store: Any) -> pa.Table:
+def fields_table(store: VczStore) -> pa.Table:
     """One row per INFO field, then per FORMAT field, in header order."""
     rows = [
         (column_names(fields, prefix)[field.name], field)
-        for prefix, fields in ((INFO_PREFIX, store.info_fields), (FORMAT_PREFIX, store.format_fields))
+        for prefix, fields in ((INFO_COLUMN_PREFIX, store.info_fields),
+                               (FORMAT_COLUMN_PREFIX, store.format_fields))
         for field in fields.values()
     ]
     return pa.table(

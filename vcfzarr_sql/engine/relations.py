@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the store and scan modules are imported once a query needs 
     from vcfzarr_sql.store import VczStore
 
 
-def open_relation(spec: ScanSpec, store: Any) -> Any:
+def open_relation(spec: ScanSpec, store: VczStore) -> Any:
     """A pyarrow Dataset (``vcf_zarr``, ``vcf_zarr_calls``) or an Arrow table (metadata, and
     ``vcf_zarr_sample_stats``, computed when registered)."""
     from vcfzarr_sql.adapters import dataset

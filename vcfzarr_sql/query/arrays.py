@@ -24,7 +24,7 @@ gathered once, with numpy (no Python ``str`` anywhere).
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -86,7 +86,7 @@ class StringBlock:
     def shape(self) -> tuple[int, ...]:
         return self.positions.shape
 
-    def __getitem__(self, key: object) -> StringBlock:
+    def __getitem__(self, key: Any) -> StringBlock:
         return StringBlock(
             self.strings, self.positions[key], (self.missing[key], self.fill[key])
         )
@@ -398,8 +398,9 @@ def _null_rows(
     empty = None if lengths is None else lengths == 0
     if missing is None:
         return empty
+    no_value: np.ndarray | None
     if null_rows == NULL_IF_NO_VALUE:
-        no_value = (missing if keep is None else missing | ~keep).all(axis=1)
+        no_value = np.asarray((missing if keep is None else missing | ~keep).all(axis=1))
     elif lengths is None:  # full rows: only a row of width 1 can be a lone missing allele
         no_value = missing[:, 0] if missing.shape[1] == 1 else None
     else:

@@ -20,9 +20,9 @@ What the values mean (bcftools' view of the record):
   is ``[0]``); ``.`` (one missing allele) is NULL. ``fmt_GT_phased`` is the stored phasing
   (false when the store has none). ``fmt_GT_<k>`` is ``fmt_GT[k]`` as a plain integer.
 
-``source`` is a store (:class:`vcfzarr_sql.store.VczStore`) or anything with its metadata
-attributes, ``read_chunk``, ``array_info``, ``has_array`` and ``variant_length``; string
-arrays whose codec decodes straight to Arrow are read with its ``read_chunk_strings``.
+``source`` is a :class:`~vcfzarr_sql.store.source.ChunkSource` (a store, or a source that
+counts or fetches ahead): chunks are read with its ``read_chunk`` (string arrays whose codec
+decodes straight to Arrow with its ``read_chunk_strings``), metadata from its ``store``.
 
 >>> import vcfzarr_sql
 >>> store = vcfzarr_sql.open_store("sample.zarr")                          # doctest: +SKIP
@@ -33,7 +33,6 @@ arrays whose codec decodes straight to Arrow are read with its ``read_chunk_stri
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,10 +42,13 @@ from vcfzarr_sql.format import spec
 from vcfzarr_sql.query import arrays, genotype_stats, schema
 from vcfzarr_sql.query.stored_counts import stored_counts, stored_hwe, stored_num_alleles
 from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.fields import FieldInfo
+from vcfzarr_sql.store.source import ChunkSource
+from vcfzarr_sql.store.vcz import VczStore
 
 
 def decode_variants(
-    source: Any,
+    source: ChunkSource,
     chunk_index: int,
     columns: Sequence[str],
     samples: np.ndarray | None = None,
@@ -58,11 +60,11 @@ def decode_variants(
     ``samples`` are the sorted indexes of the samples the ``fmt_`` lists cover (None: all).
     """
     blocks = _Blocks(source, chunk_index, samples, chunk_count)
-    rows = _rows(source, blocks.chunks)
+    rows = _rows(blocks.store, blocks.chunks)
     summaries = _summaries(blocks)
     out = []
     for name in columns:
-        if name.startswith(schema.FORMAT_PREFIX):
+        if name.startswith(schema.FORMAT_COLUMN_PREFIX):
             out.append(arrays.fixed_lists(_call_array(blocks, name), rows, blocks.num_samples))
         elif name in genotype_stats.COLUMNS:
             out.append(summaries.column(name))
@@ -72,7 +74,7 @@ def decode_variants(
 
 
 def decode_calls(
-    source: Any,
+    source: ChunkSource,
     chunk_index: int,
     sample_chunk_index: int,
     columns: Sequence[str],
@@ -84,16 +86,17 @@ def decode_calls(
     ``samples`` are the sorted indexes of the samples to keep (None: all); those outside the
     sample chunk are ignored.
     """
-    lo = sample_chunk_index * source.samples_chunk_size
-    hi = min(lo + source.samples_chunk_size, source.num_samples)
+    store = source.store
+    lo = sample_chunk_index * store.samples_chunk_size
+    hi = min(lo + store.samples_chunk_size, store.num_samples)
     in_chunk = np.arange(lo, hi) if samples is None else _within(np.asarray(samples), lo, hi)
     blocks = _Blocks(source, chunk_index, in_chunk)
-    rows = _rows(source, blocks.chunks)
+    rows = _rows(store, blocks.chunks)
     out = []
     for name in columns:
         if name == schema.SAMPLE_ID:
-            out.append(_sample_ids(source, in_chunk, rows))
-        elif name.startswith(schema.FORMAT_PREFIX):
+            out.append(_sample_ids(store, in_chunk, rows))
+        elif name.startswith(schema.FORMAT_COLUMN_PREFIX):
             out.append(_call_array(blocks, name))
         else:
             out.append(arrays.repeat_rows(_variant_array(blocks, name), len(in_chunk)))
@@ -104,54 +107,53 @@ class _Blocks(BatchBlocks):
     """The blocks of one batch; string blocks (:meth:`values`) as Arrow where the codec can."""
 
     def __init__(
-        self, source: Any, chunk_index: int, samples: np.ndarray | None, chunk_count: int = 1
+        self, source: ChunkSource, chunk_index: int, samples: np.ndarray | None, chunk_count: int = 1
     ):
         super().__init__(source, chunk_index, samples, chunk_count)
         self._strings: dict[str, arrays.StringBlock] = {}
-        self._string_chunks: _StringChunks | None = None
-        self._positions: BatchBlocks | None = None
+        self._positions: _StringPositions | None = None
 
     def values(self, name: str) -> np.ndarray | arrays.StringBlock:
         """The block of array ``name``: numpy, or a StringBlock for strings (read once)."""
-        info = self.source.array_info(name)
-        if info.dtype.kind not in "OUS":
+        if self.store.array_info(name).dtype.kind not in "OUS":
             return self.read(name)
+        return self.strings(name)
+
+    def strings(self, name: str) -> arrays.StringBlock:
+        """The block of string array ``name`` as a StringBlock (read once)."""
         block = self._strings.get(name)
         if block is None:
-            block = self._strings[name] = self._string_block(name, info.codec.arrow_strings)
+            block = self._strings[name] = self._string_block(name)
         return block
 
-    def _string_block(self, name: str, arrow_strings: bool) -> arrays.StringBlock:
-        if not arrow_strings:
+    def _string_block(self, name: str) -> arrays.StringBlock:
+        if not self.store.array_info(name).codec.arrow_strings:
             return arrays.StringBlock.of(self.read(name))
         if self._positions is None:
-            self._string_chunks = _StringChunks(self.source)
-            self._positions = BatchBlocks(
-                self._string_chunks, self.chunk_index, self.samples, len(self.chunks)
-            )
+            self._positions = _StringPositions(self.source, self.chunk_index, self.samples, len(self.chunks))
         positions = self._positions.read(name)
-        return arrays.StringBlock(self._string_chunks.strings(name), positions)
+        return arrays.StringBlock(self._positions.strings(name), positions)
 
 
-class _StringChunks:
-    """``source`` with the chunks of string arrays read as Arrow: ``read_chunk`` gives the
-    positions of a chunk's strings in ``strings(name)``, so that :class:`BatchBlocks` over
-    it assembles a block's positions exactly as it assembles values (chunks joined, samples
-    taken)."""
+class _StringPositions(BatchBlocks):
+    """The blocks of a batch's string arrays as positions: the chunks are read as Arrow
+    (``read_chunk_strings``), and a chunk stands for the positions of its strings in
+    ``strings(name)``, so that a block's positions are assembled exactly as its values would
+    be (chunks joined, samples taken)."""
 
-    def __init__(self, source: Any):
-        self.source = source
+    def __init__(
+        self, source: ChunkSource, chunk_index: int, samples: np.ndarray | None, chunk_count: int
+    ):
+        super().__init__(source, chunk_index, samples, chunk_count)
         self._chunks: dict[str, list[pa.Array]] = {}
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.source, name)
-
     def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
+        """The positions of the strings of the chunk (read as Arrow) in ``strings(name)``."""
         strings = self.source.read_chunk_strings(name, chunk)
         chunks = self._chunks.setdefault(name, [])
         start = sum(len(c) for c in chunks)
         chunks.append(strings)
-        shape = tuple(s.stop for s in self.source.array_info(name).chunk_bounds(chunk))
+        shape = tuple(s.stop for s in self.store.array_info(name).chunk_bounds(chunk))
         return np.arange(start, start + len(strings)).reshape(shape)
 
     def strings(self, name: str) -> pa.Array:
@@ -166,10 +168,10 @@ def _within(samples: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return samples[(samples >= lo) & (samples < hi)]
 
 
-def _rows(source: Any, chunks: range) -> int:
+def _rows(store: VczStore, chunks: range) -> int:
     """Records in variant chunks ``chunks``."""
-    start = chunks.start * source.variants_chunk_size
-    return max(0, min(len(chunks) * source.variants_chunk_size, source.num_variants - start))
+    start = chunks.start * store.variants_chunk_size
+    return max(0, min(len(chunks) * store.variants_chunk_size, store.num_variants - start))
 
 
 def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordBatch:
@@ -185,11 +187,11 @@ def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordB
 def _contig_ids(blocks: _Blocks) -> np.ndarray:
     """The contig of each record of the batch: from the region index for a chunk it gives one
     contig and all the chunk's records (the usual chunk), else decoded."""
-    index = blocks.source.region_index
+    index = blocks.store.region_index
     bounds = np.searchsorted(index[:, spec.RI_CHUNK], np.arange(blocks.chunks.start, blocks.chunks.stop + 1))
     parts = []
     for c, lo, hi in zip(blocks.chunks, bounds[:-1].tolist(), bounds[1:].tolist()):
-        records = _rows(blocks.source, range(c, c + 1))
+        records = _rows(blocks.store, range(c, c + 1))
         if hi - lo == 1 and index[lo, spec.RI_COUNT] == records:
             parts.append(np.full(records, index[lo, spec.RI_CONTIG]))
         else:
@@ -199,12 +201,13 @@ def _contig_ids(blocks: _Blocks) -> np.ndarray:
 
 def _contig(blocks: _Blocks) -> pa.Array:
     ids = _contig_ids(blocks)
-    contigs = blocks.source.contigs
+    contigs = blocks.store.contigs
     lo, hi = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
     if len(ids) and not 0 <= lo <= hi < len(contigs):
-        raise StoreError(f"{blocks.source.path}: variant_contig in variant chunks "
+        raise StoreError(f"{blocks.store.path}: variant_contig in variant chunks "
                          f"{blocks.chunks.start}-{blocks.chunks.stop - 1} names a contig the store "
                          f"does not have (of {len(contigs)})")
+    indices: np.ndarray
     if len(ids) and lo == hi:  # the usual chunk: one contig
         used, indices = ids[:1], np.zeros(len(ids), dtype=np.int32)
     else:
@@ -228,15 +231,15 @@ def _end(blocks: _Blocks) -> pa.Array:
 
 
 def _id(blocks: _Blocks) -> pa.Array:
-    return arrays.scalar_array(blocks.values(spec.VARIANT_ID), pa.string())
+    return arrays.scalar_array(blocks.strings(spec.VARIANT_ID), pa.string())
 
 
 def _ref(blocks: _Blocks) -> pa.Array:
-    return arrays.scalar_array(blocks.values(spec.VARIANT_ALLELE)[:, 0], pa.string())
+    return arrays.scalar_array(blocks.strings(spec.VARIANT_ALLELE)[:, 0], pa.string())
 
 
 def _alt(blocks: _Blocks) -> pa.Array:
-    alts = blocks.values(spec.VARIANT_ALLELE)[:, 1:]
+    alts = blocks.strings(spec.VARIANT_ALLELE)[:, 1:]
     return arrays.list_array(alts, pa.string(), arrays.NEVER_NULL)
 
 
@@ -247,7 +250,7 @@ def _qual(blocks: _Blocks) -> pa.Array:
 def _filters(blocks: _Blocks) -> pa.Array:
     applied = blocks.read(spec.VARIANT_FILTER)
     which = np.nonzero(applied)[1]
-    names = np.asarray(blocks.source.filters, dtype=object)[which]
+    names = np.asarray(blocks.store.filters, dtype=object)[which]
     lengths = applied.sum(axis=1)
     return arrays.lists_array(pa.array(names, type=pa.string()), lengths, lengths > 0)
 
@@ -268,7 +271,7 @@ def _variant_array(blocks: _Blocks, name: str) -> pa.Array:
     build = _FIXED.get(name)
     if build is not None:
         return build(blocks)
-    field = _field(blocks.source.info_fields, name, schema.INFO_PREFIX)
+    field = _field(blocks.store.info_fields, name, schema.INFO_COLUMN_PREFIX)
     return _field_values(blocks, field, cell_axes=1)
 
 
@@ -276,7 +279,7 @@ def _variant_array(blocks: _Blocks, name: str) -> pa.Array:
 
 
 def _call_array(blocks: _Blocks, name: str) -> pa.Array:
-    fields = blocks.source.format_fields
+    fields = blocks.store.format_fields
     derived = schema.genotype_columns(fields)
     if name in derived:
         allele = derived[name]
@@ -284,22 +287,22 @@ def _call_array(blocks: _Blocks, name: str) -> pa.Array:
             return _phased(blocks)
         gt = fields[schema.GT]
         return arrays.allele_array(_genotypes(blocks, gt), allele, schema.value_type(gt))
-    field = _field(fields, name, schema.FORMAT_PREFIX)
+    field = _field(fields, name, schema.FORMAT_COLUMN_PREFIX)
     if field.name == schema.GT:
         return arrays.genotype_array(_genotypes(blocks, field), schema.value_type(field))
     return _field_values(blocks, field, cell_axes=2)
 
 
-def _genotypes(blocks: _Blocks, gt: Any) -> np.ndarray:
+def _genotypes(blocks: _Blocks, gt: FieldInfo) -> np.ndarray:
     """The batch's genotypes, one row of alleles per call (shape (calls, ploidy))."""
-    values = blocks.values(gt.array)
+    values = blocks.read(gt.array)
     return values.reshape(-1, values.shape[-1])
 
 
 def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
     """The ``gt_`` columns of the batch: from the counts stored in the store when it has them
     and the batch covers all samples, else from its genotypes, when first asked for."""
-    fields = blocks.source.format_fields
+    fields = blocks.store.format_fields
     stored: list[genotype_stats.GenotypeCounts | None] = []
 
     def stored_or_none() -> genotype_stats.GenotypeCounts | None:
@@ -311,13 +314,13 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
         found = stored_num_alleles(blocks)
         if found is not None:
             return found
-        alleles = blocks.values(spec.VARIANT_ALLELE)
+        alleles = blocks.strings(spec.VARIANT_ALLELE)
         return alleles.shape[1] - alleles.fill.sum(axis=1)
 
     def genotypes() -> np.ndarray:
         if schema.GT not in fields:
             raise QueryError("the gt_ columns need genotypes (FORMAT/GT); the store has none")
-        return blocks.values(fields[schema.GT].array)
+        return blocks.read(fields[schema.GT].array)
 
     def counts(width: int) -> genotype_stats.AlleleCounts:
         found = stored_or_none()
@@ -328,7 +331,7 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
         if found is not None:
             return found.missing
         phased = (blocks.read(spec.CALL_GENOTYPE_PHASED)
-                  if blocks.source.has_array(spec.CALL_GENOTYPE_PHASED) else None)
+                  if blocks.store.has_array(spec.CALL_GENOTYPE_PHASED) else None)
         return genotype_stats.missing_calls(genotypes(), phased)
 
     def hwe() -> np.ndarray | None:
@@ -338,30 +341,30 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
 
 
 def _phased(blocks: _Blocks) -> pa.Array:
-    if blocks.source.has_array(spec.CALL_GENOTYPE_PHASED):
+    if blocks.store.has_array(spec.CALL_GENOTYPE_PHASED):
         phased = blocks.read(spec.CALL_GENOTYPE_PHASED).reshape(-1)
     else:
-        rows = _rows(blocks.source, blocks.chunks)
+        rows = _rows(blocks.store, blocks.chunks)
         phased = np.zeros(rows * blocks.num_samples, dtype=bool)
     return arrays.scalar_array(phased, pa.bool_())
 
 
-def _sample_ids(source: Any, samples: np.ndarray, rows: int) -> pa.Array:
-    names = pa.array(np.asarray(source.samples, dtype=object)[samples], type=pa.string())
+def _sample_ids(store: VczStore, samples: np.ndarray, rows: int) -> pa.Array:
+    names = pa.array(np.asarray(store.samples, dtype=object)[samples], type=pa.string())
     return arrays.tiled_dictionary(names, rows)
 
 
 # INFO and FORMAT fields.
 
 
-def _field(fields: dict[str, Any], column: str, prefix: str) -> Any:
+def _field(fields: dict[str, FieldInfo], column: str, prefix: str) -> FieldInfo:
     name = schema.field_of_column(fields, prefix, column)
     if name is None:
         raise QueryError(f"unknown column {column!r}")
     return fields[name]
 
 
-def _field_values(blocks: _Blocks, field: Any, *, cell_axes: int) -> pa.Array:
+def _field_values(blocks: _Blocks, field: FieldInfo, *, cell_axes: int) -> pa.Array:
     """One value per cell (record for INFO, call for FORMAT) of ``field``, as Arrow (its
     mask array, when the store has one, says which elements hold no value)."""
     values = blocks.values(field.array)

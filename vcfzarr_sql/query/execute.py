@@ -2,7 +2,8 @@
 
 The one executor of plans: the pyarrow Dataset (:mod:`.dataset`) runs a whole plan in the
 caller's process, a scan task (:mod:`.tasks`) runs its slice of one wherever an engine sends
-it. ``source`` is the store (or a :class:`~vcfzarr_sql.store.counting.CountingSource` over it).
+it. ``source`` is a :class:`~vcfzarr_sql.store.source.ChunkSource`: the store, or a source over
+it that fetches ahead (:mod:`~vcfzarr_sql.store.fetch`) or counts (:mod:`~vcfzarr_sql.store.counting`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, prefetched
 from vcfzarr_sql.query.residual import matching_rows
 from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.store.fetch import WindowFetches, fetch_windows
+from vcfzarr_sql.store.source import ChunkSource
 
 #: Pieces whose chunks a scan over a remote store fetches in one batch: the first window, and
 #: the most a window grows to (doubling).
@@ -39,7 +41,7 @@ RUN_BYTES = 32 << 20
 RUN_GENOTYPE_BYTES = 256 << 20
 
 
-def _run(source: Any, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBatch:
+def _run(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBatch:
     """Decode one task, keep its matching rows, project to the output columns."""
     if not task.columns:
         batch = arrays.rows_only(task.num_rows)
@@ -56,25 +58,26 @@ def _run(source: Any, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBa
     return matching_rows(batch, tree, task.filter, plan.filter_columns, plan.schema.names)
 
 
-def chunks_per_batch(source: Any, plan: ScanPlan) -> int:
+def chunks_per_batch(source: ChunkSource, plan: ScanPlan) -> int:
     """How many consecutive variant chunks a batch of ``plan`` may join: up to
     :data:`RUN_RECORDS` records for a ``variants`` scan that decodes no per-call value (site
     columns, and ``gt_`` columns over all samples of a store with stored counts, within
     :data:`RUN_GENOTYPE_BYTES`), else one."""
     if plan.table != "variants" or plan.reads_calls:
         return 1
-    most = max(1, RUN_RECORDS // max(source.variants_chunk_size, 1))
+    store = source.store
+    most = max(1, RUN_RECORDS // max(store.variants_chunk_size, 1))
     if not any(c.startswith(GT_SUMMARY_PREFIX) for c in plan.filtered_columns):
         return most
-    gt = source.format_fields.get(GT)
-    if plan.sample_groups[0][1] is not None or gt is None or not stored_counts.stored(source):
+    gt = store.format_fields.get(GT)
+    if plan.sample_groups[0][1] is not None or gt is None or not stored_counts.stored(store):
         return 1
-    genotypes = source.array_info(gt.array)
+    genotypes = store.array_info(gt.array)
     per_chunk = genotypes.chunks[0] * math.prod(genotypes.shape[1:]) * genotypes.dtype.itemsize
     return max(1, min(most, RUN_GENOTYPE_BYTES // max(per_chunk, 1)))
 
 
-def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
+def plan_batches(source: ChunkSource, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
     """The batches of matching rows of ``plan``, in plan order: one per task that has any, or
     per run of tasks (:func:`.plan.batch_runs`) for plans with cheap chunks.
 
@@ -86,7 +89,7 @@ def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
     """
     tree = None if plan.filter is None else parse_or_none(plan.filter)
     length = RunLength(chunks_per_batch(source, plan))
-    if getattr(source, "is_remote", False):
+    if source.store.is_remote:
         yield from _remote_batches(source, plan, tree, length)
         return
     ahead = PREFETCH_DEPTH if plan.reads_calls else 0
@@ -100,21 +103,21 @@ def plan_batches(source: Any, plan: ScanPlan) -> Iterator[pa.RecordBatch]:
             yield batch
 
 
-def _run_of(source: Any, plan: ScanPlan, run: range, tree: Any) -> pa.RecordBatch:
+def _run_of(source: ChunkSource, plan: ScanPlan, run: range, tree: Any) -> pa.RecordBatch:
     return _run(source, plan, plan.run(run.start, run.stop), tree)
 
 
-def _remote_batches(source: Any, plan: ScanPlan, tree: Any, length: RunLength) -> Iterator[pa.RecordBatch]:
+def _remote_batches(source: ChunkSource, plan: ScanPlan, tree: Any, length: RunLength) -> Iterator[pa.RecordBatch]:
     """:func:`plan_batches` over a remote store: the chunks of each window of pieces are fetched
     in one batch, windows ahead of the runs decoded. A scan that does not yet know what pieces
     read (cold) first decodes the pieces of its first variant chunk reading chunk by chunk,
     to learn it (one piece per sample group)."""
     learn = 0
-    if len(plan) and not getattr(source, "knows_reads", True):
+    if len(plan) and source.fetcher is not None and not source.fetcher.knows_reads:
         learn = int(np.searchsorted(plan.variant_chunks, plan.variant_chunks[0], side="right"))
     windows = [range(w.start + learn, w.stop + learn)
                for w in fetch_windows(len(plan) - learn, FIRST_FETCH_WINDOW, FETCH_WINDOW)]
-    fetches = WindowFetches(source, plan.variant_chunks, windows)
+    fetches = WindowFetches(source.fetcher, plan.variant_chunks, windows)
 
     def runs() -> Iterator[tuple[range, int]]:  # (taken as the scan threads take them)
         for i, window in enumerate(windows):

@@ -131,6 +131,7 @@ def _parse_serialized(serialized: bytes) -> Node:
     position = 0
 
     def scalar(index: str) -> pa.Scalar:
+        assert batch is not None  # (an expression with scalars serializes them in a batch)
         return batch.column(int(index))[0]
 
     def node() -> Node:
@@ -311,17 +312,17 @@ def bind(tree: Node, schema: pa.Schema, argument: str = "filter") -> Predicate:
             return IfElse(*(visit(a) for a in args))
         if name in COMPARISONS and len(args) == 2:
             left, right = args
-            if isinstance(right, Literal) and column(left):
-                return Compare(left.name, COMPARISONS[name], right.value.as_py())
-            if isinstance(left, Literal) and column(right):
-                return Compare(right.name, FLIPPED[COMPARISONS[name]], left.value.as_py())
-        if name == "is_in" and len(args) == 1 and column(args[0]) and node.options is not None:
+            if isinstance(right, Literal) and (named := column(left)):
+                return Compare(named, COMPARISONS[name], right.value.as_py())
+            if isinstance(left, Literal) and (named := column(right)):
+                return Compare(named, FLIPPED[COMPARISONS[name]], left.value.as_py())
+        if name == "is_in" and len(args) == 1 and (named := column(args[0])) and node.options is not None:
             options = node.options
             value_set = options["value_set"].as_py()
             inconclusive = options["null_matching_behavior"].as_py() == _NULL_MATCHING_INCONCLUSIVE
-            return In(args[0].name, frozenset(value_set), inconclusive and None in value_set)
-        if name in ("is_null", "is_valid") and len(args) == 1 and column(args[0]):
-            return (IsNull if name == "is_null" else IsValid)(args[0].name)
+            return In(named, frozenset(value_set), inconclusive and None in value_set)
+        if name in ("is_null", "is_valid") and len(args) == 1 and (named := column(args[0])):
+            return (IsNull if name == "is_null" else IsValid)(named)
         for a in args:  # still check that every column exists
             if isinstance(a, Column):
                 column(a)

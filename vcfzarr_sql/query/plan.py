@@ -12,7 +12,7 @@ columns only the filter needs are not read either).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,7 +25,7 @@ from vcfzarr_sql.format import spec
 from vcfzarr_sql.query import expressions as ex
 from vcfzarr_sql.query.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
 from vcfzarr_sql.query.prune import Zones, prune, prune_compact
-from vcfzarr_sql.query.schema import FORMAT_PREFIX
+from vcfzarr_sql.query.schema import FORMAT_COLUMN_PREFIX
 
 TABLES = ("variants", "calls")
 
@@ -33,12 +33,18 @@ TABLES = ("variants", "calls")
 class StoreLayout(Protocol):
     """What the planner needs of a store (``vcfzarr_sql.store.VczStore`` is one)."""
 
-    contigs: list[str]
-    samples: np.ndarray
-    samples_chunk_size: int
-    num_sample_chunks: int
-    num_variant_chunks: int
-    region_index: np.ndarray
+    @property
+    def contigs(self) -> list[str]: ...
+    @property
+    def samples(self) -> np.ndarray: ...
+    @property
+    def samples_chunk_size(self) -> int: ...
+    @property
+    def num_sample_chunks(self) -> int: ...
+    @property
+    def num_variant_chunks(self) -> int: ...
+    @property
+    def region_index(self) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,7 +82,7 @@ class ChunkTask:
     def reads_calls(self) -> bool:
         """Whether the task decodes per-call values: a FORMAT column, or rows of ``calls``."""
         return self.sample_chunk is not None or any(
-            c.startswith((FORMAT_PREFIX, GT_SUMMARY_PREFIX)) for c in self.columns
+            c.startswith((FORMAT_COLUMN_PREFIX, GT_SUMMARY_PREFIX)) for c in self.columns
         )
 
 
@@ -142,7 +148,7 @@ class ScanPlan:
     def reads_calls(self) -> bool:
         """Whether the tasks decode per-call values: a FORMAT column, or rows of ``calls``."""
         return self.table == "calls" or any(
-            c.startswith(FORMAT_PREFIX) for c in self.filtered_columns
+            c.startswith(FORMAT_COLUMN_PREFIX) for c in self.filtered_columns
         )
 
     def slice(self, start: int, stop: int) -> ScanPlan:
@@ -189,7 +195,7 @@ def _units(
     layout: StoreLayout,
     predicate: ex.Predicate,
     ri: np.ndarray,
-    groups: list[tuple[int | None, np.ndarray | None]],
+    groups: Sequence[tuple[int | None, np.ndarray | None]],
     table: str,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(variant chunk, sample group, whole, rows) of every (variant chunk, sample group)
@@ -249,6 +255,7 @@ def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:
     predicate = ex.bind_filter(request.filter, request.schema)
     filter_columns = ex.columns_of(request.filter, request.schema)
     ri = np.asarray(layout.region_index, dtype=np.int64).reshape(-1, spec.REGION_INDEX_FIELDS)
+    groups: Sequence[tuple[int | None, np.ndarray | None]]
     if request.table == "calls":
         selected = (
             np.arange(len(layout.samples)) if request.samples is None else request.samples

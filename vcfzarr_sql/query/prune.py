@@ -14,7 +14,7 @@ Columns known here (``contig``, ``pos``, ``end``, ``sample_id``) are never null.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Real
 
@@ -107,7 +107,7 @@ class _Pruner:
     def __init__(self, zones: Zones):
         self.zones = zones
 
-    def _named(self, column: str, holds) -> Truth | None:
+    def _named(self, column: str, holds: Callable[[np.ndarray], np.ndarray]) -> Truth | None:
         """Truth of a predicate on contig names or sample ids; ``holds`` maps an array of names
         to a boolean array."""
         z = self.zones
@@ -126,7 +126,7 @@ class _Pruner:
 
     def _bounds(self, column: str) -> tuple[np.ndarray, np.ndarray] | None:
         z = self.zones
-        if z.contig is None:
+        if z.contig is None or z.pos_min is None or z.pos_max is None or z.end_max is None:
             return None
         if column == "pos":
             return z.pos_min[:, None], z.pos_max[:, None]

@@ -35,13 +35,15 @@ DataType(int64)
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 
+from vcfzarr_sql.format.spec import SAMPLE_ID
 from vcfzarr_sql.query import genotype_stats
+from vcfzarr_sql.store.fields import GT
 
 #: The Arrow type of contig and sample_id columns (and of repeated strings in ``calls``).
 DICT_STRING = pa.dictionary(pa.int32(), pa.string())
@@ -57,32 +59,40 @@ FIXED_COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "qual": (pa.float32(), "QUAL: Phred-scaled quality; NULL for '.'"),
     "filters": (pa.list_(pa.string()), "FILTER: filters applied; NULL for '.'"),
 }
-SAMPLE_ID = "sample_id"
 SAMPLE_ID_DESCRIPTION = "The sample of this call"
-GT = "GT"
-INFO_PREFIX = "info_"
-FORMAT_PREFIX = "fmt_"
+#: The column of each INFO field is ``info_<Name>``, of each FORMAT field ``fmt_<Name>`` (their
+#: arrays' prefixes are :data:`vcfzarr_sql.format.spec.INFO_PREFIX` and ``FORMAT_PREFIX``).
+INFO_COLUMN_PREFIX = "info_"
+FORMAT_COLUMN_PREFIX = "fmt_"
 PHASED_SUFFIX = "_phased"
-GT_COLUMN = FORMAT_PREFIX + GT
+GT_COLUMN = FORMAT_COLUMN_PREFIX + GT
 GT_PHASED_COLUMN = GT_COLUMN + PHASED_SUFFIX
 
 
 class Field(Protocol):
     """What the schema needs of an INFO/FORMAT field (``vcfzarr_sql.store.FieldInfo`` is one)."""
 
-    name: str
-    number: str
-    vcf_type: str
-    description: str
-    dtype: np.dtype
-    shape: tuple[int, ...]
+    @property
+    def name(self) -> str: ...
+    @property
+    def number(self) -> str: ...
+    @property
+    def vcf_type(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
 
 
 class Store(Protocol):
     """What the schema needs of a store (``vcfzarr_sql.store.VczStore`` is one)."""
 
-    info_fields: dict[str, Field]
-    format_fields: dict[str, Field]
+    @property
+    def info_fields(self) -> Mapping[str, Field]: ...
+    @property
+    def format_fields(self) -> Mapping[str, Field]: ...
 
 
 def value_type(field: Field) -> pa.DataType:
@@ -161,7 +171,7 @@ def field_of_column(fields: Iterable[str], prefix: str, column: str) -> str | No
 
 
 def _info_fields(store: Store) -> list[pa.Field]:
-    columns = column_names(store.info_fields, INFO_PREFIX)
+    columns = column_names(store.info_fields, INFO_COLUMN_PREFIX)
     return [
         pa.field(columns[f.name], per_value_type(f), metadata=field_metadata(f))
         for f in store.info_fields.values()
@@ -177,7 +187,7 @@ def _phased_field(type_: pa.DataType) -> pa.Field:
     )
 
 
-def genotype_columns(fields: dict[str, Field]) -> dict[str, int | None]:
+def genotype_columns(fields: Mapping[str, Field]) -> dict[str, int | None]:
     """The columns derived from the GT field of ``fields`` (FORMAT fields by VCF name):
     ``fmt_GT_phased`` -> None, ``fmt_GT_<k>`` -> k - 1 for k from 1 to the ploidy (the last
     dimension of the GT array). A FORMAT field named like one (``GT_1``, or ``gt_1``: SQL
@@ -193,7 +203,7 @@ def genotype_columns(fields: dict[str, Field]) -> dict[str, int | None]:
     ploidy = gt.shape[-1] if len(gt.shape) == 3 else 0
     derived: dict[str, int | None] = {GT_PHASED_COLUMN: None}
     derived.update({f"{GT_COLUMN}_{k + 1}": k for k in range(ploidy)})
-    taken = {column.casefold() for column in column_names(fields, FORMAT_PREFIX).values()}
+    taken = {column.casefold() for column in column_names(fields, FORMAT_COLUMN_PREFIX).values()}
     return {name: index for name, index in derived.items() if name.casefold() not in taken}
 
 
@@ -214,7 +224,7 @@ def _format_fields(store: Store, *, over_samples: bool) -> list[pa.Field]:
         return pa.list_(type_) if over_samples else type_
 
     fields = []
-    columns = column_names(store.format_fields, FORMAT_PREFIX)
+    columns = column_names(store.format_fields, FORMAT_COLUMN_PREFIX)
     for f in store.format_fields.values():
         fields.append(
             pa.field(columns[f.name], per_sample(per_value_type(f)), metadata=field_metadata(f))

@@ -5,8 +5,6 @@ instead of decoding ``call_genotype``; :func:`packed` lays computed counts out a
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from vcfzarr_sql.format.summaries import (
@@ -21,6 +19,7 @@ from vcfzarr_sql.format.summaries import (
 )
 from vcfzarr_sql.query.genotype_stats import AlleleCounts, GenotypeCounts
 from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.vcz import VczStore
 
 
 def packed(
@@ -36,16 +35,16 @@ def packed(
     return per_allele[:, :width].astype(np.int32), calls
 
 
-def stored(source: Any) -> bool:
-    """Whether ``source`` has the per-record counts (``gt_`` columns over all samples)."""
-    return all(source.has_array(name) for name in (ALLELE_COUNTS, CALL_COUNTS))
+def stored(store: VczStore) -> bool:
+    """Whether ``store`` has the per-record counts (``gt_`` columns over all samples)."""
+    return all(store.has_array(name) for name in (ALLELE_COUNTS, CALL_COUNTS))
 
 
 def stored_counts(blocks: BatchBlocks) -> GenotypeCounts | None:
     """The batch's counts over all samples read from the stored arrays (one per entry of the
     ``alleles`` axis); None when the store has none or a record is not counted."""
-    source = blocks.source
-    if blocks.samples is not None or not stored(source):
+    store = blocks.store
+    if blocks.samples is not None or not stored(store):
         return None
     calls = blocks.read(CALL_COUNTS)
     if (calls[:, CALLED] == NOT_COUNTED).any():
@@ -53,26 +52,26 @@ def stored_counts(blocks: BatchBlocks) -> GenotypeCounts | None:
     per_allele = blocks.read(ALLELE_COUNTS)  # (int32: sums over records widen to int64)
     het, hom, hemi = (per_allele[..., k] for k in range(3))
     alleles = AlleleCounts(het, hom, hemi, calls[:, CALLED].astype(np.int64))
-    return GenotypeCounts(alleles, calls[:, MISSING].astype(np.int64), source.num_samples)
+    return GenotypeCounts(alleles, calls[:, MISSING].astype(np.int64), store.num_samples)
 
 
 def stored_hwe(blocks: BatchBlocks) -> np.ndarray | None:
     """The batch's (records, alleles, 2) HWE and ExcHet p-values over all samples, read from
     ``summary_gt_hwe``; None when the store has none. Valid where :func:`stored_counts` is."""
-    return blocks.read(HWE) if blocks.source.has_array(HWE) else None
+    return blocks.read(HWE) if blocks.store.has_array(HWE) else None
 
 
 def stored_num_alleles(blocks: BatchBlocks) -> np.ndarray | None:
     """The alleles (REF and ALTs) of each record of the batch, from the stored call counts;
     None when the store has none (or counts written before they held alleles)."""
-    if not blocks.source.has_array(CALL_COUNTS):
+    if not blocks.store.has_array(CALL_COUNTS):
         return None
-    if blocks.source.array_info(CALL_COUNTS).shape[1] <= ALLELES:
+    if blocks.store.array_info(CALL_COUNTS).shape[1] <= ALLELES:
         return None
     return blocks.read(CALL_COUNTS)[:, ALLELES]
 
 
-def class_counts_stored(store: Any) -> bool:
+def class_counts_stored(store: VczStore) -> bool:
     """Whether ``store`` has ``summary_sample_class_counts`` laid out as they are written (a
     row and a chunk per variant chunk, every sample); other layouts (rechunked by another tool)
     are not read: the genotypes are decoded instead (``validate`` reports them)."""
@@ -87,6 +86,6 @@ def stored_class_counts(blocks: BatchBlocks) -> np.ndarray | None:
     """The (classes, samples) call counts of the batch's whole variant chunks for its samples,
     added up from ``summary_sample_class_counts``; None when the store has none to read
     (:func:`class_counts_stored`)."""
-    if not class_counts_stored(blocks.source):
+    if not class_counts_stored(blocks.store):
         return None
     return blocks.sum(SAMPLE_CLASS_COUNTS)

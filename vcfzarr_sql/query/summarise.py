@@ -6,7 +6,6 @@ counts are joined."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from vcfzarr_sql.query.arrays import StringBlock
 from vcfzarr_sql.query.genotype_stats import GenotypeCounts, genotype_counts, hwe_per_allele
 from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.source import ChunkSource
 
 
 @dataclass(frozen=True)
@@ -38,28 +38,28 @@ class ChunkSummary:
         }[name]
 
 
-def summarise_chunk(source: Any, gt_array: str, chunk_index: int) -> ChunkSummary:
+def summarise_chunk(source: ChunkSource, gt_array: str, chunk_index: int) -> ChunkSummary:
     """The :class:`ChunkSummary` of variant chunk ``chunk_index`` of ``source``, from its
     genotypes (array ``gt_array``)."""
-    width = source.array_info(spec.VARIANT_ALLELE).shape[1]
-    size = source.samples_chunk_size
+    store = source.store
+    width = store.array_info(spec.VARIANT_ALLELE).shape[1]
+    size = store.samples_chunk_size
+    alleles = BatchBlocks(source, chunk_index, None).read(spec.VARIANT_ALLELE)
+    kinds = allele_kinds(alleles)
+    num_alleles = width - StringBlock.of(alleles).fill.sum(axis=1)
     total: GenotypeCounts | None = None
     classes = []
-    kinds = num_alleles = None
-    for lo in range(0, max(source.num_samples, 1), size):
-        blocks = BatchBlocks(source, chunk_index, np.arange(lo, min(lo + size, source.num_samples)))
-        if kinds is None:
-            alleles = blocks.read(spec.VARIANT_ALLELE)
-            kinds = allele_kinds(alleles)
-            num_alleles = width - StringBlock.of(alleles).fill.sum(axis=1)
+    for lo in range(0, max(store.num_samples, 1), size):
+        blocks = BatchBlocks(source, chunk_index, np.arange(lo, min(lo + size, store.num_samples)))
         phased = (blocks.read(spec.CALL_GENOTYPE_PHASED)
-                  if source.has_array(spec.CALL_GENOTYPE_PHASED) else None)
+                  if store.has_array(spec.CALL_GENOTYPE_PHASED) else None)
         genotypes = blocks.read(gt_array)
         counts = genotype_counts(genotypes, phased, width)
         total = counts if total is None else total.plus(counts)
         classes.append(class_counts(genotypes, kinds))
+    assert total is not None  # (the loop runs at least once)
     allele_counts, call_counts = stored_counts.packed(total, width, num_alleles)
-    dtype = summaries.sample_class_dtype(source.variants_chunk_size)
-    joined = np.concatenate(classes, axis=1)[:, : source.num_samples]
+    dtype = summaries.sample_class_dtype(store.variants_chunk_size)
+    joined = np.concatenate(classes, axis=1)[:, : store.num_samples]
     hwe = hwe_per_allele(total.alleles)[:, :width]
     return ChunkSummary(allele_counts, call_counts, hwe, joined.astype(dtype)[None])

@@ -40,6 +40,7 @@ from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
 from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.query.stored_counts import class_counts_stored, stored_class_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.vcz import VczStore
 
 _SNP_GATED = 3  # the first three classes count only at SNP alleles
 
@@ -49,7 +50,7 @@ RUN_CLASS_BYTES = 16 << 20
 _ROW = "__vcfzarr_sql_sample_stats_row"
 
 
-def _rows_in_region(store: Any, task: Any) -> np.ndarray | None:
+def _rows_in_region(store: VczStore, task: ChunkTask) -> np.ndarray | None:
     """Indexes of the chunk's records that satisfy the task's filter (None: all)."""
     if task.filter is None:
         return None
@@ -77,7 +78,7 @@ def count_tasks(plan: ScanPlan, stored_bytes: int | None) -> list[ChunkTask]:
     return tasks
 
 
-def stored_class_bytes(store: Any, samples: np.ndarray | None) -> int | None:
+def stored_class_bytes(store: VczStore, samples: np.ndarray | None) -> int | None:
     """The bytes of stored class counts a variant chunk's sum reads for ``samples`` (indexes;
     None: all), whole sample chunks of them; None when the store has no counts to read."""
     if not class_counts_stored(store):
@@ -89,7 +90,7 @@ def stored_class_bytes(store: Any, samples: np.ndarray | None) -> int | None:
 
 
 def sample_stats_table(
-    store: Any, region: str | None = None, samples: Sequence[str] | None = None
+    store: VczStore, region: str | None = None, samples: Sequence[str] | None = None
 ) -> pa.Table:
     """One row per selected sample (store order) with its counts over ``region`` (None: all)."""
     gt = store.format_fields.get(GT)

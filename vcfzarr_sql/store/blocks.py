@@ -3,8 +3,9 @@
 A batch covers one chunk along ``variants`` (or a run of consecutive ones, for plans whose
 chunks are cheap to decode); along ``samples`` it covers the selected samples
 (those of one sample chunk for ``calls``); every other axis is read whole. Each array is read
-once per batch, from only the chunks that hold its part, with ``source.read_chunk`` (the
-store's raw-bytes-plus-numcodecs path, or a wrapper that counts).
+once per batch, from only the chunks that hold its part, with the ``read_chunk`` of a
+:class:`~vcfzarr_sql.store.source.ChunkSource` (the store's raw-bytes-plus-numcodecs path, or
+a source that counts or fetches ahead).
 """
 
 from __future__ import annotations
@@ -12,11 +13,16 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.store.alignment import records_per_chunk
+from vcfzarr_sql.store.metadata import ArrayInfo
+from vcfzarr_sql.store.source import ChunkSource
+
+#: Nested lists of chunks, as ``np.block`` joins them.
+_Nested = np.ndarray | list["_Nested"]
 
 
 class BatchBlocks:
@@ -25,17 +31,18 @@ class BatchBlocks:
 
     ``samples`` are sorted global sample indexes (None: all samples); arrays with a
     ``samples`` axis come back with exactly those samples, in that order, read from only the
-    sample chunks that hold them.
+    sample chunks that hold them. ``store`` is ``source``'s (its metadata).
     """
 
     def __init__(
-        self, source: Any, chunk_index: int, samples: np.ndarray | None, chunk_count: int = 1
+        self, source: ChunkSource, chunk_index: int, samples: np.ndarray | None, chunk_count: int = 1
     ):
         self.source = source
+        self.store = source.store
         self.chunk_index = chunk_index
         self.chunks = range(chunk_index, chunk_index + chunk_count)
         self.samples = None if samples is None else np.asarray(samples, dtype=np.int64)
-        self.num_samples = source.num_samples if samples is None else len(self.samples)
+        self.num_samples = self.store.num_samples if self.samples is None else len(self.samples)
         self._cache: dict[str, np.ndarray] = {}
 
     def read(self, name: str) -> np.ndarray:
@@ -45,28 +52,30 @@ class BatchBlocks:
             block = self._cache[name] = self._read(name)
         return block
 
+    def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
+        """One chunk of the blocks (the source's; a subclass may read them otherwise)."""
+        return self.source.read_chunk(name, chunk)
+
     def _read(self, name: str) -> np.ndarray:
-        info = self.source.array_info(name)
-        records = records_per_chunk(self.source, info)
+        info = self.store.array_info(name)
+        records = records_per_chunk(self.store, info)
         if records is None:
-            first: Sequence[int] = self.chunks
-        else:  # an array of records in longer chunks: those holding the batch's records
-            size = self.source.variants_chunk_size
-            lo, hi = self.chunks.start * size, min(self.chunks.stop * size, info.shape[0])
-            first = range(lo // records, max(hi - 1, lo) // records + 1)
+            return self._samples_of(name, info, [self.chunks])
+        # an array of records in longer chunks: those holding the batch's records
+        size = self.store.variants_chunk_size
+        lo, hi = self.chunks.start * size, min(self.chunks.stop * size, info.shape[0])
+        first = range(lo // records, max(hi - 1, lo) // records + 1)
         block = self._samples_of(name, info, [first])
-        if records is not None:
-            block = block[lo - first.start * records : hi - first.start * records]
-        return block
+        return block[lo - first.start * records : hi - first.start * records]
 
     def sum(self, name: str) -> np.ndarray:
         """The block of array ``name``, one row per variant chunk, added up over the batch's
         chunks (int64), for its samples (picked out after the sum)."""
-        info = self.source.array_info(name)
+        info = self.store.array_info(name)
         return self._samples_of(name, info, [self.chunks], lambda b: b.sum(axis=0, dtype=np.int64))
 
     def _samples_of(
-        self, name: str, info: Any, grid: list[Sequence[int]],
+        self, name: str, info: ArrayInfo, grid: list[Sequence[int]],
         reduce: Callable[[np.ndarray], np.ndarray] | None = None,
     ) -> np.ndarray:
         """The chunks ``grid`` (along ``variants``) of ``name`` joined, for the batch's samples
@@ -75,35 +84,18 @@ class BatchBlocks:
         grid += [range(max(math.ceil(n / c), 1)) for n, c in zip(info.shape[1:], info.chunks[1:])]
         reduced = reduce or (lambda block: block)
         if sample_axis is None or self.samples is None:
-            return reduced(_assemble(self.source, name, grid))
+            return reduced(_assemble(self, name, grid))
         size = info.chunks[sample_axis]
         chunk_of = self.samples // size
         needed = np.unique(chunk_of) if len(chunk_of) else np.zeros(1, dtype=np.int64)
         grid[sample_axis] = needed.tolist()  # (no sample selected: any chunk gives the shape)
-        block = reduced(_assemble(self.source, name, grid))
+        block = reduced(_assemble(self, name, grid))
         sample_axis -= reduce is not None
         # Position of each sample in the joined chunks (only the last one can be short).
         within = np.searchsorted(needed, chunk_of) * size + self.samples % size
         if len(within) == block.shape[sample_axis] and (within == np.arange(len(within))).all():
             return block
         return np.take(block, within, axis=sample_axis)
-
-
-def records_per_chunk(source: Any, info: Any) -> int | None:
-    """The records in a chunk of array ``info`` when it holds one row per record chunked
-    unlike the store's variant chunks (the stored per-record counts: :mod:`.stored_counts`),
-    else None: its chunk ``k`` along the first axis is variant chunk ``k`` (or, for arrays
-    with a row per variant chunk, stands for it)."""
-    if not info.chunks or info.chunks[0] == source.variants_chunk_size:
-        return None
-    return info.chunks[0] if info.shape[0] == source.num_variants else None
-
-
-def array_chunk(source: Any, info: Any, variant_chunk: int) -> int:
-    """The chunk index along the first axis of array ``info`` that holds the first record of
-    variant chunk ``variant_chunk``."""
-    records = records_per_chunk(source, info)
-    return variant_chunk if records is None else variant_chunk * source.variants_chunk_size // records
 
 
 def _sample_axis(name: str, dims: Sequence[str]) -> int | None:
@@ -113,16 +105,18 @@ def _sample_axis(name: str, dims: Sequence[str]) -> int | None:
     return 1 if name.startswith(spec.FORMAT_PREFIX) else None
 
 
-def _assemble(source: Any, name: str, grid: list[Sequence[int]]) -> np.ndarray:
-    """The chunks ``itertools.product(*grid)`` of ``name`` joined into one array."""
+def _assemble(blocks: BatchBlocks, name: str, grid: list[Sequence[int]]) -> np.ndarray:
+    """The chunks ``itertools.product(*grid)`` of ``name`` joined into one array (read with
+    ``blocks.read_chunk``)."""
+    read = blocks.read_chunk
     if all(len(g) == 1 for g in grid):
-        return source.read_chunk(name, tuple(g[0] for g in grid))
+        return read(name, tuple(g[0] for g in grid))
     if all(len(g) == 1 for g in grid[1:]):  # a run of variant chunks
         rest = tuple(g[0] for g in grid[1:])
-        return np.concatenate([source.read_chunk(name, (c, *rest)) for c in grid[0]])
-    chunks = {c: source.read_chunk(name, c) for c in itertools.product(*grid)}
+        return np.concatenate([read(name, (c, *rest)) for c in grid[0]])
+    chunks = {c: read(name, c) for c in itertools.product(*grid)}
 
-    def nest(prefix: tuple[int, ...]) -> Any:
+    def nest(prefix: tuple[int, ...]) -> _Nested:
         axis = len(prefix)
         if axis == len(grid):
             return chunks[prefix]

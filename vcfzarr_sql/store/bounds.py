@@ -138,6 +138,7 @@ def _stream(codec: Any, raw: memoryview, limit: int) -> bytes:
         if len(out) <= limit and not decompressor.eof:
             raise ChunkBoundsError("truncated zlib stream")
         return out
+    reader: gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile
     if isinstance(codec, numcodecs.GZip):
         reader = gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb")
     elif isinstance(codec, numcodecs.BZ2):

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 from numcodecs.compat import ensure_contiguous_ndarray
 
-from vcfzarr_sql.errors import NotSupportedError, StoreError
+from vcfzarr_sql.errors import NotSupportedError, StoreError, VcfZarrError
 from vcfzarr_sql.store import bounds, memory, vlen_utf8
 
 
@@ -40,7 +40,7 @@ class UnsupportedCodec:
     """The codec of an array vcfzarr-sql cannot decode: decoding raises NotSupportedError."""
 
     arrow_strings = False
-    error = NotSupportedError
+    error: type[VcfZarrError] = NotSupportedError
 
     def __init__(self, message: str):
         self.message = message
@@ -64,11 +64,11 @@ class RefusedCodec(UnsupportedCodec):
 
 
 def _as_array(buf: Any, dtype: np.dtype, name: str) -> np.ndarray:
-    if isinstance(buf, np.ndarray) and buf.dtype == object:
-        if dtype != object:
+    if isinstance(buf, np.ndarray) and buf.dtype.kind == "O":
+        if dtype.kind != "O":
             raise bounds.ChunkBoundsError(f"decodes to objects, the array's dtype is {dtype}")
         return buf
-    if dtype == object:
+    if dtype.kind == "O":
         raise StoreError(f"array {name}: object dtype without an object codec (e.g. vlen-utf8)")
     if isinstance(buf, np.ndarray) and buf.dtype != dtype and buf.dtype.itemsize != 1:
         raise bounds.ChunkBoundsError(f"decodes to dtype {buf.dtype}, the array's is {dtype}")
@@ -79,7 +79,7 @@ def _pooled_decompress(compressor: Any, raw: Any, dtype: np.dtype, size: int) ->
     """``raw`` decompressed by the Blosc ``compressor`` into a buffer of Arrow's memory pool
     (:mod:`vcfzarr_sql.store.memory`), as ``size`` values of ``dtype``; None when that does not
     apply (another codec or size)."""
-    if not isinstance(compressor, numcodecs.Blosc) or dtype == object or len(raw) < 16:
+    if not isinstance(compressor, numcodecs.Blosc) or dtype.kind == "O" or len(raw) < 16:
         return None
     nbytes = int.from_bytes(bytes(raw[4:8]), "little")  # the Blosc header's uncompressed size
     if nbytes == 0 or nbytes != size * dtype.itemsize or nbytes > bounds.max_chunk_bytes():
@@ -97,7 +97,7 @@ def _check_size(size: int, shape: tuple[int, ...]) -> None:
 def _fixed_nbytes(dtype: np.dtype, shape: tuple[int, ...], filters: list) -> int | None:
     """The bytes a compressor must give for a chunk of ``shape`` (None: not known, as for
     strings or when filters follow)."""
-    return None if filters or dtype == object else math.prod(shape) * dtype.itemsize
+    return None if filters or dtype.kind == "O" else math.prod(shape) * dtype.itemsize
 
 
 def _decompressed(compressors: list, raw: Any, expected: int | None) -> Any:
@@ -122,7 +122,7 @@ def _filtered(filters: list, buf: Any, size: int) -> Any:
 
 def _reshaped(arr: np.ndarray, shape: tuple[int, ...], order: str, name: str) -> np.ndarray:
     _check_size(arr.size, shape)
-    return arr.reshape(shape, order=order)
+    return arr.reshape(shape, order="F" if order == "F" else "C")
 
 
 def _chunk_strings(buf: Any, shape: tuple[int, ...], name: str) -> pa.Array:
@@ -134,7 +134,7 @@ def _chunk_strings(buf: Any, shape: tuple[int, ...], name: str) -> pa.Array:
 class V2Codec:
     """Zarr v2: the compressor, then the filters in reverse order, then ``order`` C or F."""
 
-    def __init__(self, name: str, compressor, filters: list, dtype: np.dtype,
+    def __init__(self, name: str, compressor: Any, filters: list, dtype: np.dtype,
                  chunks: tuple[int, ...], order: str):
         self.name = name
         self.compressor = compressor
@@ -192,7 +192,7 @@ _VLEN_CODECS = {"vlen-utf8": numcodecs.VLenUTF8, "vlen-bytes": numcodecs.VLenByt
 class V3Codec:
     """Zarr v3: bytes->bytes codecs reversed, the array->bytes codec, then transposes reversed."""
 
-    def __init__(self, name: str, transposes: list[tuple[int, ...]], vlen, dtype: np.dtype,
+    def __init__(self, name: str, transposes: list[tuple[int, ...]], vlen: Any, dtype: np.dtype,
                  bytes_codecs: list, chunks: tuple[int, ...]):
         self.name = name
         self.vlen = vlen

@@ -1,12 +1,14 @@
 """What a scan read: chunks, arrays, bytes and time, counted at the store's chunk reads.
 
-:class:`CountingSource` stands in for the store when decoding: it forwards everything to the
-store and counts each ``read_chunk``, including those that derive ``variant_length``. One is
-made per scan; decode threads share it.
+:class:`CountingSource` is the chunk source (:class:`~vcfzarr_sql.store.source.ChunkSource`) a
+scan decodes through: it reads through the source it wraps and counts each ``read_chunk`` and
+``read_chunk_strings``, including those that derive ``variant_length``. One is made per scan;
+decode threads share it.
 
 >>> from types import SimpleNamespace
 >>> class Store:
-...     variants_chunk_size = 4
+...     variants_chunk_size, fetcher = 4, None
+...     store = property(lambda self: self)
 ...     def array_info(self, name): return SimpleNamespace(chunks=(4,), dims=("variants",))
 ...     def read_chunk_bytes(self, name, chunk): return b"xy"
 ...     def decode_chunk(self, name, raw, chunk): return np.zeros(4, np.int8)
@@ -19,14 +21,16 @@ made per scan; decode threads share it.
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.store.blocks import records_per_chunk
+from vcfzarr_sql.store.alignment import records_per_chunk
 from vcfzarr_sql.store.derived import variant_length
+from vcfzarr_sql.store.fetch import FetchingSource
+from vcfzarr_sql.store.source import ChunkSource
+from vcfzarr_sql.store.vcz import VczStore
 
 #: The keys of ``last_stats``, in the order they are reported.
 STATS_KEYS = (
@@ -42,10 +46,10 @@ STATS_KEYS = (
 
 
 class CountingSource:
-    """The store, with every chunk read counted (thread-safe)."""
+    """``source``, with every chunk it decodes counted (thread-safe)."""
 
-    def __init__(self, store: Any):
-        self._store = store
+    def __init__(self, source: ChunkSource):
+        self._source = source
         self._lock = threading.Lock()
         self._variant_chunks: set[int] = set()
         self._sample_chunks: set[int] = set()
@@ -53,27 +57,37 @@ class CountingSource:
         self._bytes_read = 0
         self._bytes_decoded = 0
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+    @property
+    def store(self) -> VczStore:
+        return self._source.store
+
+    @property
+    def fetcher(self) -> FetchingSource | None:
+        return self._source.fetcher
+
+    def read_chunk_bytes(self, name: str, chunk: tuple[int, ...]) -> bytes | None:
+        """The source's bytes of the chunk, not counted (what is decoded is counted)."""
+        return self._source.read_chunk_bytes(name, chunk)
 
     def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
-        """The decoded chunk ``chunk`` of array ``name`` (the store's raw read + decode)."""
-        raw = self._store.read_chunk_bytes(name, chunk)
-        values = self._store.decode_chunk(name, raw, chunk)
+        """The decoded chunk ``chunk`` of array ``name`` (the source's raw read + decode)."""
+        raw = self._source.read_chunk_bytes(name, chunk)
+        values = self.store.decode_chunk(name, raw, chunk)
         self._count(name, chunk, raw, values.nbytes)
         return values
 
     def read_chunk_strings(self, name: str, chunk: tuple[int, ...]) -> pa.Array:
-        """The chunk ``chunk`` of string array ``name`` as Arrow (the store's raw read +
+        """The chunk ``chunk`` of string array ``name`` as Arrow (the source's raw read +
         ``decode_chunk_strings``)."""
-        raw = self._store.read_chunk_bytes(name, chunk)
-        strings = self._store.decode_chunk_strings(name, raw, chunk)
+        raw = self._source.read_chunk_bytes(name, chunk)
+        strings = self.store.decode_chunk_strings(name, raw, chunk)
         self._count(name, chunk, raw, strings.nbytes)
         return strings
 
     def _count(self, name: str, chunk: tuple[int, ...], raw: bytes | None, decoded: int) -> None:
         # (a chunk of an array chunked unlike the variant chunks stands for none of them)
-        per_variant_chunk = records_per_chunk(self._store, self._store.array_info(name)) is None
+        store = self.store
+        per_variant_chunk = records_per_chunk(store, store.array_info(name)) is None
         with self._lock:
             self._arrays.add(name)
             if chunk and per_variant_chunk:
@@ -85,7 +99,7 @@ class CountingSource:
 
     def variant_length(self, chunk_index: int) -> np.ndarray:
         """``rlen`` of each record of a variant chunk, its chunk reads counted like any other."""
-        return variant_length(self, chunk_index)
+        return variant_length(self.read_chunk, self.store.has_array, chunk_index)
 
     def stats(self, *, variant_chunks_total: int, sample_chunks_total: int, wall_time_s: float) -> dict:
         """The counts so far, as ``last_stats`` reports them."""

@@ -6,6 +6,7 @@ smaller than POS (htslib ignores a smaller END), else the length of REF.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -17,8 +18,17 @@ from vcfzarr_sql.format.region_index import chunk_region_index
 VARIANT_END = "variant_END"
 
 
-class ChunkReader(Protocol):
-    num_variant_chunks: int
+#: Reads one chunk, decoded: (array name, chunk index) -> values (a chunk source's ``read_chunk``).
+ReadChunk = Callable[[str, tuple[int, ...]], np.ndarray]
+#: Whether the store has an array of that name (its ``has_array``).
+HasArray = Callable[[str], bool]
+
+
+class ArrayReader(Protocol):
+    """What deriving the region index reads of a store (a VczStore is one)."""
+
+    @property
+    def num_variant_chunks(self) -> int: ...
 
     def has_array(self, name: str) -> bool: ...
 
@@ -41,25 +51,25 @@ def record_lengths(position: np.ndarray, ref: np.ndarray, end: np.ndarray | None
     return np.where(present, end - position + 1, lengths)
 
 
-def variant_length(store: ChunkReader, chunk_index: int) -> np.ndarray:
-    """``rlen`` of the records of one variant chunk: the stored ``variant_length`` if there is
-    one, else derived from ``variant_END``/REF."""
-    if store.has_array(spec.VARIANT_LENGTH):
-        return store.read_chunk(spec.VARIANT_LENGTH, (chunk_index,)).astype(np.int64)
-    position = store.read_chunk(spec.VARIANT_POSITION, (chunk_index,))
-    ref = store.read_chunk(spec.VARIANT_ALLELE, (chunk_index, 0))[:, 0]
-    end = store.read_chunk(VARIANT_END, (chunk_index,)) if store.has_array(VARIANT_END) else None
+def variant_length(read: ReadChunk, has_array: HasArray, chunk_index: int) -> np.ndarray:
+    """``rlen`` of the records of one variant chunk, its chunks read with ``read``: the stored
+    ``variant_length`` if there is one, else derived from ``variant_END``/REF."""
+    if has_array(spec.VARIANT_LENGTH):
+        return read(spec.VARIANT_LENGTH, (chunk_index,)).astype(np.int64)
+    position = read(spec.VARIANT_POSITION, (chunk_index,))
+    ref = read(spec.VARIANT_ALLELE, (chunk_index, 0))[:, 0]
+    end = read(VARIANT_END, (chunk_index,)) if has_array(VARIANT_END) else None
     return record_lengths(position, ref, end)
 
 
-def build_region_index(store: ChunkReader) -> np.ndarray:
+def build_region_index(store: ArrayReader) -> np.ndarray:
     """The region index of a store computed from its contig, position and length arrays (int64)."""
     parts = [
         chunk_region_index(
             k,
             store.read_chunk(spec.VARIANT_CONTIG, (k,)),
             store.read_chunk(spec.VARIANT_POSITION, (k,)),
-            variant_length(store, k),
+            variant_length(store.read_chunk, store.has_array, k),
         )
         for k in range(store.num_variant_chunks)
     ]

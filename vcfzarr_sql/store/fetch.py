@@ -2,7 +2,8 @@
 then fetches those of the next pieces in one request batch (fsspec's concurrent ``cat``).
 
 Over a URL each chunk read waits a round trip; a piece of a scan reads a handful of arrays,
-and a task many pieces. :class:`FetchingSource` stands in for the store: it records the
+and a task many pieces. :class:`FetchingSource` is the chunk source
+(:class:`~vcfzarr_sql.store.source.ChunkSource`) a scan of a remote store reads through: it records the
 arrays (and the chunk indexes along their other axes) that decoding reads, and
 :meth:`FetchingSource.fetch` gets the same chunks of further variant chunks with one
 ``get_many`` (concurrent in fsspec's async filesystems: s3, gcs, http). A scan fetches its
@@ -38,19 +39,22 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 
-from vcfzarr_sql.store.blocks import array_chunk
+from vcfzarr_sql.store.alignment import array_chunk
 from vcfzarr_sql.store.derived import variant_length
+from vcfzarr_sql.store.vcz import VczStore
 
 #: (array, chunk indexes after the variants axis) that scans read, by store and scan shape
 #: (the shapes used last; a shape forgotten is learned again by its next scan).
-_learned: weakref.WeakKeyDictionary[Any, OrderedDict[tuple, set[tuple[str, tuple[int, ...]]]]] = (
+_learned: weakref.WeakKeyDictionary[VczStore, OrderedDict[tuple, set[tuple[str, tuple[int, ...]]]]] = (
     weakref.WeakKeyDictionary()
 )
+#: Chunk bytes fetched in one batch, by (array, chunk) (None: a chunk not stored).
+Fetched = dict[tuple[str, tuple[int, ...]], bytes | None]
 #: Scan shapes remembered per store.
 LEARNED_SHAPES = 64
 _learned_lock = threading.Lock()
@@ -76,7 +80,23 @@ def _forget_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def scan_shape(store: Any, plan: Any) -> tuple:
+class Scan(Protocol):
+    """What :func:`scan_shape` reads of a scan's plan (a ``query.plan.ScanPlan`` is one)."""
+
+    @property
+    def table(self) -> str: ...
+
+    @property
+    def filtered_columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def unfiltered_columns(self) -> tuple[str, ...]: ...
+
+    @property
+    def sample_groups(self) -> tuple[tuple[int | None, np.ndarray | None], ...]: ...
+
+
+def scan_shape(store: VczStore, plan: Scan) -> tuple:
     """What decides which chunks the pieces of ``plan`` read, beside their variant chunk: the
     columns decoded, and the sample chunks of each sample group."""
     size = store.samples_chunk_size
@@ -87,7 +107,7 @@ def scan_shape(store: Any, plan: Any) -> tuple:
     return plan.table, plan.filtered_columns, plan.unfiltered_columns, groups
 
 
-def learned_patterns(store: Any, shape: tuple) -> set[tuple[str, tuple[int, ...]]]:
+def learned_patterns(store: VczStore, shape: tuple) -> set[tuple[str, tuple[int, ...]]]:
     """The (shared) set of what scans of ``shape`` over ``store`` were seen to read."""
     with _learned_lock:
         shapes = _learned.setdefault(store, OrderedDict())
@@ -99,21 +119,30 @@ def learned_patterns(store: Any, shape: tuple) -> set[tuple[str, tuple[int, ...]
 
 
 class FetchingSource:
-    """The store, with chunk bytes prefetched in batches (thread-safe)."""
+    """The chunk source over ``store`` whose chunk bytes are prefetched in batches
+    (thread-safe)."""
 
-    def __init__(self, store: Any, patterns: set[tuple[str, tuple[int, ...]]] | None = None):
+    def __init__(self, store: VczStore, patterns: set[tuple[str, tuple[int, ...]]] | None = None):
         self._store = store
         self._lock = threading.Lock()
         #: (array, chunk indexes after the variants axis) read so far (shared with earlier
         #: scans of the same shape: guarded by the module's lock)
         self._patterns = set() if patterns is None else patterns
-        self._fetched: dict[tuple[str, tuple[int, ...]], bytes | None] = {}
+        self._fetched: Fetched = {}
         self._holders: dict[tuple[str, tuple[int, ...]], int] = {}
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+    @property
+    def store(self) -> VczStore:
+        return self._store
+
+    @property
+    def fetcher(self) -> FetchingSource:
+        """This source: it fetches ahead."""
+        return self
 
     def read_chunk_bytes(self, name: str, chunk: tuple[int, ...]) -> bytes | None:
+        """The chunk's bytes: from a kept fetch when it holds them, else read from the store
+        (either way, what pieces read is learned)."""
         key = (name, tuple(chunk))
         with _learned_lock:
             self._patterns.add((name, key[1][1:]))
@@ -129,7 +158,7 @@ class FetchingSource:
         return self._store.decode_chunk_strings(name, self.read_chunk_bytes(name, chunk), chunk)
 
     def variant_length(self, chunk_index: int) -> np.ndarray:
-        return variant_length(self, chunk_index)
+        return variant_length(self.read_chunk, self._store.has_array, chunk_index)
 
     @property
     def knows_reads(self) -> bool:
@@ -137,7 +166,7 @@ class FetchingSource:
         with _learned_lock:
             return bool(self._patterns)
 
-    def fetch(self, variant_chunks: Iterable[int]) -> dict:
+    def fetch(self, variant_chunks: Iterable[int]) -> Fetched:
         """In one batch, the bytes of the chunks of ``variant_chunks`` that pieces were seen
         to read (by (array, chunk)), for :meth:`use`."""
         with _learned_lock:
@@ -150,7 +179,7 @@ class FetchingSource:
         )
         return self._store.read_chunks_bytes(list(keys)) if keys else {}
 
-    def keep(self, fetched: dict) -> None:
+    def keep(self, fetched: Fetched) -> None:
         """Serve reads from ``fetched`` (a :meth:`fetch`) too, until as many :meth:`forget` of
         it (windows sharing a variant chunk fetch some chunks twice: each is kept until the
         last window holding it forgets it)."""
@@ -159,7 +188,7 @@ class FetchingSource:
                 self._fetched.setdefault(key, raw)
                 self._holders[key] = self._holders.get(key, 0) + 1
 
-    def forget(self, fetched: dict) -> None:
+    def forget(self, fetched: Fetched) -> None:
         """Stop serving the chunks of ``fetched`` no other kept window holds."""
         with self._lock:
             for key in fetched:
@@ -171,10 +200,11 @@ class FetchingSource:
                     self._fetched.pop(key, None)
 
 
-def fetching(store: Any, plan: Any = None) -> Any:
-    """``store`` wrapped in a :class:`FetchingSource` when it is remote, else ``store``; with
-    ``plan``, one that starts from what earlier scans of the same shape read."""
-    if not getattr(store, "is_remote", False):
+def fetching(store: VczStore, plan: Scan | None = None) -> VczStore | FetchingSource:
+    """The chunk source a scan of ``store`` reads through: a :class:`FetchingSource` when the
+    store is remote, else the store; with ``plan``, one that starts from what earlier scans
+    of the same shape read."""
+    if not store.is_remote:
         return store
     return FetchingSource(store, None if plan is None else learned_patterns(store, scan_shape(store, plan)))
 
@@ -202,30 +232,32 @@ class WindowFetches:
     (:meth:`submitted` one by one, then :meth:`all_submitted`) leaves.
 
     A source that has not yet seen what pieces read fetches nothing (its pieces read chunk by
-    chunk, and teach it); over a store that is not a :class:`FetchingSource`, nothing happens.
+    chunk, and teach it); without a ``fetcher`` (a source's :attr:`.ChunkSource.fetcher`:
+    a store read directly), nothing happens.
     """
 
-    def __init__(self, source: Any, variant_chunks: np.ndarray, windows: Sequence[range], ahead: int = 2):
-        self._source = source if hasattr(source, "fetch") else None
+    def __init__(self, fetcher: FetchingSource | None, variant_chunks: np.ndarray, windows: Sequence[range],
+                 ahead: int = 2):
+        self._source = fetcher
         self._chunks = variant_chunks
         self._windows = windows
         self._ahead = ahead
         self._lock = threading.Lock()
-        self._fetches: dict[int, Future[dict] | None] = {}
+        self._fetches: dict[int, Future[Fetched] | None] = {}
         self._running: dict[int, int] = {}
         self._submitting: set[int] = set(range(len(windows)))
         self._done: set[int] = set()
-        #: windows whose fetch the source keeps (once per window, forgotten once when it ends)
-        self._kept: set[int] = set()
+        #: the fetch of each window the source keeps (once per window, forgotten once when it ends)
+        self._kept: dict[int, Fetched] = {}
 
-    def _start(self, i: int) -> None:
+    def _start(self, source: FetchingSource, i: int) -> None:
         for j in range(i, min(i + self._ahead + 1, len(self._windows))):
             # (not started, or started before reads were known; a window already done, when a
             # late piece of an earlier one enters, is not fetched again)
             if j not in self._done and self._fetches.get(j) is None:
                 chunks = self._chunks[self._windows[j].start : self._windows[j].stop].tolist()
-                known = self._source.knows_reads
-                self._fetches[j] = _fetch_thread().submit(self._source.fetch, chunks) if known else None
+                known = source.knows_reads
+                self._fetches[j] = _fetch_thread().submit(source.fetch, chunks) if known else None
 
     def submitted(self, i: int) -> None:
         """A piece of window ``i`` was handed to the scan threads."""
@@ -240,18 +272,19 @@ class WindowFetches:
 
     def enter(self, i: int) -> None:
         """Before a piece of window ``i`` reads: its window's chunks are at hand."""
-        if self._source is None:
+        source = self._source
+        if source is None:
             return
         with self._lock:
-            self._start(i)
+            self._start(source, i)
             fetch = self._fetches[i]
         if fetch is None:
             return
         fetched = fetch.result()
         with self._lock:  # (kept before any piece of the window reads past here)
             if i not in self._kept:
-                self._kept.add(i)
-                self._source.keep(fetched)
+                self._kept[i] = fetched
+                source.keep(fetched)
 
     def leave(self, i: int) -> None:
         """After a piece of window ``i`` read (or failed)."""
@@ -264,11 +297,11 @@ class WindowFetches:
             if i in self._submitting or self._running.get(i):
                 return
             self._done.add(i)
-            fetch = self._fetches.pop(i, None)
-            kept = i in self._kept  # (only if a piece entered after the window's fetch started)
-            self._kept.discard(i)
-        if kept:
-            self._source.forget(fetch.result())
+            self._fetches.pop(i, None)
+            # (kept only if a piece entered after the window's fetch started)
+            kept = self._kept.pop(i, None)
+        if kept is not None and self._source is not None:
+            self._source.forget(kept)
 
     def close(self) -> None:
         """Cancel the fetches not started (the consumer stopped early)."""

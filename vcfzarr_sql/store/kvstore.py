@@ -21,15 +21,24 @@ _NODE_KEYS = (".zgroup", ".zarray", "zarr.json")
 
 
 class KeyValueStore(Protocol):
-    """Read-only key/value view of a store."""
+    """Read-only key/value view of a store (its attributes are read-only too)."""
 
-    #: The location as the user gave it (used in error messages).
-    location: str
-    #: The directory the store lives in, when it is a plain local directory (writable), else None.
-    local_directory: str | None
-    #: Whether reading the root documents again tells if the store changed (not for an
-    #: archive, read once).
-    revalidates: bool
+    @property
+    def location(self) -> str:
+        """The location as the user gave it (used in error messages)."""
+        ...
+
+    @property
+    def local_directory(self) -> str | None:
+        """The directory the store lives in, when it is a plain local directory (writable),
+        else None."""
+        ...
+
+    @property
+    def revalidates(self) -> bool:
+        """Whether reading the root documents again tells if the store changed (not for an
+        archive, read once)."""
+        ...
 
     def get(self, key: str) -> bytes | None:
         """The bytes stored under ``key``, or None when the key is absent."""

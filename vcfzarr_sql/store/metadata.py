@@ -33,11 +33,12 @@ class ArrayInfo:
     dims: tuple[str, ...]
     fill_value: Any
     attrs: dict[str, Any] = field(repr=False)
+    #: What decodes a chunk's bytes (the codec pipeline).
+    codec: ChunkCodec = field(repr=False, compare=False)
     zarr_format: int = 2
     #: Chunk key = ``name/`` + ``key_prefix`` + indexes joined by ``separator``.
     key_prefix: str = field(default="", repr=False)
     separator: str = field(default=".", repr=False)
-    codec: ChunkCodec | None = field(default=None, repr=False, compare=False)
 
     @property
     def decoded_dtype(self) -> np.dtype:

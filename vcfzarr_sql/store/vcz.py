@@ -285,6 +285,17 @@ class VczStore:
             return self._arrays[spec.SAMPLE_ID].chunks[0]
         return spec.DEFAULT_SAMPLES_CHUNK_SIZE
 
+    # -- as a chunk source (:class:`vcfzarr_sql.store.source.ChunkSource`) ------------------
+
+    @property
+    def store(self) -> VczStore:
+        """The store itself: a store is the plain chunk source over itself."""
+        return self
+
+    #: Nothing fetches chunks ahead for the plain store (:func:`.fetch.fetching` wraps a remote
+    #: one for a scan).
+    fetcher: None = None
+
     # -- arrays and chunks -----------------------------------------------------------------
 
     @property
@@ -416,7 +427,7 @@ class VczStore:
     def variant_length(self, chunk_index: int) -> np.ndarray:
         """``rlen`` of each record of a variant chunk (int64): ``variant_length`` if stored,
         else ``INFO/END - POS + 1`` where END is set, else ``len(REF)`` (as htslib)."""
-        return derived.variant_length(self, chunk_index)
+        return derived.variant_length(self.read_chunk, self.has_array, chunk_index)
 
     @property
     def region_index(self) -> np.ndarray:

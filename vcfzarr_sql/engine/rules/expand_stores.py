@@ -31,8 +31,10 @@ def local_paths(pattern: str) -> Iterable[str]:
 
 def is_glob(call: exp.Anonymous) -> bool:
     """Whether ``call``'s store argument is a glob pattern."""
+    from vcfzarr_sql.store.kvstore import is_url  # (imports store/: once a query names a store)
+
     first = call.expressions[0] if call.expressions else None
-    return (isinstance(first, exp.Literal) and first.is_string and "://" not in first.this
+    return (isinstance(first, exp.Literal) and first.is_string and not is_url(first.this)
             and bool(_GLOB_CHARACTERS & set(first.this)))
 
 
@@ -43,7 +45,9 @@ def _paths(function: str, node: exp.Expression, expand: Expander) -> list[str] |
         if len(paths) != len(node.expressions) or not paths:
             raise QueryError(f"{function}(): a list of stores must be a non-empty list of strings")
         return paths
-    if not (isinstance(node, exp.Literal) and node.is_string and "://" not in node.this
+    from vcfzarr_sql.store.kvstore import is_url
+
+    if not (isinstance(node, exp.Literal) and node.is_string and not is_url(node.this)
             and _GLOB_CHARACTERS & set(node.this)):
         return None
     paths = sorted(itertools.islice(expand(node.this), MAX_GLOB_STORES + 1))
