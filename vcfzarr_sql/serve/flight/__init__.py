@@ -20,7 +20,8 @@ import pyarrow.flight as flight
 
 from vcfzarr_sql.serve.flight.server import FlightSqlServer
 from vcfzarr_sql.serve.pg.config import ServerConfigError, check_exposure
-from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, DataDirs, LockedDatabase, SessionPolicy
+from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, LockedDatabase, SessionPolicy
+from vcfzarr_sql.store.confined import DataDirs
 
 __all__ = ["DEFAULT_FLIGHT_PORT", "FlightSqlServer", "make_flight_server"]
 

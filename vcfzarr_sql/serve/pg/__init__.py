@@ -30,8 +30,9 @@ from collections.abc import Sequence
 
 from vcfzarr_sql.serve.pg import protocol, rows, watchdog
 from vcfzarr_sql.serve.pg.config import Limits, Security, ServerConfigError, check_exposure
-from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, DataDirs, LockedDatabase, SessionPolicy
+from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, LockedDatabase, SessionPolicy
 from vcfzarr_sql.serve.pg.session import ClientSession
+from vcfzarr_sql.store.confined import DataDirs
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Limits", "PgServer", "make_server", "serve"]
 
