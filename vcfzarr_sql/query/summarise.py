@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.format import spec, summaries
 from vcfzarr_sql.query import stored_counts
-from vcfzarr_sql.query.arrays import StringBlock
 from vcfzarr_sql.query.genotype_stats import GenotypeCounts, genotype_counts, hwe_per_allele
 from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
@@ -59,7 +59,7 @@ def summarise(
     """
     width = alleles.shape[1]
     kinds = allele_kinds(alleles)
-    num_alleles = width - StringBlock.of(alleles).fill.sum(axis=1)
+    num_alleles = width - (alleles == spec.STR_FILL).sum(axis=1)  # ("" pads, as allele_kinds reads)
     total: GenotypeCounts | None = None
     classes = []
     for genotypes, phased in calls:
@@ -67,7 +67,7 @@ def summarise(
         total = counts if total is None else total.plus(counts)
         classes.append(class_counts(genotypes, kinds))
     if total is None:
-        raise ValueError("summarise: no sample chunk of genotypes")
+        raise VcfZarrError("summarise: no sample chunk of genotypes")
     allele_counts, call_counts = stored_counts.packed(total, width, num_alleles)
     dtype = summaries.sample_class_dtype(variants_chunk_size)
     joined = np.concatenate(classes, axis=1)[:, :num_samples]
