@@ -30,6 +30,7 @@ from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.format import spec
 
 _VLEN_UTF8 = VLenUTF8()
+_V3_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}  # numcodecs' Blosc -> Zarr v3's
 
 
 class ArrayLayout(Protocol):
@@ -100,13 +101,21 @@ def write_group(root: str | Path, attrs: dict, arrays: Sequence[ArrayLayout]) ->
     _write_json(root / ".zattrs", attrs)
     consolidated: dict[str, dict] = {".zgroup": group, ".zattrs": attrs}
     for array in arrays:
-        zarray, zattrs = array_metadata(array)
         (root / array.name).mkdir(exist_ok=True)
-        _write_json(root / array.name / ".zarray", zarray)
-        _write_json(root / array.name / ".zattrs", zattrs)
-        consolidated[f"{array.name}/.zarray"] = zarray
-        consolidated[f"{array.name}/.zattrs"] = zattrs
+        consolidated.update(_write_metadata(root, array, 2))
     _write_json(root / ".zmetadata", {"zarr_consolidated_format": 1, "metadata": consolidated})
+
+
+def _write_metadata(root: Path, array: ArrayLayout, zarr_format: int) -> dict[str, dict]:
+    """Write the metadata of ``array`` into its directory; its documents by store key, as
+    consolidated metadata holds them."""
+    if zarr_format == 2:
+        documents = dict(zip((f"{array.name}/.zarray", f"{array.name}/.zattrs"), array_metadata(array)))
+    else:
+        documents = {array.name: array_metadata_v3(array)}
+    for key, document in documents.items():
+        _write_json(root / (key if zarr_format == 2 else f"{key}/zarr.json"), document)
+    return documents
 
 
 def array_metadata_v3(array: ArrayLayout) -> dict:
@@ -143,9 +152,6 @@ def array_metadata_v3(array: ArrayLayout) -> dict:
     }
 
 
-_V3_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
-
-
 def add_arrays(root: str | Path, zarr_format: int, arrays: Sequence[ArrayLayout]) -> None:
     """Create ``arrays`` in the existing store at ``root`` (Zarr ``zarr_format``), replacing
     any of the same name with its chunks, and record them in its consolidated metadata if it
@@ -156,14 +162,7 @@ def add_arrays(root: str | Path, zarr_format: int, arrays: Sequence[ArrayLayout]
         directory = root / array.name
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir()
-        if zarr_format == 2:
-            zarray, zattrs = array_metadata(array)
-            _write_json(directory / ".zarray", zarray)
-            _write_json(directory / ".zattrs", zattrs)
-            documents.update({f"{array.name}/.zarray": zarray, f"{array.name}/.zattrs": zattrs})
-        else:
-            documents[array.name] = array_metadata_v3(array)
-            _write_json(directory / "zarr.json", documents[array.name])
+        documents.update(_write_metadata(root, array, zarr_format))
     path = root / (".zmetadata" if zarr_format == 2 else "zarr.json")
     document = json.loads(path.read_text()) if path.exists() else {}
     consolidated = (document if zarr_format == 2 else document.get("consolidated_metadata") or {})
