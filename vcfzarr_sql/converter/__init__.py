@@ -15,15 +15,23 @@ import tempfile
 import time
 import warnings
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
+import numcodecs.abc
 import numpy as np
 
 from vcfzarr_sql import __version__
-from vcfzarr_sql.converter.arrays import Layout, build_arrays, header_deviations, whole_array
+from vcfzarr_sql.converter.arrays import (
+    ArraySpec,
+    Layout,
+    build_arrays,
+    header_deviations,
+    whole_array,
+)
 from vcfzarr_sql.converter.encode import Piece, encode_variant_chunk
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, merged_header_text
 from vcfzarr_sql.converter.inputs import STDIN, check_inputs, single_input
@@ -39,9 +47,11 @@ from vcfzarr_sql.converter.partitions import plan_partitions
 from vcfzarr_sql.converter.reader import PartitionResult, block_path, read_file_header, read_partition
 from vcfzarr_sql.converter.stats import ColumnStats, merge_stats
 from vcfzarr_sql.converter.workers import WorkerPool
-from vcfzarr_sql.converter.zarr_v2 import write_group, write_whole
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError, VcfZarrWarning
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import summaries as sc
+from vcfzarr_sql.store.summary_arrays import PER_RECORD, summary_arrays
+from vcfzarr_sql.store.writer import NewArray, write_group, write_whole
 
 __all__ = ["ConvertSummary", "convert"]
 
@@ -100,7 +110,7 @@ class _Seen:
 
     @classmethod
     def merge(cls, header: HeaderInfo, results: list[PartitionResult]) -> _Seen:
-        later = [r.header for r in results]
+        later = [r.header for r in results if r.header is not None]
         fields = {f.key: f for f in header.fields}
         for h in later:
             for f in h.fields:
@@ -118,7 +128,8 @@ class _Seen:
         )
 
 
-def _merge_named(declared, seen_lists, later_headers, attribute: str) -> list:
+def _merge_named(declared: Sequence[tuple[str, Any]], seen_lists: list[list[str]],
+                 later_headers: list[HeaderInfo], attribute: str) -> list[tuple[str, Any]]:
     """Declared (name, value) pairs, then names first seen in the body, valued as htslib added them."""
     out = dict(declared)
     added = {}
@@ -148,15 +159,15 @@ def _chunk_pieces(results: list[PartitionResult], spill: Path, chunk: int, total
     return chunks
 
 
-def _string_array(values) -> np.ndarray:
+def _string_array(values: Iterable[str]) -> np.ndarray:
     values = list(values)
     out = np.empty(len(values), dtype=object)
     out[:] = values
     return out
 
 
-def _tables(seen: _Seen, samples, layout: Layout, index: np.ndarray, position_dtype: str,
-            compressor: dict | None):
+def _tables(seen: _Seen, samples: Sequence[str], layout: Layout, index: np.ndarray,
+            position_dtype: str, compressor: dict | None) -> list[tuple[ArraySpec, np.ndarray]]:
     """The small arrays (contigs, filters, samples, region index) and their values."""
     lengths = [length for _, length in seen.contigs]
     tables = [
@@ -175,8 +186,8 @@ def _tables(seen: _Seen, samples, layout: Layout, index: np.ndarray, position_dt
 
 
 def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress: _Progress, *,
-           variants_chunk_size: int, samples_chunk_size: int, workers: int, compressor: dict | None) -> None:
-    """Parse (pass 1), then encode (pass 2) into ``store``."""
+           variants_chunk_size: int, samples_chunk_size: int, workers: int, compressor: dict | None) -> Layout:
+    """Parse (pass 1), then encode (pass 2) into ``store``; the store's layout."""
     [header] = pool.run(read_file_header, [(input_path,)])
     partitions, expected = plan_partitions(input_path, workers, [c for c, _ in header.contigs])
     spill = work / "spill"
@@ -192,20 +203,24 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     arrays = build_arrays(seen.fields, seen.stats, layout, len(seen.filters), compressor)
     for deviation in header_deviations(seen.fields, arrays):
         warnings.warn(VcfZarrWarning(f"{input_path}: {deviation}"), stacklevel=2)
-    write_group(store, {}, arrays)
+    summary = _summary_arrays(arrays, layout)
+    write_group(store, {}, [*arrays, *summary.values()])
 
     chunks = _chunk_pieces(results, spill, layout.variants_chunk, seen.num_variants)
     contig_ids = {name: i for i, (name, _) in enumerate(seen.contigs)}
     filter_ids = {name: i for i, (name, _) in enumerate(seen.filters)}
+    class_counts = summary.get(sc.SAMPLE_CLASS_COUNTS)
     progress.start("Encode", len(chunks), "chunk")
-    rows = pool.run(
+    encoded = pool.run(
         encode_variant_chunk,
-        [(str(store), k, pieces, arrays, contig_ids, filter_ids) for k, pieces in enumerate(chunks)],
+        [(str(store), k, pieces, arrays, contig_ids, filter_ids, class_counts)
+         for k, pieces in enumerate(chunks)],
         progress.update,
         parsing=False,
     )
     progress.close()
 
+    rows = [index for index, _ in encoded]
     index = np.concatenate(rows) if rows else np.empty((0, spec.REGION_INDEX_FIELDS))
     position_dtype = next(a.dtype for a in arrays if a.name == spec.VARIANT_POSITION)
     small = _tables(seen, header.samples, layout, index, position_dtype, compressor)
@@ -218,14 +233,22 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
             and line not in header.meta_lines
         ],
     }
-    write_group(store, attrs, arrays + [a for a, _ in small])
+    write_group(store, attrs, [*arrays, *(a for a, _ in small), *summary.values()])
     for array, values in small:
         write_whole(store, array, values)
-    # Read back: a variant chunk's genotypes are written by several workers, sample chunk by
-    # sample chunk (zarr-python is imported here, as for a store converted with genotypes).
-    from vcfzarr_sql.converter.summaries import write_genotype_counts
+    if summary and encoded:  # (the sample class counts were written by the workers)
+        for name in PER_RECORD:
+            write_whole(store, summary[name], np.concatenate([blocks[name] for _, blocks in encoded]))
+    return layout
 
-    write_genotype_counts(store)
+
+def _summary_arrays(arrays: list[ArraySpec], layout: Layout) -> dict[str, NewArray]:
+    """The summary arrays of a store with these arrays (none without genotypes)."""
+    by_name = {a.name: a for a in arrays}
+    if spec.CALL_GENOTYPE not in by_name:
+        return {}
+    return summary_arrays(layout.num_variants, by_name[spec.VARIANT_ALLELE].shape[1],
+                          layout.num_samples, layout.variants_chunk, layout.samples_chunk)
 
 
 @dataclass(frozen=True)
@@ -255,7 +278,7 @@ def convert(
     workers: int = 1,
     force: bool = False,
     show_progress: bool | None = None,
-    compressor=None,
+    compressor: numcodecs.abc.Codec | None = None,
 ) -> ConvertSummary:
     """Convert a VCF, bgzipped VCF or BCF file to a VCF Zarr 0.3 store (Zarr v2) at ``output``.
 
@@ -295,25 +318,22 @@ def convert(
             work = Path(tempfile.mkdtemp(prefix=f".{output_path.name}.", suffix=WORK_SUFFIX,
                                          dir=output_path.parent))
             try:
-                _build_in(inputs, work, show_progress, settings)
+                layout = _build_in(inputs, work, show_progress, settings)
                 swap_into_place(work / "store", output_path)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     except OSError as err:
         raise os_error(err, output_path) from None
-    from vcfzarr_sql.store import open_store
-
-    with open_store(output_path) as written:
-        records, samples = written.num_variants, written.num_samples
-    return ConvertSummary(records, samples, _tree_bytes(output_path), time.perf_counter() - started)
+    return ConvertSummary(layout.num_variants, layout.num_samples, _tree_bytes(output_path),
+                          time.perf_counter() - started)
 
 
-def _build_in(inputs: list[str], work: Path, show_progress: bool, settings: dict) -> None:
-    """Build the store in ``work/store`` with a worker pool."""
+def _build_in(inputs: list[str], work: Path, show_progress: bool, settings: dict) -> Layout:
+    """Build the store in ``work/store`` with a worker pool; its layout."""
     input_path = str(single_input(inputs, work))
     with WorkerPool(input_path, settings["workers"], work) as pool:
         progress = _Progress(show_progress, pool)
         try:
-            _build(input_path, work / "store", work, pool, progress, **settings)
+            return _build(input_path, work / "store", work, pool, progress, **settings)
         finally:
             progress.close()

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 from numcodecs import Blosc
 
 from vcfzarr_sql.converter import columns as col
@@ -21,6 +22,12 @@ from vcfzarr_sql.errors import NotSupportedError
 from vcfzarr_sql.format import spec
 
 _INT_DTYPES = (np.int8, np.int16, np.int32, np.int64)
+_FILL = {"char": b"", "filter": False, "contig": spec.INT_FILL, "mask": True}
+
+
+def fill_value(kind: str) -> object:
+    """The padding value of an array kind (also used for chunk edges)."""
+    return _FILL[kind] if kind in _FILL else col.fill_value(kind)
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,11 @@ class ArraySpec:
     description: str = ""
 
     @property
+    def padding(self) -> object:
+        """The value padding a chunk beyond the array's edge (:mod:`vcfzarr_sql.store.writer`)."""
+        return fill_value(self.kind)
+
+    @property
     def per_call(self) -> bool:
         return len(self.dims) > 1 and self.dims[1] == spec.DIM_SAMPLES
 
@@ -49,7 +61,7 @@ class ArraySpec:
         return len(self.dims) > (2 if self.per_call else 1)
 
 
-def int_dtype(low: int, high: int, smallest=np.int8) -> str:
+def int_dtype(low: int, high: int, smallest: type[np.signedinteger] = np.int8) -> str:
     """The narrowest signed integer dtype holding ``[low, high]`` and the sentinels.
 
     >>> int_dtype(0, 3), int_dtype(-1, 300), int_dtype(0, 2**31, smallest=np.int32)
@@ -99,8 +111,9 @@ class _Builder:
     def width(self, column: str) -> int:
         return self.stats[column].width if column in self.stats else 1
 
-    def add(self, name, column, kind, dtype, value_dims=(), value_shape=(), *, per_call=False,
-            squeeze=False, description=""):
+    def add(self, name: str, column: str | None, kind: str, dtype: npt.DTypeLike,
+            value_dims: Sequence[str] = (), value_shape: Sequence[int] = (), *,
+            per_call: bool = False, squeeze: bool = False, description: str = "") -> None:
         lay = self.layout
         dims = (spec.DIM_VARIANTS,) + ((spec.DIM_SAMPLES,) if per_call else ()) + tuple(value_dims)
         shape = (lay.num_variants,) + ((lay.num_samples,) if per_call else ()) + tuple(value_shape)
@@ -155,11 +168,13 @@ class _Builder:
     def field(self, field: FieldDef) -> None:
         kind = col.value_kind(field.vcf_type)
         stats = self.stats.get(field.array, ColumnStats())
+        dtype: npt.DTypeLike
         if kind == "str" and field.vcf_type == "Character" and stats.max_bytes <= 1:
             kind, dtype = "char", "S1"
         else:
-            dtype = {"int": int_dtype(stats.low, stats.high), "float": np.float32,
-                     "str": object, "bool": bool}[kind]
+            dtypes: dict[str, npt.DTypeLike] = {"int": int_dtype(stats.low, stats.high),
+                                                "float": np.float32, "str": object, "bool": bool}
+            dtype = dtypes[kind]
         dim, width = self.value_dim(field, stats.width)
         squeeze = field.number in ("0", "1") and width == 1 or kind == "bool"
         value_dims, value_shape = ([], []) if squeeze else ([dim], [width])

@@ -2,7 +2,9 @@
 
 A variant chunk's records may come from several blocks (of one or more partitions); each
 block column is cut to the chunk's rows, padded to the final width, cast to the final dtype,
-split into sample chunks, compressed and written. Returns the chunk's region index rows.
+split into sample chunks, compressed and written. The chunk's summaries
+(:mod:`vcfzarr_sql.format.summaries`) are computed from its genotypes here, in memory, so
+that nothing is read back from the store. Returns the chunk's region index rows and summaries.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vcfzarr_sql.converter.arrays import ArraySpec
+from vcfzarr_sql.converter.arrays import ArraySpec, fill_value
 from vcfzarr_sql.converter.masks import implied_mask
 from vcfzarr_sql.converter.spill import read_block
 from vcfzarr_sql.converter.workers import add_progress
-from vcfzarr_sql.converter.zarr_v2 import fill_value, write_rows
+from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format.region_index import chunk_region_index
+from vcfzarr_sql.query.summarise import ChunkSummary, sample_chunks, summarise
+from vcfzarr_sql.store.summary_arrays import PER_RECORD
+from vcfzarr_sql.store.writer import ArrayLayout, write_rows
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,8 @@ def _filter_matrix(names: np.ndarray, filter_ids: dict[str, int]) -> np.ndarray:
     return out
 
 
-def _values(array: ArraySpec, column: np.ndarray, contig_ids, filter_ids) -> np.ndarray:
+def _values(array: ArraySpec, column: np.ndarray, contig_ids: dict[str, int],
+            filter_ids: dict[str, int]) -> np.ndarray:
     if array.kind == "contig":
         return np.array([contig_ids[c] for c in column], dtype=array.dtype)
     if array.kind == "filter":
@@ -61,9 +67,24 @@ def _values(array: ArraySpec, column: np.ndarray, contig_ids, filter_ids) -> np.
 
 def _column(block: dict[str, np.ndarray], array: ArraySpec) -> np.ndarray:
     """The block column of ``array``; for a mask a block did not need, the one its values imply."""
+    if array.column is None:
+        raise VcfZarrError(f"array {array.name} is not made of block columns")
     if array.kind == "mask" and array.column not in block:
         return implied_mask(block[array.column[len(spec.MASK_PREFIX) :]])
     return block[array.column]
+
+
+def _summary(arrays: dict[str, ArraySpec], values: dict[str, np.ndarray]) -> ChunkSummary:
+    """The summary arrays' blocks of the chunk, from its alleles and genotypes in memory."""
+    genotypes, phased = values[spec.CALL_GENOTYPE], values.get(spec.CALL_GENOTYPE_PHASED)
+    samples_chunk, num_samples = arrays[spec.CALL_GENOTYPE].chunks[1], genotypes.shape[1]
+    calls = (
+        (genotypes[:, lo : lo + samples_chunk],
+         None if phased is None else phased[:, lo : lo + samples_chunk])
+        for lo in sample_chunks(samples_chunk, num_samples)
+    )
+    variants_chunk = arrays[spec.VARIANT_ALLELE].chunks[0]
+    return summarise(values[spec.VARIANT_ALLELE], calls, num_samples, variants_chunk)
 
 
 def encode_variant_chunk(
@@ -73,14 +94,20 @@ def encode_variant_chunk(
     arrays: Sequence[ArraySpec],
     contig_ids: dict[str, int],
     filter_ids: dict[str, int],
-) -> np.ndarray:
-    """Write variant chunk ``chunk_index`` of every array; its region index rows."""
+    class_counts: ArrayLayout | None,
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Write variant chunk ``chunk_index`` of every array and, when the store has genotypes,
+    its row of ``class_counts`` (``summary_sample_class_counts``). Returns the chunk's region
+    index rows and its blocks of the per-record summary arrays (:data:`PER_RECORD`, none
+    without genotypes), computed from the genotypes before they are compressed."""
     blocks: dict[str, dict[str, np.ndarray]] = {}
     for piece in pieces:
         if piece.path not in blocks:
             blocks[piece.path] = read_block(piece.path)
     kept = {spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.VARIANT_LENGTH}
-    by_name = {}
+    summarised = {spec.VARIANT_ALLELE, spec.CALL_GENOTYPE, spec.CALL_GENOTYPE_PHASED}
+    by_name, for_summary = {}, {}
+    summary = None
     for array in arrays:
         parts = [
             _values(array, _column(blocks[p.path], array)[p.start : p.stop], contig_ids, filter_ids)
@@ -90,11 +117,21 @@ def encode_variant_chunk(
         write_rows(root, array, chunk_index, values)
         if array.name in kept:
             by_name[array.name] = values
+        if class_counts is not None and array.name in summarised:
+            for_summary[array.name] = values
+            if len(for_summary) == len(summarised):  # (then the genotypes can go)
+                summary = _summary({a.name: a for a in arrays}, for_summary)
+                for_summary.clear()
+    per_record = {}
+    if summary is not None and class_counts is not None:
+        write_rows(root, class_counts, chunk_index, summary.block(class_counts.name))
+        per_record = {name: summary.block(name) for name in PER_RECORD}
     add_progress(1)
-    return chunk_region_index(
+    index = chunk_region_index(
         chunk_index,
         by_name[spec.VARIANT_CONTIG],
         by_name[spec.VARIANT_POSITION],
         by_name[spec.VARIANT_LENGTH],
         dtype=by_name[spec.VARIANT_POSITION].dtype,
     )
+    return index, per_record

@@ -1,4 +1,6 @@
-"""The stored genotype counts of a store, computed from its genotypes and written beside them."""
+"""The stored genotype counts of an existing store, read from its genotypes and written beside
+them (``vcfzarr-sql index``; ``convert`` computes them from the genotypes in memory instead,
+in :mod:`.encode`)."""
 
 from __future__ import annotations
 

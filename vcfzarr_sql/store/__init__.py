@@ -3,8 +3,8 @@
 :func:`open_store` takes a local directory, a ``.zip`` file or an fsspec URL holding a Zarr v2
 or v3 store of VCF Zarr 0.2 to 0.5. The chunk path (:meth:`VczStore.read_chunk`) reads the
 stored bytes of a chunk and decodes them with numcodecs, without zarr-python.
-:func:`write_region_index` adds a ``region_index`` (and ``variant_length``) to a local store;
-it is imported on first use, since it needs zarr-python (slow to import) to write.
+:func:`write_region_index` adds a ``region_index`` (and ``variant_length``) to a local store,
+with the store's one writer (:mod:`.writer`); it is imported on first use.
 """
 
 from __future__ import annotations

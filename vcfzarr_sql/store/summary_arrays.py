@@ -1,0 +1,46 @@
+"""The ``summary_*`` arrays as the writer lays them out (their names, dimensions and meaning:
+:mod:`vcfzarr_sql.format.summaries`), for ``convert`` and ``index`` alike."""
+
+from __future__ import annotations
+
+from numcodecs import Blosc
+
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import summaries as sc
+from vcfzarr_sql.store.writer import NewArray
+
+#: Every summary array: Blosc zstd 7, byte-shuffled.
+COMPRESSOR = Blosc(cname="zstd", clevel=7, shuffle=Blosc.SHUFFLE).get_config()
+#: The arrays with one row per record (the sample class counts have one per variant chunk).
+PER_RECORD = (sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.HWE)
+
+
+def summary_arrays(
+    num_variants: int, alleles: int, num_samples: int, variants_chunk_size: int,
+    samples_chunk_size: int,
+) -> dict[str, NewArray]:
+    """The summary arrays of a store of that shape, by name.
+
+    >>> arrays = summary_arrays(2500, 3, 10, 1000, 4)
+    >>> arrays[sc.HWE].chunks, arrays[sc.SAMPLE_CLASS_COUNTS].shape
+    ((16000, 3, 2), (3, 6, 10))
+    """
+    records = variants_chunk_size * sc.variant_chunks_per_chunk(variants_chunk_size)
+    chunks = -(-num_variants // max(variants_chunk_size, 1))
+    classes = len(sc.CLASSES)
+    layouts = {  # name: (shape, dtype, chunks, dims)
+        sc.ALLELE_COUNTS: ((num_variants, alleles, 3), "<i4", (records, alleles, 3),
+                           (sc.DIM_RECORDS, spec.DIM_ALLELES, sc.DIM_ALLELE_COUNTS)),
+        sc.CALL_COUNTS: ((num_variants, 3), "<i4", (records, 3),
+                         (sc.DIM_RECORDS, sc.DIM_CALL_COUNTS)),
+        sc.HWE: ((num_variants, alleles, 2), "<f4", (records, alleles, 2),
+                 (sc.DIM_RECORDS, spec.DIM_ALLELES, sc.DIM_HWE_TESTS)),
+        sc.SAMPLE_CLASS_COUNTS: (
+            (chunks, classes, num_samples), sc.sample_class_dtype(variants_chunk_size).str,
+            (1, classes, max(samples_chunk_size, 1)),
+            (sc.DIM_VARIANT_CHUNKS, sc.DIM_SAMPLE_CLASSES, spec.DIM_SAMPLES)),
+    }
+    return {
+        name: NewArray(name, dtype, dims, shape, chunks, COMPRESSOR, sc.DESCRIPTIONS[name])
+        for name, (shape, dtype, chunks, dims) in layouts.items()
+    }
