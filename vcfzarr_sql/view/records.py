@@ -32,12 +32,12 @@ class RecordOptions:
         return self.samples is not None
 
 
-def _sorted_blocks(store, chunk: int, samples: np.ndarray | None) -> tuple[BatchBlocks, np.ndarray | None]:
+def _sorted_blocks(source, chunk: int, samples: np.ndarray | None) -> tuple[BatchBlocks, np.ndarray | None]:
     """Blocks over the sorted selected samples, and the permutation back to output order."""
     if samples is None:
-        return BatchBlocks(store, chunk, None), None
+        return BatchBlocks(source, chunk, None), None
     order = np.unique(samples)
-    return BatchBlocks(store, chunk, order), np.searchsorted(order, samples)
+    return BatchBlocks(source, chunk, order), np.searchsorted(order, samples)
 
 
 def _alt_text(alleles: np.ndarray) -> list[str]:
@@ -140,12 +140,13 @@ def _format_columns(store, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.
     return out
 
 
-def chunk_lines(store, chunk: int, rows: np.ndarray, options: RecordOptions) -> Iterator[str]:
-    """The VCF lines (with newline) of rows ``rows`` (indexes) of variant chunk ``chunk``."""
+def chunk_lines(store, source, chunk: int, rows: np.ndarray, options: RecordOptions) -> Iterator[str]:
+    """The VCF lines (with newline) of rows ``rows`` (indexes) of variant chunk ``chunk`` of
+    ``store``, its chunks read through ``source`` (the store, or a wrapper that counts)."""
     if not len(rows):
         return
-    blocks, order = _sorted_blocks(store, chunk, options.samples)
-    everyone = BatchBlocks(store, chunk, None) if options.subsets else blocks
+    blocks, order = _sorted_blocks(source, chunk, options.samples)
+    everyone = BatchBlocks(source, chunk, None) if options.subsets else blocks
     contigs = np.asarray(store.contigs, dtype=object)[blocks.read(spec.VARIANT_CONTIG)[rows]]
     positions = blocks.read(spec.VARIANT_POSITION)[rows]
     ids = blocks.read(spec.VARIANT_ID)[rows] if store.has_array(spec.VARIANT_ID) else None
