@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import zarr
@@ -109,10 +110,8 @@ def open_group(path: str | os.PathLike) -> zarr.Group:
 
 def dimension_names(array: zarr.Array) -> tuple[str, ...] | None:
     """``_ARRAY_DIMENSIONS`` (Zarr v2) or ``dimension_names`` (Zarr v3); ``None`` if absent."""
-    if array.metadata.zarr_format == 3:
-        names = array.metadata.dimension_names
-    else:
-        names = array.attrs.get(spec.ARRAY_DIMENSIONS)
+    names: Any = (array.metadata.dimension_names if array.metadata.zarr_format == 3
+                  else array.attrs.get(spec.ARRAY_DIMENSIONS))
     return None if names is None else tuple(names)
 
 
@@ -197,7 +196,8 @@ def _refused_codecs(path: str | os.PathLike) -> dict[str, str]:
     return {info.name: info.codec.reason for info in infos if isinstance(info.codec, RefusedCodec)}
 
 
-def _problems_reading(where: str, check, store: VczStore) -> list[Problem]:
+def _problems_reading(where: str, check: Callable[[VczStore], Iterable[Problem]],
+                      store: VczStore) -> list[Problem]:
     """The problems ``check(store)`` finds, or the error reading the store gave."""
     try:
         return list(check(store))
@@ -237,7 +237,7 @@ def notes(path: str | os.PathLike) -> list[str]:
     ]
 
 
-def _check_attrs(attrs, version: str) -> Iterator[Problem]:
+def _check_attrs(attrs: Mapping[str, Any], version: str) -> Iterator[Problem]:
     header = attrs.get(spec.ATTR_HEADER)
     if version in HEADER_VERSIONS and header is None:
         yield Problem("attrs", f"missing {spec.ATTR_HEADER} (mandatory in VCF Zarr {version})")
@@ -272,7 +272,7 @@ def _check_rule(name: str, array: zarr.Array, rule: ArrayRule, version: str) -> 
     if problem is not None:
         yield problem
     elif dims != rule.dims:
-        yield Problem(name, f"dimensions {list(dims)}, expected {list(rule.dims)}")
+        yield Problem(name, f"dimensions {list(dims or ())}, expected {list(rule.dims)}")
     kind = dtype_kind(array, version)
     if not _kind_matches(kind, rule.kind, version):
         yield Problem(name, f"dtype {array.dtype} is not {rule.kind}")
@@ -332,6 +332,7 @@ def _check_fields(
         if problem is not None:
             yield problem
             continue
+        assert dims is not None  # (missing names are a problem)
         if dims[: len(lead)] != lead or len(dims) not in (len(lead), len(lead) + 1):
             yield Problem(name, f"dimensions {list(dims)}, expected {list(lead)} + at most one")
             continue

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -83,7 +83,7 @@ class VczScanner:
     def dataset_schema(self) -> pa.Schema:
         return _as_scanned(self._request.schema)
 
-    def to_batches(self) -> Iterator[pa.RecordBatch]:
+    def to_batches(self) -> Generator[pa.RecordBatch, None, None]:
         """The batches of matching rows, one per task that has any."""
         source = scan_source(self._dataset.store, self._plan)
         started = time.perf_counter()

@@ -33,12 +33,18 @@ TABLES = ("variants", "calls")
 class StoreLayout(Protocol):
     """What the planner needs of a store (``vcfzarr_sql.store.VczStore`` is one)."""
 
-    contigs: list[str]
-    samples: np.ndarray
-    samples_chunk_size: int
-    num_sample_chunks: int
-    num_variant_chunks: int
-    region_index: np.ndarray
+    @property
+    def contigs(self) -> list[str]: ...
+    @property
+    def samples(self) -> np.ndarray: ...
+    @property
+    def samples_chunk_size(self) -> int: ...
+    @property
+    def num_sample_chunks(self) -> int: ...
+    @property
+    def num_variant_chunks(self) -> int: ...
+    @property
+    def region_index(self) -> np.ndarray: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,7 +179,7 @@ def _output_columns(request: ScanRequest) -> tuple[str, ...]:
 
 def _sample_groups(
     layout: StoreLayout, predicate: ex.Predicate, selected: np.ndarray, filters_samples: bool
-) -> list[tuple[int, np.ndarray]]:
+) -> list[tuple[int | None, np.ndarray | None]]:
     """(sample chunk, sorted sample indexes) of the selected samples the predicate might match
     (every selected sample when the filter does not mention ``sample_id``)."""
     if filters_samples and len(selected):

@@ -35,7 +35,7 @@ DataType(int64)
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 import numpy as np
@@ -70,19 +70,27 @@ GT_PHASED_COLUMN = GT_COLUMN + PHASED_SUFFIX
 class Field(Protocol):
     """What the schema needs of an INFO/FORMAT field (``vcfzarr_sql.store.FieldInfo`` is one)."""
 
-    name: str
-    number: str
-    vcf_type: str
-    description: str
-    dtype: np.dtype
-    shape: tuple[int, ...]
+    @property
+    def name(self) -> str: ...
+    @property
+    def number(self) -> str: ...
+    @property
+    def vcf_type(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def dtype(self) -> np.dtype: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
 
 
 class Store(Protocol):
     """What the schema needs of a store (``vcfzarr_sql.store.VczStore`` is one)."""
 
-    info_fields: dict[str, Field]
-    format_fields: dict[str, Field]
+    @property
+    def info_fields(self) -> Mapping[str, Field]: ...
+    @property
+    def format_fields(self) -> Mapping[str, Field]: ...
 
 
 def value_type(field: Field) -> pa.DataType:
@@ -177,7 +185,7 @@ def _phased_field(type_: pa.DataType) -> pa.Field:
     )
 
 
-def genotype_columns(fields: dict[str, Field]) -> dict[str, int | None]:
+def genotype_columns(fields: Mapping[str, Field]) -> dict[str, int | None]:
     """The columns derived from the GT field of ``fields`` (FORMAT fields by VCF name):
     ``fmt_GT_phased`` -> None, ``fmt_GT_<k>`` -> k - 1 for k from 1 to the ploidy (the last
     dimension of the GT array). A FORMAT field named like one (``GT_1``, or ``gt_1``: SQL

@@ -4,11 +4,14 @@ A ``pyarrow.dataset.Dataset`` subclass, as :class:`vcfzarr_sql.adapters.dataset.
 is, so DuckDB calls :meth:`SampleStatsDataset.scanner` when a query reads the table (and
 pushes its filter, which the scan must apply: DuckDB does not apply it again); ``EXPLAIN``
 and ``LIMIT 0`` read nothing. The region and samples are checked when the dataset is made;
-each scan plans and computes the table anew, its reads counted in ``last_stats``.
+the first scan plans and computes the table, its reads counted in ``last_stats``, and later
+scans read it again (a dataset is made anew when its store changes, see
+:mod:`vcfzarr_sql.engine.relations`).
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -23,6 +26,7 @@ from vcfzarr_sql.query.plan import plan_scan
 from vcfzarr_sql.query.request import scan_request
 from vcfzarr_sql.stats.sample_stats import SCHEMA, counted_table
 from vcfzarr_sql.store.counting import nothing_read
+from vcfzarr_sql.store.vcz import VczStore
 
 
 class SampleStatsScan:
@@ -66,11 +70,13 @@ class SampleStatsDataset(pds.Dataset):
     computes them; ``last_stats`` holds what the last computation read."""
 
     # pyarrow's Dataset is an extension type; its constructor is not called.
-    def __init__(self, store: Any, region: str | None = None, samples: Sequence[str] | None = None):
+    def __init__(self, store: VczStore, region: str | None = None, samples: Sequence[str] | None = None):
         self.store = store
         self.region = region
         self.samples = samples
         self._request = scan_request(store, "variants", columns=(), region=region, samples=samples)
+        self._table: pa.Table | None = None
+        self._lock = threading.Lock()
         self.last_stats: dict | None = None
 
     @property
@@ -78,7 +84,14 @@ class SampleStatsDataset(pds.Dataset):
         return SCHEMA
 
     def compute(self) -> pa.Table:
-        """The table, computed now (a plan run by the executor, its reads counted)."""
+        """The table: computed by the first call (a plan run by the executor, its reads
+        counted), kept for the others."""
+        with self._lock:
+            if self._table is None:
+                self._table = self._computed()
+            return self._table
+
+    def _computed(self) -> pa.Table:
         plan = plan_scan(self.store, self._request)
         source = scan_source(self.store, plan)
         totals = {"variant_chunks_total": plan.variant_chunks_total,

@@ -45,6 +45,8 @@ from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
 from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.query.stored_counts import class_counts_stored, stored_class_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.counting import CountingSource
+from vcfzarr_sql.store.vcz import VczStore
 
 __all__ = ["SAMPLE_CLASS_COUNTS", "SCHEMA", "count_tasks", "sample_stats_plan",
            "sample_stats_table", "stored_class_bytes"]
@@ -64,7 +66,7 @@ SCHEMA = pa.schema(
 
 
 def sample_stats_plan(
-    store: Any, region: str | None = None, samples: Sequence[str] | None = None
+    store: VczStore, region: str | None = None, samples: Sequence[str] | None = None
 ) -> ScanPlan:
     """The plan of the records of ``region`` (None: all) for ``samples`` (None: all): its
     tasks' residual filter keeps the records of an edge chunk that overlap the region."""
@@ -94,7 +96,7 @@ def count_tasks(plan: ScanPlan, stored_bytes: int | None) -> list[ChunkTask]:
     return [plan.run(run.start, run.stop) for run in count_runs(plan, stored_bytes)(range(len(plan)))]
 
 
-def stored_class_bytes(store: Any, samples: np.ndarray | None) -> int | None:
+def stored_class_bytes(store: VczStore, samples: np.ndarray | None) -> int | None:
     """The bytes of stored class counts a variant chunk's sum reads for ``samples`` (indexes;
     None: all), whole sample chunks of them; None when the store has no counts to read."""
     if not class_counts_stored(store):
@@ -105,7 +107,7 @@ def stored_class_bytes(store: Any, samples: np.ndarray | None) -> int | None:
     return info.shape[1] * max(width, 1) * info.dtype.itemsize
 
 
-def _class_counts(source: Any, plan: ScanPlan, gt_array: str) -> Callable[[range], tuple[np.ndarray, int]]:
+def _class_counts(source: CountingSource, plan: ScanPlan, gt_array: str) -> Callable[[range], tuple[np.ndarray, int]]:
     """The executor's work: (class counts per sample, records counted) of a run of tasks."""
     tree = None if plan.filter is None else parse_or_none(plan.filter)
 
@@ -128,7 +130,7 @@ def _class_counts(source: Any, plan: ScanPlan, gt_array: str) -> Callable[[range
     return work
 
 
-def counted_table(store: Any, plan: ScanPlan, source: Any) -> pa.Table:
+def counted_table(store: VczStore, plan: ScanPlan, source: CountingSource) -> pa.Table:
     """The table of ``plan`` (:func:`sample_stats_plan`), its chunks read through ``source``
     (:func:`~vcfzarr_sql.query.execute.scan_source`) by the executor."""
     selected = plan.sample_groups[0][1]
@@ -160,7 +162,7 @@ def counted_table(store: Any, plan: ScanPlan, source: Any) -> pa.Table:
 
 
 def sample_stats_table(
-    store: Any, region: str | None = None, samples: Sequence[str] | None = None
+    store: VczStore, region: str | None = None, samples: Sequence[str] | None = None
 ) -> pa.Table:
     """One row per selected sample (store order) with its counts over ``region`` (None: all)."""
     plan = sample_stats_plan(store, region, samples)

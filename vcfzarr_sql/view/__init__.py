@@ -24,6 +24,8 @@ from vcfzarr_sql.query.expressions import parse_or_none
 from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
 from vcfzarr_sql.query.request import table_schema
 from vcfzarr_sql.query.residual import matching_mask
+from vcfzarr_sql.store.counting import CountingSource
+from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view.header import header_text
 from vcfzarr_sql.view.output import OUTPUT_TYPES, open_output
 from vcfzarr_sql.view.records import RecordOptions, chunk_lines
@@ -48,7 +50,7 @@ class Selection:
     update_counts: bool = True
 
 
-def vcf_lines(store, selection: Selection = Selection()) -> Iterator[str]:
+def vcf_lines(store: VczStore, selection: Selection = Selection()) -> Iterator[str]:
     """The VCF text of ``store`` (an open :class:`~vcfzarr_sql.store.VczStore`), header first.
 
     The records come from a scan plan of the selection (``-r``/``-t`` its row filter, ``-s``
@@ -82,13 +84,15 @@ def vcf_lines(store, selection: Selection = Selection()) -> Iterator[str]:
             expression.close()
 
 
-def _chunk_lines(store, source, plan: ScanPlan, expression: ExpressionFilter | None,
-                 options: RecordOptions) -> Callable[[range], list[str]]:
+def _chunk_lines(store: VczStore, source: CountingSource, plan: ScanPlan,
+                 expression: ExpressionFilter | None,
+                 options: RecordOptions) -> Callable[[range], Iterator[str]]:
     """The executor's work: the lines of the records of a task (one variant chunk) that its
-    residual filter and ``expression`` keep."""
+    residual filter and ``expression`` keep (its chunks read now, the lines joined as they
+    are taken: :func:`.records.chunk_lines`)."""
     tree = None if plan.filter is None else parse_or_none(plan.filter)
 
-    def work(run: range) -> list[str]:
+    def work(run: range) -> Iterator[str]:
         task = plan.run(run.start, run.stop)
         keep = np.ones(task.num_rows, bool)
         if task.filter is not None:
@@ -97,7 +101,7 @@ def _chunk_lines(store, source, plan: ScanPlan, expression: ExpressionFilter | N
             keep = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
         if expression is not None and keep.any():
             keep &= expression.mask(source, task.variant_chunk)
-        return list(chunk_lines(store, source, task.variant_chunk, np.flatnonzero(keep), options))
+        return chunk_lines(store, source, task.variant_chunk, np.flatnonzero(keep), options)
 
     return work
 
@@ -111,8 +115,8 @@ def _passes(regions: Intervals | None, targets: Intervals | None) -> list[Interv
     return [Intervals(tuple(r for r in regions.regions if r.contig == contig)) for contig in contigs]
 
 
-def view(store_or_path, output: str | os.PathLike | None = None, selection: Selection = Selection(),
-         output_type: str = "v") -> None:
+def view(store_or_path: VczStore | str | os.PathLike, output: str | os.PathLike | None = None,
+         selection: Selection = Selection(), output_type: str = "v") -> None:
     """Write the records of a store as VCF (``v``), BGZF VCF (``z``), BCF (``b``) or
     uncompressed BCF (``u``) to ``output`` (None: standard output)."""
     from vcfzarr_sql.store import open_store

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any
 
 import numpy as np
 
 from vcfzarr_sql.query.decode import decode_variants
 from vcfzarr_sql.query.schema import variants_schema
+from vcfzarr_sql.store.counting import CountingSource
+from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view.expression import store_fields, to_sql
 
 
@@ -33,19 +34,20 @@ class ExpressionFilter:
         self._lock = threading.Lock()
 
     @classmethod
-    def of(cls, store: Any, include: str | None, exclude: str | None,
+    def of(cls, store: VczStore, include: str | None, exclude: str | None,
            samples: np.ndarray | None) -> ExpressionFilter | None:
         """The filter of ``-i include`` or ``-e exclude`` (None when neither is given)."""
-        if include is None and exclude is None:
+        expression = include if include is not None else exclude
+        if expression is None:
             return None
-        condition = to_sql(include if include is not None else exclude, store_fields(store))
+        condition = to_sql(expression, store_fields(store))
         sql = condition if include is not None else f"NOT {condition}"
         schema_names = tuple(variants_schema(store).names)
         used = tuple(n for n in schema_names if _mentions(condition, n))
         ordered = None if samples is None else np.unique(samples)
         return cls(sql, used or (schema_names[0],), ordered)
 
-    def mask(self, source: Any, chunk: int) -> np.ndarray:
+    def mask(self, source: CountingSource, chunk: int) -> np.ndarray:
         """Per record of variant chunk ``chunk`` (read through ``source``): whether it
         satisfies the expression."""
         batch = decode_variants(source, chunk, self.columns, self.samples)

@@ -15,6 +15,7 @@ import gzip
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import IO
 
 import numpy as np
 import pyarrow.compute as pc
@@ -48,7 +49,7 @@ class Intervals:
         return ~matches if self.exclude else matches
 
 
-def _open_text(path: str):
+def _open_text(path: str) -> IO[str]:
     return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
 
 
@@ -82,14 +83,14 @@ def intervals(text: str | None, path: str | None, *, targets: bool) -> Intervals
     option = "-t" if targets else "-r"
     if text is not None and path is not None:
         raise QueryError(f"{option} and {option.upper()} cannot be used together")
-    if text is None and path is None:
-        return None
-    exclude = targets and text is not None and text.startswith("^")
-    if path is not None:
+    if text is not None:
+        exclude = targets and text.startswith("^")
+        regions = parse_regions(text.removeprefix("^") if exclude else text, option)
+    elif path is not None:
         exclude = targets and path.startswith("^")
         regions = read_regions_file(path.removeprefix("^") if targets else path)
     else:
-        regions = parse_regions(text.removeprefix("^") if exclude else text, option)
+        return None
     return Intervals(regions, by_start=targets, exclude=exclude)
 
 
@@ -107,14 +108,14 @@ def sample_indexes(store_samples: Sequence[str], text: str | None, path: str | N
     leading ``^``, every other sample in store order); None when neither is given."""
     if text is not None and path is not None:
         raise QueryError("-s and -S cannot be used together")
-    if text is None and path is None:
+    if text is not None:
+        exclude = text.startswith("^")
+        names = [n for n in text.removeprefix("^").split(",") if n]
+    elif path is not None:
+        exclude = path.startswith("^")
+        names = read_samples_file(path.removeprefix("^"))
+    else:
         return None
-    source = text if text is not None else path
-    exclude = source.startswith("^")
-    names = (
-        [n for n in text.removeprefix("^").split(",") if n]
-        if text is not None else read_samples_file(path.removeprefix("^"))
-    )
     position = {name: k for k, name in enumerate(store_samples)}
     unknown = [n for n in names if n not in position]
     if unknown:
