@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import zarr
@@ -110,10 +111,8 @@ def open_group(path: str | os.PathLike) -> zarr.Group:
 
 def dimension_names(array: zarr.Array) -> tuple[str, ...] | None:
     """``_ARRAY_DIMENSIONS`` (Zarr v2) or ``dimension_names`` (Zarr v3); ``None`` if absent."""
-    if array.metadata.zarr_format == 3:
-        names = array.metadata.dimension_names
-    else:
-        names = array.attrs.get(spec.ARRAY_DIMENSIONS)
+    names: Any = (array.metadata.dimension_names if array.metadata.zarr_format == 3
+                  else array.attrs.get(spec.ARRAY_DIMENSIONS))
     return None if names is None else tuple(names)
 
 
@@ -198,7 +197,8 @@ def _refused_codecs(path: str | os.PathLike) -> dict[str, str]:
     return {info.name: info.codec.reason for info in infos if isinstance(info.codec, RefusedCodec)}
 
 
-def _problems_reading(where: str, check, store: VczStore) -> list[Problem]:
+def _problems_reading(where: str, check: Callable[[VczStore], Iterable[Problem]],
+                      store: VczStore) -> list[Problem]:
     """The problems ``check(store)`` finds, or the error reading the store gave."""
     try:
         return list(check(store))
@@ -238,7 +238,7 @@ def notes(path: str | os.PathLike) -> list[str]:
     ]
 
 
-def _check_attrs(attrs, version: str) -> Iterator[Problem]:
+def _check_attrs(attrs: Mapping[str, Any], version: str) -> Iterator[Problem]:
     header = attrs.get(spec.ATTR_HEADER)
     if version in HEADER_VERSIONS and header is None:
         yield Problem("attrs", f"missing {spec.ATTR_HEADER} (mandatory in VCF Zarr {version})")
@@ -273,7 +273,7 @@ def _check_rule(name: str, array: zarr.Array, rule: ArrayRule, version: str) -> 
     if problem is not None:
         yield problem
     elif dims != rule.dims:
-        yield Problem(name, f"dimensions {list(dims)}, expected {list(rule.dims)}")
+        yield Problem(name, f"dimensions {list(dims or ())}, expected {list(rule.dims)}")
     kind = dtype_kind(array, version)
     if not _kind_matches(kind, rule.kind, version):
         yield Problem(name, f"dtype {array.dtype} is not {rule.kind}")
@@ -333,6 +333,7 @@ def _check_fields(
         if problem is not None:
             yield problem
             continue
+        assert dims is not None  # (missing names are a problem)
         if dims[: len(lead)] != lead or len(dims) not in (len(lead), len(lead) + 1):
             yield Problem(name, f"dimensions {list(dims)}, expected {list(lead)} + at most one")
             continue
@@ -452,10 +453,38 @@ def _check_region_index(store: VczStore) -> Iterator[Problem]:
                                          f"{expected[row].tolist()}")
 
 
+@dataclass
+class _EveryChunk:
+    """A store's layout for the planner with a region index of one row per variant chunk:
+    its plan has every chunk, whatever the stored region index says (checked on its own)."""
+
+    contigs: list[str]
+    samples: np.ndarray
+    samples_chunk_size: int
+    num_sample_chunks: int
+    num_variant_chunks: int
+    region_index: np.ndarray
+
+    @classmethod
+    def of(cls, store: VczStore) -> _EveryChunk:
+        chunks = np.arange(store.num_variant_chunks)
+        index = np.zeros((len(chunks), spec.REGION_INDEX_FIELDS), np.int64)
+        index[:, spec.RI_CHUNK] = chunks
+        index[:, spec.RI_COUNT] = np.minimum(
+            store.variants_chunk_size, store.num_variants - chunks * store.variants_chunk_size
+        )
+        return cls(list(store.contigs), store.samples, store.samples_chunk_size,
+                   store.num_sample_chunks, store.num_variant_chunks, index)
+
+
 def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
     """The stored genotype counts (:mod:`vcfzarr_sql.query.stored_counts`) against the counts
-    of the genotypes, one variant chunk at a time: the first block that disagrees."""
-    from vcfzarr_sql.query.summarise import summarise_chunk  # (imports the scan)
+    of the genotypes, one variant chunk at a time (a plan of every chunk, run by the
+    executor): the first block that disagrees."""
+    from vcfzarr_sql.query.execute import run_plan, scan_source  # (imports the scan)
+    from vcfzarr_sql.query.plan import ScanRequest, plan_scan
+    from vcfzarr_sql.query.request import table_schema
+    from vcfzarr_sql.query.summarise import ChunkSummary, summarise_chunk
 
     names = (summaries.ALLELE_COUNTS, summaries.CALL_COUNTS, summaries.HWE,
              summaries.SAMPLE_CLASS_COUNTS)
@@ -467,18 +496,23 @@ def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
         yield Problem(present[0], "stored genotype counts need call_genotype and all of "
                                   f"{', '.join(names)}")
         return
-    expected = summarise_chunk(store, gt.array, 0) if store.num_variant_chunks else None
-    for name in names:
-        info = store.array_info(name)
-        if expected is not None and info.shape[1:] != expected.block(name).shape[1:]:
-            yield Problem(name, f"shape {info.shape}, expected {expected.block(name).shape[1:]} "
-                                "after the first axis")
-            return
-    for chunk in range(store.num_variant_chunks):
-        expected = summarise_chunk(store, gt.array, chunk)
+    plan = plan_scan(_EveryChunk.of(store), ScanRequest("variants", table_schema(store, "variants"), columns=()))
+    source = scan_source(store, plan)
+
+    def summarised(run: range) -> tuple[int, ChunkSummary, dict[str, np.ndarray]]:
+        chunk = plan.run(run.start, run.stop).variant_chunk
+        expected = summarise_chunk(source, gt.array, chunk)
+        return chunk, expected, {name: BatchBlocks(source, chunk, None).read(name) for name in names}
+
+    for chunk, expected, stored in run_plan(source, plan, summarised):
+        for name in names if chunk == 0 else ():
+            info = store.array_info(name)
+            if info.shape[1:] != expected.block(name).shape[1:]:
+                yield Problem(name, f"shape {info.shape}, expected {expected.block(name).shape[1:]} "
+                                    "after the first axis")
+                return
         for name in names:
-            wanted = expected.block(name)
-            actual = BatchBlocks(store, chunk, None).read(name)
+            wanted, actual = expected.block(name), stored[name]
             nan = wanted.dtype.kind == "f"
             if actual.shape != wanted.shape or not np.array_equal(actual, wanted, equal_nan=nan):
                 yield Problem(name, _disagreement(name, chunk, store.variants_chunk_size,

@@ -31,13 +31,13 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pds
 
 from vcfzarr_sql.adapters.plain import plain_batch, plain_schema
-from vcfzarr_sql.adapters.tasks import DEFAULT_TARGET_BYTES, ScanTasks, cut_plan, scan_request
+from vcfzarr_sql.adapters.tasks import DEFAULT_TARGET_BYTES, ScanTasks, cut_plan
 from vcfzarr_sql.errors import NotSupportedError, QueryError, StoreError
-from vcfzarr_sql.query.execute import plan_batches
+from vcfzarr_sql.query.execute import plan_batches, scan_source
 from vcfzarr_sql.query.expressions import conjunction
 from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
-from vcfzarr_sql.store.counting import CountingSource, nothing_read
-from vcfzarr_sql.store.fetch import fetching
+from vcfzarr_sql.query.request import scan_request
+from vcfzarr_sql.store.counting import nothing_read
 from vcfzarr_sql.store.vcz import VczStore
 
 #: Whether scans give dictionary columns (``contig``, ``sample_id``, ...) as plain strings:
@@ -86,7 +86,7 @@ class VczScanner:
 
     def to_batches(self) -> Generator[pa.RecordBatch]:
         """The batches of matching rows, one per task that has any."""
-        source = CountingSource(fetching(self._dataset.store, self._plan))
+        source = scan_source(self._dataset.store, self._plan)
         started = time.perf_counter()
         try:
             for batch in plan_batches(source, self._plan):

@@ -23,18 +23,18 @@ if TYPE_CHECKING:  # the store and scan modules are imported once a query needs 
 
 
 def open_relation(spec: ScanSpec, store: VczStore) -> Any:
-    """A pyarrow Dataset (``vcf_zarr``, ``vcf_zarr_calls``) or an Arrow table (metadata, and
-    ``vcf_zarr_sample_stats``, computed when registered)."""
+    """A pyarrow Dataset (``vcf_zarr``, ``vcf_zarr_calls``, and ``vcf_zarr_sample_stats``,
+    computed when its rows are read) or an Arrow table (metadata)."""
     from vcfzarr_sql.adapters import dataset
     from vcfzarr_sql.engine.metadata import METADATA_TABLES
-    from vcfzarr_sql.stats.sample_stats import sample_stats_table
+    from vcfzarr_sql.stats.dataset import SampleStatsDataset
 
     builder = METADATA_TABLES.get(spec.table)
     if builder is not None:
         return builder(store)
     samples = None if spec.samples is None else list(spec.samples)
     if spec.table == "sample_stats":
-        return sample_stats_table(store, region=spec.region, samples=samples)
+        return SampleStatsDataset(store, region=spec.region, samples=samples)
     return dataset(store, table=spec.table, samples=samples, region=spec.region)
 
 

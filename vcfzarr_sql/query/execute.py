@@ -1,17 +1,22 @@
-"""Running a :class:`~vcfzarr_sql.query.plan.ScanPlan`: decode its tasks, keep the matching rows.
+"""Running a :class:`~vcfzarr_sql.query.plan.ScanPlan`: the one executor of plans.
 
-The one executor of plans: the pyarrow Dataset (:mod:`.dataset`) runs a whole plan in the
-caller's process, a scan task (:mod:`.tasks`) runs its slice of one wherever an engine sends
-it. ``source`` is a :class:`~vcfzarr_sql.store.source.ChunkSource`: the store, or a source over
-it that fetches ahead (:mod:`~vcfzarr_sql.store.fetch`) or counts (:mod:`~vcfzarr_sql.store.counting`).
+:func:`run_plan` runs a plan's tasks with any per-task work (prefetching in the scan threads,
+remote chunks fetched in windows, results in plan order); every reader of chunks uses it.
+:func:`plan_batches` is its Arrow work: decode each task, keep the matching rows (the
+residual). The pyarrow Dataset (:mod:`vcfzarr_sql.adapters.dataset`) runs a whole plan in
+the caller's process, a scan task (:mod:`vcfzarr_sql.adapters.tasks`) its slice of one
+wherever an engine sends it; ``vcf_zarr_sample_stats``, ``view`` and ``validate`` run plans
+with work of their own. ``source`` is a :class:`~vcfzarr_sql.store.source.ChunkSource`: the
+store, or a source over it that fetches ahead (:mod:`~vcfzarr_sql.store.fetch`) or counts
+(:mod:`~vcfzarr_sql.store.counting`; :func:`scan_source` makes both).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +28,12 @@ from vcfzarr_sql.query.plan import ChunkTask, ScanPlan, batch_runs
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, prefetched
 from vcfzarr_sql.query.residual import matching_rows
 from vcfzarr_sql.query.schema import GT
-from vcfzarr_sql.store.fetch import WindowFetches, fetch_windows
+from vcfzarr_sql.store.counting import CountingSource
+from vcfzarr_sql.store.fetch import WindowFetches, fetch_windows, fetching
 from vcfzarr_sql.store.source import ChunkSource
+from vcfzarr_sql.store.vcz import VczStore
+
+T = TypeVar("T")
 
 #: Pieces whose chunks a scan over a remote store fetches in one batch: the first window, and
 #: the most a window grows to (doubling).
@@ -81,23 +90,20 @@ def plan_batches(source: ChunkSource, plan: ScanPlan) -> Iterator[pa.RecordBatch
     """The batches of matching rows of ``plan``, in plan order: one per task that has any, or
     per run of tasks (:func:`.plan.batch_runs`) for plans with cheap chunks.
 
-    Plans that decode per-call values, and plans over a remote store (a URL: each chunk read
-    waits for a round trip), run a few tasks ahead in the scan threads (codecs, numpy and
-    network waits release the GIL). Others are decoded as the consumer asks: small chunks of
-    site columns are mostly Python, and in threads they measured 1.6x slower (GIL hand-offs),
-    with nothing to overlap.
+    Plans that decode per-call values run a few tasks ahead in the scan threads (codecs, numpy
+    and network waits release the GIL). Others are decoded as the consumer asks: small chunks
+    of site columns are mostly Python, and in threads they measured 1.6x slower (GIL
+    hand-offs), with nothing to overlap. Each batch's size shortens the runs cut after it
+    (:class:`RunLength`).
     """
     tree = None if plan.filter is None else parse_or_none(plan.filter)
     length = RunLength(chunks_per_batch(source, plan))
-    if source.store.is_remote:
-        yield from _remote_batches(source, plan, tree, length)
-        return
-    ahead = PREFETCH_DEPTH if plan.reads_calls else 0
-    runs = batch_runs(plan, range(len(plan)), length)
-    if ahead:  # (runs made ahead of their batches: lengths only double)
-        batches = prefetched(lambda run: _run_of(source, plan, run, tree), list(runs), depth=ahead)
-    else:
-        batches = (length.saw(len(run), _run_of(source, plan, run, tree)) for run in runs)
+    batches = run_plan(
+        source, plan, lambda run: _run_of(source, plan, run, tree),
+        cut=lambda pieces: batch_runs(plan, pieces, length),
+        ahead=PREFETCH_DEPTH if plan.reads_calls else 0,
+        saw=length.saw,
+    )
     for batch in batches:
         if batch.num_rows:
             yield batch
@@ -107,11 +113,61 @@ def _run_of(source: ChunkSource, plan: ScanPlan, run: range, tree: Any) -> pa.Re
     return _run(source, plan, plan.run(run.start, run.stop), tree)
 
 
-def _remote_batches(source: ChunkSource, plan: ScanPlan, tree: Any, length: RunLength) -> Iterator[pa.RecordBatch]:
-    """:func:`plan_batches` over a remote store: the chunks of each window of pieces are fetched
-    in one batch, windows ahead of the runs decoded. A scan that does not yet know what pieces
-    read (cold) first decodes the pieces of its first variant chunk reading chunk by chunk,
-    to learn it (one piece per sample group)."""
+def one_per_task(pieces: range) -> Iterator[range]:
+    """Each task of ``pieces`` a run of its own (the default cut of :func:`run_plan`)."""
+    return (range(i, i + 1) for i in pieces)
+
+
+def run_plan(
+    source: ChunkSource,
+    plan: ScanPlan,
+    work: Callable[[range], T],
+    *,
+    cut: Callable[[range], Iterable[range]] = one_per_task,
+    ahead: int = 0,
+    saw: Callable[[int, T], object] | None = None,
+) -> Iterator[T]:
+    """``work(run)`` for each run of tasks of ``plan`` (a range of task indexes, which
+    :meth:`.ScanPlan.run` joins into one task), in plan order: the one executor of plans.
+
+    ``cut`` cuts a range of tasks into runs, lazily: each run is cut when it is about to be
+    worked on. Over a local store the runs are worked on as the consumer asks, or, with
+    ``ahead``, that many runs ahead in the scan threads (:func:`.prefetch.prefetched`); each
+    result taken from an inline run is shown to ``saw`` (the run's task count, the result)
+    before the next run is cut. Over a remote store (a URL: each chunk read waits for a round
+    trip) the chunks of windows of tasks are fetched in batches, a few windows ahead
+    (:class:`~vcfzarr_sql.store.fetch.WindowFetches`), and the runs are worked on in the scan
+    threads. ``source`` is what the work reads through: the store, wrapped by
+    :func:`~vcfzarr_sql.store.fetch.fetching` (and maybe counted, :func:`scan_source`).
+
+    >>> from types import SimpleNamespace
+    >>> plan = type("Plan", (), {"__len__": lambda self: 3})()  # (a plan of three tasks)
+    >>> local = SimpleNamespace(store=SimpleNamespace(is_remote=False))
+    >>> list(run_plan(local, plan, lambda run: list(run)))
+    [[0], [1], [2]]
+    """
+    if source.store.is_remote:
+        yield from _remote_runs(source, plan, work, cut)
+        return
+    runs = cut(range(len(plan)))
+    if ahead:  # (runs cut ahead of their results: ``saw`` would come too late for them)
+        yield from prefetched(work, list(runs), depth=ahead)
+        return
+    for run in runs:
+        result = work(run)
+        if saw is not None:
+            saw(len(run), result)
+        yield result
+
+
+def _remote_runs(
+    source: ChunkSource, plan: ScanPlan, work: Callable[[range], T],
+    cut: Callable[[range], Iterable[range]],
+) -> Iterator[T]:
+    """:func:`run_plan` over a remote store: the chunks of each window of tasks are fetched
+    in one batch, windows ahead of the runs worked on. A scan that does not yet know what
+    tasks read (cold) first works on the tasks of its first variant chunk reading chunk by
+    chunk, to learn it (one task per sample group)."""
     learn = 0
     if len(plan) and source.fetcher is not None and not source.fetcher.knows_reads:
         learn = int(np.searchsorted(plan.variant_chunks, plan.variant_chunks[0], side="right"))
@@ -121,29 +177,33 @@ def _remote_batches(source: ChunkSource, plan: ScanPlan, tree: Any, length: RunL
 
     def runs() -> Iterator[tuple[range, int]]:  # (taken as the scan threads take them)
         for i, window in enumerate(windows):
-            for run in batch_runs(plan, window, length):
+            for run in cut(window):
                 fetches.submitted(i)
                 yield run, i
             fetches.all_submitted(i)
 
-    def work(item: tuple[range, int]) -> pa.RecordBatch:
+    def in_window(item: tuple[range, int]) -> T:
         run, window = item
         fetches.enter(window)
         try:
-            return _run_of(source, plan, run, tree)
+            return work(run)
         finally:
             fetches.leave(window)
 
-    learning = list(batch_runs(plan, range(learn), length))
+    learning = list(cut(range(learn)))
     try:
-        for batch in itertools.chain(
-            prefetched(lambda run: _run_of(source, plan, run, tree), learning, depth=PREFETCH_DEPTH),
-            prefetched(work, runs(), depth=PREFETCH_DEPTH),
-        ):
-            if batch.num_rows:
-                yield batch
+        yield from itertools.chain(
+            prefetched(work, learning, depth=PREFETCH_DEPTH),
+            prefetched(in_window, runs(), depth=PREFETCH_DEPTH),
+        )
     finally:
         fetches.close()
+
+
+def scan_source(store: VczStore, plan: ScanPlan) -> CountingSource:
+    """What a run of ``plan`` over ``store`` reads through: the store (fetching ahead when it
+    is remote, :func:`~vcfzarr_sql.store.fetch.fetching`), every chunk read counted."""
+    return CountingSource(fetching(store, plan))
 
 
 class RunLength:
@@ -159,8 +219,7 @@ class RunLength:
         length, self._next = self._next, min(2 * self._next, self._most)
         return length
 
-    def saw(self, tasks: int, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Note ``batch`` (of a run of ``tasks`` tasks, after filtering); returns it."""
+    def saw(self, tasks: int, batch: pa.RecordBatch) -> None:
+        """Note ``batch`` (of a run of ``tasks`` tasks, after filtering)."""
         fits = int(RUN_BYTES * tasks // max(batch.nbytes, 1))
         self._next = max(1, min(self._next, fits))
-        return batch

@@ -179,7 +179,7 @@ def _output_columns(request: ScanRequest) -> tuple[str, ...]:
 
 def _sample_groups(
     layout: StoreLayout, predicate: ex.Predicate, selected: np.ndarray, filters_samples: bool
-) -> list[tuple[int, np.ndarray]]:
+) -> list[tuple[int | None, np.ndarray | None]]:
     """(sample chunk, sorted sample indexes) of the selected samples the predicate might match
     (every selected sample when the filter does not mention ``sample_id``)."""
     if filters_samples and len(selected):

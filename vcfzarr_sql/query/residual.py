@@ -143,6 +143,25 @@ def _selected(batch: pa.RecordBatch, tree: Node) -> pa.BooleanArray | None:
     return _keep_mask(result)
 
 
+def matching_mask(
+    batch: pa.RecordBatch, tree: Node | None, expression: pc.Expression, filter_columns: frozenset[str]
+) -> pa.BooleanArray:
+    """Whether each row of ``batch`` satisfies ``expression`` (false where it is null), which
+    reads ``filter_columns`` and whose call tree is ``tree`` (None: it could not be parsed):
+    a boolean array with no nulls.
+
+    >>> import pyarrow as pa, pyarrow.compute as pc
+    >>> from vcfzarr_sql.query.expressions import parse
+    >>> batch = pa.record_batch([pa.array([5, None, 7])], names=["pos"])
+    >>> matching_mask(batch, parse(pc.field("pos") > 5), pc.field("pos") > 5,
+    ...               frozenset(["pos"])).to_pylist()
+    [False, False, True]
+    """
+    probe = batch.select([name for name in batch.schema.names if name in filter_columns])
+    mask = None if tree is None else _selected(probe, tree)
+    return _selected_by_acero(probe, expression) if mask is None else mask
+
+
 def matching_rows(
     batch: pa.RecordBatch,
     tree: Node | None,
@@ -157,10 +176,7 @@ def matching_rows(
     A batch whose rows all match is returned as it is, a run of matching rows as a zero-copy
     slice, other selections by mask (rows alone when no column is left, as for count(*)).
     """
-    probe = batch.select([name for name in batch.schema.names if name in filter_columns])
-    mask = None if tree is None else _selected(probe, tree)
-    if mask is None:
-        mask = _selected_by_acero(probe, expression)
+    mask = matching_mask(batch, tree, expression, filter_columns)
     out = batch if columns is None else batch.select(list(columns))
     count = mask.true_count
     if count == batch.num_rows:

@@ -16,66 +16,84 @@ and, as ``plink2 --missing`` / ``--sample-counts`` users expect:
   ``f_missing`` = n_missing / n_records (plink2's F_MISS); ``call_rate`` = 1 - f_missing;
   ``het_rate`` = n_het / (n_hom_ref + n_hom_alt + n_het).
 
-Computed chunk by chunk from the genotypes (the region's edge chunks keep only the records
-that overlap it), with vectorised numpy, a few chunks at a time in the scan's threads; chunks
-the region covers whole read their counts from ``summary_sample_class_counts`` when the
-store has it (:mod:`.stored_counts`).
+Computed over the plan of the region (:func:`~vcfzarr_sql.query.plan.plan_scan`) run by the
+executor (:func:`~vcfzarr_sql.query.execute.run_plan`): chunk by chunk from the genotypes,
+with vectorised numpy, a few chunks at a time in the scan's threads (the region's edge chunks
+keep only the records its residual filter keeps); chunks the region covers whole read their
+counts from ``summary_sample_class_counts`` when the store has it
+(:mod:`~vcfzarr_sql.query.stored_counts`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from vcfzarr_sql.adapters.dataset import VczDataset
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format.summaries import CLASSES, SAMPLE_CLASS_COUNTS
 from vcfzarr_sql.query import decode
-from vcfzarr_sql.query.plan import ChunkTask, ScanPlan, batch_runs
-from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, THREADS, prefetched
+from vcfzarr_sql.query.execute import one_per_task, run_plan, scan_source
+from vcfzarr_sql.query.expressions import parse_or_none
+from vcfzarr_sql.query.plan import ChunkTask, ScanPlan, batch_runs, plan_scan
+from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, THREADS
+from vcfzarr_sql.query.request import scan_request
+from vcfzarr_sql.query.residual import matching_mask
 from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
 from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.query.stored_counts import class_counts_stored, stored_class_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.vcz import VczStore
+
+__all__ = ["SAMPLE_CLASS_COUNTS", "SCHEMA", "count_tasks", "sample_stats_plan",
+           "sample_stats_table", "stored_class_bytes"]
 
 _SNP_GATED = 3  # the first three classes count only at SNP alleles
 
 #: Bytes of stored class counts (uint16 per class and sample) one task adds up.
 RUN_CLASS_BYTES = 16 << 20
 
-_ROW = "__vcfzarr_sql_sample_stats_row"
+#: The columns of the table, one row per sample.
+SCHEMA = pa.schema(
+    [("sample_id", pa.string())]
+    + [(name, pa.int64()) for name in CLASSES]
+    + [("n_records", pa.int64()), ("n_called", pa.int64()), ("f_missing", pa.float64()),
+       ("call_rate", pa.float64()), ("het_rate", pa.float64())]
+)
 
 
-def _rows_in_region(store: VczStore, task: ChunkTask) -> np.ndarray | None:
-    """Indexes of the chunk's records that satisfy the task's filter (None: all)."""
-    if task.filter is None:
-        return None
-    batch = decode.decode_variants(store, task.variant_chunk, ["contig", "pos", "end"])
-    rows = pa.array(np.arange(batch.num_rows))
-    table = pa.Table.from_batches([batch.append_column(_ROW, rows)])
-    return table.filter(task.filter)[_ROW].to_numpy()
+def sample_stats_plan(
+    store: VczStore, region: str | None = None, samples: Sequence[str] | None = None
+) -> ScanPlan:
+    """The plan of the records of ``region`` (None: all) for ``samples`` (None: all): its
+    tasks' residual filter keeps the records of an edge chunk that overlap the region."""
+    return plan_scan(store, scan_request(store, "variants", columns=(), region=region, samples=samples))
+
+
+def count_runs(plan: ScanPlan, stored_bytes: int | None) -> Callable[[range], Iterator[range]]:
+    """How the executor cuts the tasks of ``plan`` into runs: consecutive whole chunks joined
+    when their counts are stored, ``stored_bytes`` per chunk (None: not stored) read for the
+    selected samples (:func:`stored_class_bytes`; adding up a run's stored counts is one
+    task, not one per chunk): runs of at most :data:`RUN_CLASS_BYTES` of counts, and enough
+    of them to keep the pool's threads busy. Chunks whose genotypes are decoded stay one per
+    run."""
+    if stored_bytes is None:
+        return one_per_task
+    most = max(1, min(RUN_CLASS_BYTES // max(stored_bytes, 1), -(-len(plan) // THREADS)))
+
+    def cut(pieces: range) -> Iterator[range]:
+        for run in batch_runs(plan, pieces, lambda: most):
+            yield from [run] if plan.whole[run.start] else one_per_task(run)
+
+    return cut
 
 
 def count_tasks(plan: ScanPlan, stored_bytes: int | None) -> list[ChunkTask]:
-    """The plan's tasks, consecutive whole chunks joined into runs when their counts are
-    stored, ``stored_bytes`` per chunk (None: not stored) read for the selected samples
-    (:func:`stored_class_bytes`; adding up a run's stored counts is one task, not one per
-    chunk): runs of at most :data:`RUN_CLASS_BYTES` of counts, and enough of them to keep the
-    pool's threads busy. Chunks whose genotypes are decoded stay one per task."""
-    if stored_bytes is None:
-        return list(plan.tasks)
-    most = max(1, min(RUN_CLASS_BYTES // max(stored_bytes, 1), -(-len(plan) // THREADS)))
-    tasks: list[ChunkTask] = []
-    for run in batch_runs(plan, range(len(plan)), lambda: most):
-        if plan.whole[run.start]:
-            tasks.append(plan.run(run.start, run.stop))
-        else:
-            tasks.extend(plan.task(i) for i in run)
-    return tasks
+    """The tasks the runs of :func:`count_runs` make, in plan order."""
+    return [plan.run(run.start, run.stop) for run in count_runs(plan, stored_bytes)(range(len(plan)))]
 
 
 def stored_class_bytes(store: VczStore, samples: np.ndarray | None) -> int | None:
@@ -89,48 +107,63 @@ def stored_class_bytes(store: VczStore, samples: np.ndarray | None) -> int | Non
     return info.shape[1] * max(width, 1) * info.dtype.itemsize
 
 
-def sample_stats_table(
-    store: VczStore, region: str | None = None, samples: Sequence[str] | None = None
-) -> pa.Table:
-    """One row per selected sample (store order) with its counts over ``region`` (None: all)."""
-    gt = store.format_fields.get(GT)
-    variants = VczDataset(store, "variants", samples, region)
-    selected = variants.sample_indexes
-    scan = variants.scanner(columns=["pos"])
-    counts = np.zeros((len(CLASSES), store.num_samples if selected is None else len(selected)),
-                      dtype=np.int64)
-    def chunk_counts(task: ChunkTask) -> tuple[np.ndarray, int]:
-        blocks = BatchBlocks(store, task.variant_chunk, selected, task.chunk_count)
+def _class_counts(source: CountingSource, plan: ScanPlan, gt_array: str) -> Callable[[range], tuple[np.ndarray, int]]:
+    """The executor's work: (class counts per sample, records counted) of a run of tasks."""
+    tree = None if plan.filter is None else parse_or_none(plan.filter)
+
+    def work(run: range) -> tuple[np.ndarray, int]:
+        task = plan.run(run.start, run.stop)
+        blocks = BatchBlocks(source, task.variant_chunk, task.samples, task.chunk_count)
         if task.filter is None:  # whole chunks: their stored counts, if the store has them
             stored = stored_class_counts(blocks)
             if stored is not None:
                 return stored, task.num_rows
-        genotypes = blocks.read(gt.array)
+        genotypes = blocks.read(gt_array)
         alleles = blocks.read(spec.VARIANT_ALLELE)
-        rows = _rows_in_region(store, task)
-        if rows is not None:
+        if task.filter is not None:  # an edge chunk: the records its residual keeps
+            batch = decode.decode_variants(source, task.variant_chunk, task.columns, None, task.chunk_count)
+            keep = matching_mask(batch, tree, task.filter, plan.filter_columns)
+            rows = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
             genotypes, alleles = genotypes[rows], alleles[rows]
         return class_counts(genotypes, allele_kinds(alleles)), len(genotypes)
 
+    return work
+
+
+def counted_table(store: VczStore, plan: ScanPlan, source: CountingSource) -> pa.Table:
+    """The table of ``plan`` (:func:`sample_stats_plan`), its chunks read through ``source``
+    (:func:`~vcfzarr_sql.query.execute.scan_source`) by the executor."""
+    selected = plan.sample_groups[0][1]
+    counts = np.zeros((len(CLASSES), store.num_samples if selected is None else len(selected)),
+                      dtype=np.int64)
     records = 0
-    # (no genotypes: nothing counts)
-    tasks = count_tasks(scan.plan, stored_class_bytes(store, selected)) if gt is not None else ()
-    for chunk, chunk_records in prefetched(chunk_counts, tasks, depth=PREFETCH_DEPTH):
-        counts += chunk
-        records += chunk_records
+    gt = store.format_fields.get(GT)
+    if gt is not None:  # (no genotypes: nothing counts)
+        cut = count_runs(plan, stored_class_bytes(store, selected))
+        for chunk, chunk_records in run_plan(
+            source, plan, _class_counts(source, plan, gt.array), cut=cut, ahead=PREFETCH_DEPTH
+        ):
+            counts += chunk
+            records += chunk_records
     names = np.asarray(store.samples, dtype=object)
-    columns: dict[str, Any] = {
-        "sample_id": pa.array(list(names if selected is None else names[selected]), pa.string())
-    }
-    columns.update({name: pa.array(counts[k]) for k, name in enumerate(CLASSES)})
+    columns: dict[str, Any] = {"sample_id": list(names if selected is None else names[selected])}
+    columns.update({name: counts[k] for k, name in enumerate(CLASSES)})
     missing = counts[CLASSES.index("n_missing")]
     diploid = counts[:_SNP_GATED].sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         f_missing = missing / records if records else np.full(len(missing), np.nan)
         het_rate = counts[CLASSES.index("n_het")] / diploid
-    columns["n_records"] = pa.array(np.full(len(missing), records, dtype=np.int64))
-    columns["n_called"] = pa.array(records - missing)
+    columns["n_records"] = np.full(len(missing), records, dtype=np.int64)
+    columns["n_called"] = records - missing
     columns["f_missing"] = pa.array(f_missing, from_pandas=True)
     columns["call_rate"] = pa.array(1 - f_missing, from_pandas=True)
     columns["het_rate"] = pa.array(het_rate, from_pandas=True)
-    return pa.table(columns)
+    return pa.table([pa.array(columns[f.name], f.type) for f in SCHEMA], schema=SCHEMA)
+
+
+def sample_stats_table(
+    store: VczStore, region: str | None = None, samples: Sequence[str] | None = None
+) -> pa.Table:
+    """One row per selected sample (store order) with its counts over ``region`` (None: all)."""
+    plan = sample_stats_plan(store, region, samples)
+    return counted_table(store, plan, scan_source(store, plan))

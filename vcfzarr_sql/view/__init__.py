@@ -12,18 +12,25 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.format import spec
+from vcfzarr_sql.query.decode import decode_variants
+from vcfzarr_sql.query.execute import run_plan, scan_source
+from vcfzarr_sql.query.expressions import parse_or_none
+from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
+from vcfzarr_sql.query.request import table_schema
+from vcfzarr_sql.query.residual import matching_mask
+from vcfzarr_sql.store.counting import CountingSource
+from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view.header import header_text
 from vcfzarr_sql.view.output import OUTPUT_TYPES, open_output
 from vcfzarr_sql.view.records import RecordOptions, chunk_lines
 from vcfzarr_sql.view.rows import ExpressionFilter
-from vcfzarr_sql.view.select import Intervals, chunk_mask, intervals, sample_indexes
+from vcfzarr_sql.view.select import Intervals, intervals, sample_indexes
 
 __all__ = ["OUTPUT_TYPES", "Selection", "view", "vcf_lines"]
 
@@ -43,26 +50,13 @@ class Selection:
     update_counts: bool = True
 
 
-def _chunks(store, selection: Intervals | None) -> list[int]:
-    """Variant chunks that may hold selected records (the region index prunes ``-r``)."""
-    if selection is None or selection.exclude:
-        return list(range(store.num_variant_chunks))
-    index = store.region_index
-    contig_ids = {name: k for k, name in enumerate(store.contigs)}
-    keep = np.zeros(len(index), bool)
-    for region in selection.regions:
-        if region.contig not in contig_ids:
-            continue
-        hit = index[:, 1] == contig_ids[region.contig]
-        if region.end is not None:
-            hit &= index[:, 2] <= region.end
-        hit &= index[:, 4 if not selection.by_start else 3] >= region.start
-        keep |= hit
-    return sorted(set(index[keep, 0].tolist()))
+def vcf_lines(store: VczStore, selection: Selection = Selection()) -> Iterator[str]:
+    """The VCF text of ``store`` (an open :class:`~vcfzarr_sql.store.VczStore`), header first.
 
-
-def vcf_lines(store, selection: Selection = Selection()) -> Iterator[str]:
-    """The VCF text of ``store`` (an open :class:`~vcfzarr_sql.store.VczStore`), header first."""
+    The records come from a scan plan of the selection (``-r``/``-t`` its row filter, ``-s``
+    its samples) run by the executor (:func:`~vcfzarr_sql.query.execute.run_plan`): only the
+    chunks the region index leaves are read, a URL store's in windows, and every read counted.
+    """
     regions = intervals(selection.regions, selection.regions_file, targets=False)
     targets = intervals(selection.targets, selection.targets_file, targets=True)
     if regions is not None and targets is not None:
@@ -75,12 +69,41 @@ def vcf_lines(store, selection: Selection = Selection()) -> Iterator[str]:
     counts = options.subsets and options.update_counts and "GT" in store.format_fields
     yield header_text(store, names, add_counts=counts)
     expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
-    for selected in _passes(regions, targets):
-        for chunk in _chunks(store, selected):
-            keep = chunk_mask(store, chunk, [] if selected is None else [selected])
-            if expression is not None and keep.any():
-                keep &= expression.mask(store, chunk)
-            yield from chunk_lines(store, chunk, np.flatnonzero(keep), options)
+    schema = table_schema(store, "variants")
+    try:
+        for selected in _passes(regions, targets):
+            request = ScanRequest("variants", schema, columns=(),
+                                  filter=None if selected is None else selected.expression(),
+                                  samples=None if samples is None else np.unique(samples))
+            plan = plan_scan(store, request)
+            source = scan_source(store, plan)
+            for lines in run_plan(source, plan, _chunk_lines(store, source, plan, expression, options)):
+                yield from lines
+    finally:
+        if expression is not None:
+            expression.close()
+
+
+def _chunk_lines(store: VczStore, source: CountingSource, plan: ScanPlan,
+                 expression: ExpressionFilter | None,
+                 options: RecordOptions) -> Callable[[range], Iterator[str]]:
+    """The executor's work: the lines of the records of a task (one variant chunk) that its
+    residual filter and ``expression`` keep (its chunks read now, the lines joined as they
+    are taken: :func:`.records.chunk_lines`)."""
+    tree = None if plan.filter is None else parse_or_none(plan.filter)
+
+    def work(run: range) -> Iterator[str]:
+        task = plan.run(run.start, run.stop)
+        keep = np.ones(task.num_rows, bool)
+        if task.filter is not None:
+            batch = decode_variants(source, task.variant_chunk, task.columns)
+            mask = matching_mask(batch, tree, task.filter, plan.filter_columns)
+            keep = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+        if expression is not None and keep.any():
+            keep &= expression.mask(source, task.variant_chunk)
+        return chunk_lines(store, source, task.variant_chunk, np.flatnonzero(keep), options)
+
+    return work
 
 
 def _passes(regions: Intervals | None, targets: Intervals | None) -> list[Intervals | None]:
@@ -92,8 +115,8 @@ def _passes(regions: Intervals | None, targets: Intervals | None) -> list[Interv
     return [Intervals(tuple(r for r in regions.regions if r.contig == contig)) for contig in contigs]
 
 
-def view(store_or_path, output: str | os.PathLike | None = None, selection: Selection = Selection(),
-         output_type: str = "v") -> None:
+def view(store_or_path: VczStore | str | os.PathLike, output: str | os.PathLike | None = None,
+         selection: Selection = Selection(), output_type: str = "v") -> None:
     """Write the records of a store as VCF (``v``), BGZF VCF (``z``), BCF (``b``) or
     uncompressed BCF (``u``) to ``output`` (None: standard output)."""
     from vcfzarr_sql.store import open_store

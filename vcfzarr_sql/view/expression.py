@@ -19,9 +19,11 @@ import re
 from collections.abc import Mapping
 
 from vcfzarr_sql.errors import NotSupportedError, QueryError
+from vcfzarr_sql.store.vcz import VczStore
 
-#: name -> (category "INFO"/"FORMAT", Number, Type)
-Fields = Mapping[str, tuple[str, str, str]]
+#: name -> (category "INFO"/"FORMAT", Number, Type), or a list of them (INFO and FORMAT
+#: fields of one name)
+Fields = Mapping[str, tuple[str, str, str] | list[tuple[str, str, str]]]
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<string>\"[^\"]*\"|'[^']*')|(?P<number>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
@@ -38,7 +40,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
         match = _TOKEN.match(text, position)
         if match is None or match.end() == position:
             raise QueryError(f"cannot read the filter expression {text!r} at character {position + 1}")
-        kind = match.lastgroup
+        kind = match.lastgroup or ""  # (every alternative is a named group)
         out.append((kind, match.group(kind)))
         position = match.end()
     return out
@@ -73,8 +75,9 @@ class _Parser:
 
     def parse(self) -> str:
         sql = self.disjunction()
-        if self.peek() is not None:
-            raise QueryError(f"filter expression {self.text!r}: unexpected {self.peek()[1]!r}")
+        following = self.peek()
+        if following is not None:
+            raise QueryError(f"filter expression {self.text!r}: unexpected {following[1]!r}")
         return sql
 
     def disjunction(self) -> str:
@@ -189,7 +192,7 @@ def to_sql(expression: str, fields: Fields) -> str:
     return _Parser(expression, fields).parse()
 
 
-def store_fields(store) -> dict[str, list[tuple[str, str, str]]]:
+def store_fields(store: VczStore) -> dict[str, list[tuple[str, str, str]]]:
     """Field name -> its INFO and/or FORMAT definitions, as :func:`to_sql` wants them."""
     out: dict[str, list[tuple[str, str, str]]] = {}
     for category in (store.info_fields, store.format_fields):

@@ -15,8 +15,13 @@ import numpy as np
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.fields import FieldInfo
+from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view import values as vt
+
+#: INFO/AC and INFO/AN texts of each row (:func:`_counts`)
+Counts = tuple[list[str], list[str]]
 
 
 @dataclass(frozen=True)
@@ -32,12 +37,13 @@ class RecordOptions:
         return self.samples is not None
 
 
-def _sorted_blocks(store, chunk: int, samples: np.ndarray | None) -> tuple[BatchBlocks, np.ndarray | None]:
+def _sorted_blocks(source: CountingSource, chunk: int,
+                   samples: np.ndarray | None) -> tuple[BatchBlocks, np.ndarray | None]:
     """Blocks over the sorted selected samples, and the permutation back to output order."""
     if samples is None:
-        return BatchBlocks(store, chunk, None), None
+        return BatchBlocks(source, chunk, None), None
     order = np.unique(samples)
-    return BatchBlocks(store, chunk, order), np.searchsorted(order, samples)
+    return BatchBlocks(source, chunk, order), np.searchsorted(order, samples)
 
 
 def _alt_text(alleles: np.ndarray) -> list[str]:
@@ -52,7 +58,7 @@ def _filter_text(filters: np.ndarray, names: list[str]) -> list[str]:
     return [";".join(n for n, on in zip(names, row) if on) or vt.MISSING for row in filters]
 
 
-def _counts(genotypes: np.ndarray, num_alleles: np.ndarray) -> tuple[list[str], list[str]]:
+def _counts(genotypes: np.ndarray, num_alleles: np.ndarray) -> Counts:
     """INFO/AC and INFO/AN texts over the given calls (bcftools ``bcf_calc_ac``)."""
     an = (genotypes >= 0).reshape(len(genotypes), -1).sum(axis=1)
     ac_texts = []
@@ -62,7 +68,7 @@ def _counts(genotypes: np.ndarray, num_alleles: np.ndarray) -> tuple[list[str], 
     return ac_texts, [str(v) for v in an]
 
 
-def _info_column(store, blocks: BatchBlocks, rows: np.ndarray, counts) -> list[str]:
+def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None) -> list[str]:
     parts: list[list[str]] = [[] for _ in range(len(rows))]
     fields: dict[str, FieldInfo] = store.info_fields
     for name, field in fields.items():
@@ -75,15 +81,15 @@ def _info_column(store, blocks: BatchBlocks, rows: np.ndarray, counts) -> list[s
         values = blocks.read(field.array)[rows]
         no_value = None if field.mask is None else blocks.read(field.mask)[rows]
         if field.vcf_type == "Flag":
-            for k in np.flatnonzero(values.reshape(len(rows), -1).any(axis=1)):
-                parts[k].append(name)
+            for flagged in np.flatnonzero(values.reshape(len(rows), -1).any(axis=1)):
+                parts[flagged].append(name)
             continue
         shown = vt.present(values, field.vcf_type, no_value)
         if not shown.any():
             continue
-        texts = vt.cells(values[shown], field.vcf_type, None if no_value is None else no_value[shown])
-        for k, text in zip(np.flatnonzero(shown), texts):
-            parts[k].append(f"{name}={text}")
+        cells = vt.cells(values[shown], field.vcf_type, None if no_value is None else no_value[shown])
+        for row, text in zip(np.flatnonzero(shown), cells):
+            parts[row].append(f"{name}={text}")
     if counts is not None:  # AC/AN not declared in the store: bcftools appends them
         for name, texts in (("AC", counts[0]), ("AN", counts[1])):
             if name not in fields:
@@ -93,7 +99,7 @@ def _info_column(store, blocks: BatchBlocks, rows: np.ndarray, counts) -> list[s
     return [";".join(p) if p else vt.MISSING for p in parts]
 
 
-def _format_columns(store, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
+def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
                     order: np.ndarray | None) -> list[str]:
     """The FORMAT column and the sample columns of each row (tab-joined)."""
     names, cells, shown = [], [], []
@@ -140,12 +146,19 @@ def _format_columns(store, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.
     return out
 
 
-def chunk_lines(store, chunk: int, rows: np.ndarray, options: RecordOptions) -> Iterator[str]:
-    """The VCF lines (with newline) of rows ``rows`` (indexes) of variant chunk ``chunk``."""
+def chunk_lines(store: VczStore, source: CountingSource, chunk: int, rows: np.ndarray,
+                options: RecordOptions) -> Iterator[str]:
+    """The VCF lines (with newline) of rows ``rows`` (indexes) of variant chunk ``chunk`` of
+    ``store``, its chunks read through ``source`` (the store, or a wrapper that counts).
+
+    Every chunk is read, and every column formatted, before this returns (within the
+    executor's work, so a remote store's fetched window is at hand); each line is joined as
+    it is taken (holding a chunk's joined lines measured 10% slower).
+    """
     if not len(rows):
-        return
-    blocks, order = _sorted_blocks(store, chunk, options.samples)
-    everyone = BatchBlocks(store, chunk, None) if options.subsets else blocks
+        return iter(())
+    blocks, order = _sorted_blocks(source, chunk, options.samples)
+    everyone = BatchBlocks(source, chunk, None) if options.subsets else blocks
     contigs = np.asarray(store.contigs, dtype=object)[blocks.read(spec.VARIANT_CONTIG)[rows]]
     positions = blocks.read(spec.VARIANT_POSITION)[rows]
     ids = blocks.read(spec.VARIANT_ID)[rows] if store.has_array(spec.VARIANT_ID) else None
@@ -164,11 +177,15 @@ def chunk_lines(store, chunk: int, rows: np.ndarray, options: RecordOptions) -> 
     info = _info_column(store, blocks, rows, counts)
     formats = _format_columns(store, blocks, everyone, rows, order) if store.format_fields else None
     alts = _alt_text(alleles)
-    for k in range(len(rows)):
-        line = [
-            contigs[k], str(positions[k]), vt.MISSING if ids is None else ids[k],
-            alleles[k, 0], alts[k], quals[k], filters[k], info[k],
-        ]
-        if formats is not None and formats[k]:
-            line.append(formats[k])
-        yield "\t".join(line) + "\n"
+
+    def lines() -> Iterator[str]:
+        for k in range(len(rows)):
+            line = [
+                contigs[k], str(positions[k]), vt.MISSING if ids is None else ids[k],
+                alleles[k, 0], alts[k], quals[k], filters[k], info[k],
+            ]
+            if formats is not None and formats[k]:
+                line.append(formats[k])
+            yield "\t".join(line) + "\n"
+
+    return lines()

@@ -2,57 +2,66 @@
 
 The expression becomes SQL (:mod:`.expression`), evaluated by DuckDB over the chunk's rows
 decoded as the ``vcf_zarr`` table (same row order as the stored arrays), with the selected
-samples in the FORMAT lists.
+samples in the FORMAT lists. One DuckDB connection per view evaluates it on every chunk (the
+scan threads take turns).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+import threading
 
 import numpy as np
 
+from vcfzarr_sql.query.decode import decode_variants
+from vcfzarr_sql.query.schema import variants_schema
+from vcfzarr_sql.store.counting import CountingSource
+from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view.expression import store_fields, to_sql
 
 
-@dataclass(frozen=True)
 class ExpressionFilter:
-    sql: str  # a condition that is never NULL
-    columns: tuple[str, ...]
-    samples: np.ndarray | None  # sorted store indexes of the samples the FORMAT lists cover
+    """A bcftools expression over the ``vcf_zarr`` columns it mentions (``columns``), the
+    FORMAT lists covering ``samples`` (sorted store indexes; None: all). Close it when done."""
+
+    def __init__(self, sql: str, columns: tuple[str, ...], samples: np.ndarray | None):
+        self.sql = sql  # a condition that is never NULL
+        self.columns = columns
+        self.samples = samples
+        import duckdb  # (a view without -i/-e does not pay for importing it)
+
+        self._con = duckdb.connect()
+        self._lock = threading.Lock()
 
     @classmethod
-    def of(cls, store, include: str | None, exclude: str | None, samples) -> ExpressionFilter | None:
-        if include is None and exclude is None:
+    def of(cls, store: VczStore, include: str | None, exclude: str | None,
+           samples: np.ndarray | None) -> ExpressionFilter | None:
+        """The filter of ``-i include`` or ``-e exclude`` (None when neither is given)."""
+        expression = include if include is not None else exclude
+        if expression is None:
             return None
-        condition = to_sql(include if include is not None else exclude, store_fields(store))
+        condition = to_sql(expression, store_fields(store))
         sql = condition if include is not None else f"NOT {condition}"
-        schema_names = _schema_names(store)
+        schema_names = tuple(variants_schema(store).names)
         used = tuple(n for n in schema_names if _mentions(condition, n))
         ordered = None if samples is None else np.unique(samples)
         return cls(sql, used or (schema_names[0],), ordered)
 
-    def mask(self, store, chunk: int) -> np.ndarray:
-        """Per record of variant chunk ``chunk``: whether it satisfies the expression."""
-        import duckdb
-
-        from vcfzarr_sql.query.decode import decode_variants
-
-        batch = decode_variants(store, chunk, self.columns, self.samples)  # noqa: F841 (scanned)
-        con = duckdb.connect()
-        try:
-            values = con.execute(f"SELECT {self.sql} FROM batch").fetchnumpy()
-        finally:
-            con.close()
+    def mask(self, source: CountingSource, chunk: int) -> np.ndarray:
+        """Per record of variant chunk ``chunk`` (read through ``source``): whether it
+        satisfies the expression."""
+        batch = decode_variants(source, chunk, self.columns, self.samples)
+        with self._lock:
+            self._con.register("batch", batch)
+            try:
+                values = self._con.execute(f"SELECT {self.sql} FROM batch").fetchnumpy()
+            finally:
+                self._con.unregister("batch")
         return np.asarray(next(iter(values.values())), dtype=bool)
 
-
-def _schema_names(store) -> tuple[str, ...]:
-    from vcfzarr_sql.query.schema import variants_schema
-
-    return tuple(variants_schema(store).names)
+    def close(self) -> None:
+        self._con.close()
 
 
 def _mentions(sql: str, column: str) -> bool:
-    import re
-
     return re.search(rf"(?<![\w]){re.escape(column)}(?![\w])", sql) is not None

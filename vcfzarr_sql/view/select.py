@@ -1,7 +1,8 @@
 """Which records and samples ``view`` writes: bcftools ``-r/-R``, ``-t/-T`` and ``-s/-S``.
 
 ``-r`` keeps records overlapping a region (``--regions-overlap 1``, bcftools' default for
-``-r``); ``-t`` keeps records whose POS lies in a target (``--targets-overlap 0``). A leading
+``-r``): the scan's region filter; ``-t`` keeps records whose POS lies in a target
+(``--targets-overlap 0``): a ``pos`` predicate. Both are row filters of the scan's plan. A leading
 ``^`` in ``-t``/``-s`` excludes instead. Region and target files are bcftools' format: one
 ``CHROM``, ``CHROM<TAB>POS`` or ``CHROM<TAB>BEG<TAB>END`` per line (1-based, inclusive), or
 BED (0-based start) when the name ends in ``.bed``/``.bed.gz``.
@@ -9,15 +10,18 @@ BED (0-based start) when the name ends in ``.bed``/``.bed.gz``.
 
 from __future__ import annotations
 
+import functools
 import gzip
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import IO
 
 import numpy as np
+import pyarrow.compute as pc
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.format import spec
-from vcfzarr_sql.query.region import Region, parse_regions
+from vcfzarr_sql.query.region import Region, parse_regions, regions_expression
 
 
 @dataclass(frozen=True)
@@ -28,25 +32,24 @@ class Intervals:
     by_start: bool = False
     exclude: bool = False
 
-    def mask(self, contig_names: Sequence[str], contigs: np.ndarray, pos: np.ndarray,
-             end: np.ndarray) -> np.ndarray:
-        """Per record: whether it is selected."""
-        keep = np.zeros(len(pos), bool)
-        index = {name: k for k, name in enumerate(contig_names)}
+    def expression(self) -> pc.Expression:
+        """The row filter: ``-r``'s is the scan's region filter (bcftools overlap, see
+        :func:`~vcfzarr_sql.query.region.regions_expression`), ``-t``'s a ``pos`` predicate.
+
+        >>> print(Intervals((Region("1", 5, 9),), by_start=True).expression())
+        (((contig == "1") and (pos >= 5)) and (pos <= 9))
+        """
+        if not self.by_start:
+            return regions_expression(self.regions)
+        terms = []
         for region in self.regions:
-            if region.contig not in index:
-                continue
-            hit = contigs == index[region.contig]
-            last = np.iinfo(np.int64).max if region.end is None else region.end
-            if self.by_start:
-                hit &= (pos >= region.start) & (pos <= last)
-            else:
-                hit &= (pos <= last) & (end >= region.start)
-            keep |= hit
-        return ~keep if self.exclude else keep
+            term = (pc.field("contig") == region.contig) & (pc.field("pos") >= region.start)
+            terms.append(term if region.end is None else term & (pc.field("pos") <= region.end))
+        matches = functools.reduce(operator.or_, terms)
+        return ~matches if self.exclude else matches
 
 
-def _open_text(path: str):
+def _open_text(path: str) -> IO[str]:
     return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
 
 
@@ -80,14 +83,14 @@ def intervals(text: str | None, path: str | None, *, targets: bool) -> Intervals
     option = "-t" if targets else "-r"
     if text is not None and path is not None:
         raise QueryError(f"{option} and {option.upper()} cannot be used together")
-    if text is None and path is None:
-        return None
-    exclude = targets and text is not None and text.startswith("^")
-    if path is not None:
+    if text is not None:
+        exclude = targets and text.startswith("^")
+        regions = parse_regions(text.removeprefix("^") if exclude else text, option)
+    elif path is not None:
         exclude = targets and path.startswith("^")
         regions = read_regions_file(path.removeprefix("^") if targets else path)
     else:
-        regions = parse_regions(text.removeprefix("^") if exclude else text, option)
+        return None
     return Intervals(regions, by_start=targets, exclude=exclude)
 
 
@@ -105,14 +108,14 @@ def sample_indexes(store_samples: Sequence[str], text: str | None, path: str | N
     leading ``^``, every other sample in store order); None when neither is given."""
     if text is not None and path is not None:
         raise QueryError("-s and -S cannot be used together")
-    if text is None and path is None:
+    if text is not None:
+        exclude = text.startswith("^")
+        names = [n for n in text.removeprefix("^").split(",") if n]
+    elif path is not None:
+        exclude = path.startswith("^")
+        names = read_samples_file(path.removeprefix("^"))
+    else:
         return None
-    source = text if text is not None else path
-    exclude = source.startswith("^")
-    names = (
-        [n for n in text.removeprefix("^").split(",") if n]
-        if text is not None else read_samples_file(path.removeprefix("^"))
-    )
     position = {name: k for k, name in enumerate(store_samples)}
     unknown = [n for n in names if n not in position]
     if unknown:
@@ -121,16 +124,3 @@ def sample_indexes(store_samples: Sequence[str], text: str | None, path: str | N
         dropped = {position[n] for n in names}
         return np.array([k for k in range(len(store_samples)) if k not in dropped], dtype=np.int64)
     return np.array(list(dict.fromkeys(position[n] for n in names)), dtype=np.int64)
-
-
-def chunk_mask(store, chunk: int, selections: Sequence[Intervals]) -> np.ndarray:
-    """Per record of variant chunk ``chunk``: selected by every one of ``selections``."""
-    contigs = store.read_chunk(spec.VARIANT_CONTIG, (chunk,))
-    keep = np.ones(len(contigs), bool)
-    if not selections:
-        return keep
-    pos = store.read_chunk(spec.VARIANT_POSITION, (chunk,)).astype(np.int64)
-    end = pos + store.variant_length(chunk) - 1
-    for selection in selections:
-        keep &= selection.mask(store.contigs, contigs, pos, end)
-    return keep
