@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from vcfzarr_sql.errors import NotSupportedError
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.store.vcz import VczStore
 
 #: The lines bcftools adds when it recomputes INFO/AC and INFO/AN for a sample subset.
 COUNT_LINES = {
@@ -15,7 +16,7 @@ COUNT_LINES = {
 FIXED_COLUMNS = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO"]
 
 
-def header_text(store, samples: Sequence[str], *, add_counts: bool = False) -> str:
+def header_text(store: VczStore, samples: Sequence[str], *, add_counts: bool = False) -> str:
     """The header of the store (``vcf_header``) with ``samples`` as the sample columns,
     without the lines htslib added while the converter read the records.
 

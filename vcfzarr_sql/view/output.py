@@ -6,17 +6,24 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
-from typing import IO
+from typing import TYPE_CHECKING, BinaryIO, Protocol, TextIO
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.view.bgzf import BgzfWriter
+
+if TYPE_CHECKING:
+    from cyvcf2 import Writer
 
 #: bcftools ``-O`` letters: VCF, compressed VCF, BCF, uncompressed BCF
 OUTPUT_TYPES = ("v", "z", "b", "u")
 
 
+class _Bytes(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+
+
 class _TextSink:
-    def __init__(self, stream: IO[bytes]):
+    def __init__(self, stream: _Bytes):
         self._stream = stream
 
     def write(self, line: str) -> None:
@@ -26,7 +33,7 @@ class _TextSink:
 class _BcfSink:
     """Each line parsed by htslib (cyvcf2) and written as BCF."""
 
-    def __init__(self, writer):
+    def __init__(self, writer: Writer):
         self._writer = writer
 
     def write(self, line: str) -> None:
@@ -34,7 +41,9 @@ class _BcfSink:
 
 
 @contextlib.contextmanager
-def open_output(path: str | None, output_type: str, header: str, stdout: IO[str]) -> Iterator:
+def open_output(
+    path: str | None, output_type: str, header: str, stdout: TextIO
+) -> Iterator[_TextSink | _BcfSink]:
     """A sink with ``write(line)`` for records; the header is written first."""
     if output_type not in OUTPUT_TYPES:
         raise QueryError(f"-O {output_type!r}: expected one of {', '.join(OUTPUT_TYPES)}")
@@ -54,15 +63,16 @@ def open_output(path: str | None, output_type: str, header: str, stdout: IO[str]
         finally:
             writer.close()
         return
-    raw: IO[bytes] = open(path, "wb") if path is not None else stdout.buffer
-    stream = BgzfWriter(raw) if output_type == "z" else raw
+    raw: BinaryIO = open(path, "wb") if path is not None else stdout.buffer
+    bgzf = BgzfWriter(raw) if output_type == "z" else None
     try:
-        stream.write(header.encode())
-        yield _TextSink(stream)
+        sink = _TextSink(raw if bgzf is None else bgzf)
+        sink.write(header)
+        yield sink
     finally:
-        if output_type == "z":
-            stream.close()
+        if bgzf is not None:
+            bgzf.close()
         else:
-            stream.flush()
+            raw.flush()
         if path is not None:
             raw.close()

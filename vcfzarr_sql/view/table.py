@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 import pyarrow as pa
 
 from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view.header import header_text
 from vcfzarr_sql.view.values import MISSING, float_text
 
@@ -21,7 +22,7 @@ REQUIRED = ("contig", "pos", "ref")
 _GT_DERIVED = ("fmt_GT_phased",)
 
 
-def _text(value) -> str:
+def _text(value: object) -> str:
     if value is None:
         return MISSING
     if isinstance(value, float):
@@ -31,7 +32,7 @@ def _text(value) -> str:
     return str(value)
 
 
-def _genotype(alleles, phased) -> str:
+def _genotype(alleles: Sequence[int | None] | None, phased: bool | None) -> str:
     if alleles is None:
         return MISSING
     parts = [MISSING if a is None else str(a) for a in alleles]
@@ -69,7 +70,7 @@ def _samples(row: dict, fmt: list[str], num_samples: int) -> str:
     return ":".join(keys) + "\t" + "\t".join(map(":".join, zip(*columns)))
 
 
-def table_vcf_lines(batches: Iterable[pa.RecordBatch], schema: pa.Schema, store,
+def table_vcf_lines(batches: Iterable[pa.RecordBatch], schema: pa.Schema, store: VczStore,
                     samples: Sequence[str] | None = None) -> Iterator[str]:
     """The VCF text of a result (header first), over the store's header and ``samples``
     (default: all samples of the store), which the ``fmt_`` lists hold in store order."""

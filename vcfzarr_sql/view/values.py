@@ -22,7 +22,7 @@ MISSING = "."
 
 def float_text(value: float) -> str:
     """One float as htslib's ``kputd`` prints it (``%g``)."""
-    return "%g" % value
+    return f"{value:g}"
 
 
 def _float_flags(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +129,7 @@ def cells(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None)
 def present(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None) -> np.ndarray:
     """Per row: whether any value of the row is set (a Flag: True), i.e. the field prints."""
     if values.dtype.kind == "b":
-        return values.reshape(len(values), -1).any(axis=1)
+        return np.asarray(values.reshape(len(values), -1).any(axis=1))
     missing, fill = flags(values, vcf_type, no_value)
     return (~(missing | fill)).reshape(len(values), -1).any(axis=1)
 
