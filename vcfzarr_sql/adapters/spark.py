@@ -209,12 +209,11 @@ def read(
         reader = reader.option(key, value)
     if schema is None:
         return reader.load(path).where(f"pos > {_SENTINEL_BOUND}")
-    if isinstance(schema, str):
-        schema = _parse_datatype_string(schema)
-    columns = schema.fieldNames()
+    struct: StructType = _parse_datatype_string(schema) if isinstance(schema, str) else schema
+    columns = struct.fieldNames()
     if "pos" not in columns:  # the sentinel filter needs it; dropped after
-        schema = StructType([*schema.fields, StructField("pos", LongType())])
-    return reader.schema(schema).load(path).where(f"pos > {_SENTINEL_BOUND}").select(*columns)
+        struct = StructType([*struct.fields, StructField("pos", LongType())])
+    return reader.schema(struct).load(path).where(f"pos > {_SENTINEL_BOUND}").select(*columns)
 
 
 def register(spark: SparkSession) -> None:

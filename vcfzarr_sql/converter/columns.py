@@ -11,12 +11,20 @@ a GT declared with a non-String type), the values are taken from htslib's text o
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vcfzarr_sql.converter.header import FieldDef
 from vcfzarr_sql.converter.masks import mask_name, no_value_mask
 from vcfzarr_sql.format import spec
+
+if TYPE_CHECKING:
+    from cyvcf2 import Variant
+
+#: One INFO value as cyvcf2 gives it: a scalar, a tuple (several values), a bool for a Flag
+#: or a key without a value, None when absent.
+InfoValue = bool | int | float | str | tuple[int | float | None, ...] | None
 
 BCF_INT32_MISSING = np.iinfo(np.int32).min
 BCF_INT32_VECTOR_END = BCF_INT32_MISSING + 1
@@ -35,12 +43,12 @@ GENOTYPE = "genotype"
 PHASED = "phased"
 
 
-def fill_value(kind: str):
+def fill_value(kind: str) -> object:
     """The fill (padding) sentinel of a column kind: "int", "float", "str" or "bool"."""
     return {"int": spec.INT_FILL, "float": FLOAT32_FILL, "str": spec.STR_FILL, "bool": False}[kind]
 
 
-def missing_value(kind: str):
+def missing_value(kind: str) -> object:
     return {"int": spec.INT_MISSING, "float": FLOAT32_MISSING, "str": spec.STR_MISSING}[kind]
 
 
@@ -48,7 +56,7 @@ def value_kind(vcf_type: str) -> str:
     return {"Integer": "int", "Float": "float", "Flag": "bool"}.get(vcf_type, "str")
 
 
-def numpy_dtype(kind: str):
+def numpy_dtype(kind: str) -> type:
     return {"int": np.int32, "float": np.float32, "str": object, "bool": bool}[kind]
 
 
@@ -57,11 +65,11 @@ def splits(field: FieldDef) -> bool:
     return field.number != "1"
 
 
-def _ragged(rows: Sequence, kind: str) -> np.ndarray:
+def _ragged(rows: Sequence[Sequence[object] | None], kind: str) -> np.ndarray:
     """Stack 1-D sequences (None: absent; None elements: missing) into ``(len(rows), width)``,
     padded with fill."""
     width = max((len(r) for r in rows if r is not None), default=1) or 1
-    out = np.full((len(rows), width), fill_value(kind), dtype=numpy_dtype(kind))
+    out: np.ndarray = np.full((len(rows), width), fill_value(kind), dtype=numpy_dtype(kind))
     missing = missing_value(kind)
     for i, row in enumerate(rows):
         if row is None or len(row) == 0:
@@ -71,18 +79,18 @@ def _ragged(rows: Sequence, kind: str) -> np.ndarray:
     return out
 
 
-def _info_values(value, field: FieldDef, kind: str):
+def _info_values(value: InfoValue, field: FieldDef, kind: str) -> Sequence[int | float | str | None] | None:
     # cyvcf2 gives a bool for a key without a value (``;KEY;``) of a non-Flag field: present
     # but missing, as bcftools' expressions and pysam read it.
     if value is None or isinstance(value, bool):
         return None
     if kind == "str":
-        text = value if isinstance(value, str) else ",".join(map(str, value))
+        text = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
         return text.split(",") if splits(field) else [text]
     return list(value) if isinstance(value, tuple) else [value]
 
 
-def info_column(variants: Sequence, field: FieldDef) -> tuple[np.ndarray, np.ndarray | None]:
+def info_column(variants: Sequence[Variant], field: FieldDef) -> tuple[np.ndarray, np.ndarray | None]:
     """``(records, width)`` values of one INFO field, and their no-value mask when some real
     value equals a sentinel (:mod:`.masks`)."""
     kind = value_kind(field.vcf_type)
@@ -94,7 +102,7 @@ def info_column(variants: Sequence, field: FieldDef) -> tuple[np.ndarray, np.nda
     return values, no_value_mask(rows, values.shape, kind)
 
 
-def _text_format_values(variant, name: str, n_samples: int) -> list[str]:
+def _text_format_values(variant: Variant, name: str, n_samples: int) -> list[str]:
     """Per-sample raw text of FORMAT field ``name`` from htslib's VCF line of the record."""
     columns = str(variant).rstrip("\n").split("\t")
     keys = columns[8].split(":") if len(columns) > 8 else []
@@ -108,7 +116,7 @@ def _text_format_values(variant, name: str, n_samples: int) -> list[str]:
     return out + [spec.STR_MISSING] * (n_samples - len(out))
 
 
-def _string_format(variant, field: FieldDef, n_samples: int):
+def _string_format(variant: Variant, field: FieldDef, n_samples: int) -> list[list[str]] | None:
     try:
         values = variant.format(field.name)
     except UnicodeDecodeError:
@@ -122,7 +130,7 @@ def _string_format(variant, field: FieldDef, n_samples: int):
 
 
 def format_column(
-    variants: Sequence, field: FieldDef, n_samples: int
+    variants: Sequence[Variant], field: FieldDef, n_samples: int
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """``(records, samples, width)`` values of one FORMAT field (not GT), and their no-value
     mask when some real value equals a sentinel (:mod:`.masks`)."""
@@ -140,7 +148,8 @@ def format_column(
                 continue
             for j, vals in enumerate(rec):
                 out[i, j, : len(vals)] = vals
-        calls = [vals for rec in per_record for vals in (rec or [None] * n_samples)]
+        absent: list[list[str] | None] = [None] * n_samples
+        calls = [vals for rec in per_record for vals in (rec or absent)]
         return out, no_value_mask(calls, out.shape, kind)
     arrays = [v.format(field.name) for v in variants]
     width = max((a.shape[1] for a in arrays if a is not None), default=1)
@@ -165,12 +174,13 @@ def format_column(
     return out, no_value if literal.any() else None
 
 
-def _text_genotypes(variant, n_samples: int) -> np.ndarray:
+def _text_genotypes(variant: Variant, n_samples: int) -> np.ndarray:
     """``(samples, ploidy)`` BCF-encoded GT values (``(allele + 1) << 1 | phased``, vector end
     padding), from htslib's text of the record."""
     calls = []
     for text in _text_format_values(variant, "GT", n_samples):
-        encoded, token, phase = [], "", 0
+        encoded: list[int] = []
+        token, phase = "", 0
         for ch in text + "/":
             if ch in "/|":
                 if token or encoded:
@@ -187,7 +197,7 @@ def _text_genotypes(variant, n_samples: int) -> np.ndarray:
     return out
 
 
-def _raw_genotypes(variant, n_samples: int) -> np.ndarray | None:
+def _raw_genotypes(variant: Variant, n_samples: int) -> np.ndarray | None:
     raw = variant.format("GT", int)  # raw BCF encoding even when GT is declared Type=String
     if raw is None and "GT" in variant.FORMAT:  # e.g. GT declared Type=Integer
         return _text_genotypes(variant, n_samples)
@@ -219,7 +229,7 @@ def decode_genotypes(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return alleles, phased
 
 
-def genotype_columns(variants: Sequence, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+def genotype_columns(variants: Sequence[Variant], n_samples: int) -> tuple[np.ndarray, np.ndarray]:
     """``(records, samples, ploidy)`` allele indexes and ``(records, samples)`` phasing."""
     arrays = [_raw_genotypes(v, n_samples) for v in variants]
     width = max((a.shape[1] for a in arrays if a is not None), default=1)
@@ -232,7 +242,7 @@ def genotype_columns(variants: Sequence, n_samples: int) -> tuple[np.ndarray, np
     return decode_genotypes(raw)
 
 
-def fixed_columns(variants: Sequence) -> dict[str, np.ndarray]:
+def fixed_columns(variants: Sequence[Variant]) -> dict[str, np.ndarray]:
     """CHROM, POS, ID, REF+ALT, QUAL, FILTER and rlen of a block of records."""
     n = len(variants)
     contig = np.empty(n, dtype=object)
@@ -262,7 +272,7 @@ def fixed_columns(variants: Sequence) -> dict[str, np.ndarray]:
     }
 
 
-def block_columns(variants: Sequence, fields: Sequence[FieldDef], n_samples: int) -> dict[str, np.ndarray]:
+def block_columns(variants: Sequence[Variant], fields: Sequence[FieldDef], n_samples: int) -> dict[str, np.ndarray]:
     """Every column of a block of records, keyed by fixed column name or field array name."""
     columns = fixed_columns(variants)
     for field in fields:

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vcfzarr_sql.format import spec
+
+if TYPE_CHECKING:
+    from cyvcf2 import VCF
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ def contig_lengths(text: str) -> dict[str, int]:
     >>> contig_lengths("##contig=<ID=1,length=249250621>\\n##contig=<ID=X>")
     {'1': 249250621}
     """
-    out = {}
+    out: dict[str, int] = {}
     for line in text.split("\n"):
         name, length = _CONTIG_ID.match(line), _CONTIG_LENGTH.search(line)
         if name and length:
@@ -71,7 +75,7 @@ def contig_lengths(text: str) -> dict[str, int]:
     return out
 
 
-def read_header(reader) -> HeaderInfo:
+def read_header(reader: VCF) -> HeaderInfo:
     """The header of an open ``cyvcf2.VCF`` reader, as it stands now (htslib's view)."""
     text = reader.raw_header.rstrip("\n")
     contigs: list[tuple[str, int | None]] = []

@@ -36,10 +36,16 @@ class _Buffer:
         self.data = data
         self.pos = 0
 
-    def read(self, fmt: str):
+    def read(self, fmt: str) -> tuple[int, ...]:
+        """The integers of little-endian struct format ``fmt`` at the read position."""
         values = struct.unpack_from("<" + fmt, self.data, self.pos)
         self.pos += struct.calcsize("<" + fmt)
-        return values if len(values) > 1 else values[0]
+        return values
+
+    def read_int(self, fmt: str) -> int:
+        """The one integer of format ``fmt`` (``"i"``, ``"I"``...) at the read position."""
+        (value,) = self.read(fmt)
+        return value
 
     def skip(self, n: int) -> None:
         self.pos += n
@@ -55,9 +61,9 @@ def read_index(path: str | Path, header_contigs: list[str]) -> list[IndexedConti
     magic = buf.data[:4]
     buf.skip(4)
     if magic == b"TBI\1":
-        n_ref = buf.read("i")
+        n_ref = buf.read_int("i")
         buf.skip(24)
-        l_nm = buf.read("i")
+        l_nm = buf.read_int("i")
         names = _names(buf.data[buf.pos : buf.pos + l_nm])
         buf.skip(l_nm)
         min_shift, depth, csi = 14, 5, False
@@ -66,7 +72,7 @@ def read_index(path: str | Path, header_contigs: list[str]) -> list[IndexedConti
         aux = buf.data[buf.pos : buf.pos + l_aux]
         buf.skip(l_aux)
         names = _names(aux[28:]) if l_aux >= 28 else list(header_contigs)
-        n_ref = buf.read("i")
+        n_ref = buf.read_int("i")
         csi = True
     else:
         raise ValueError(f"{path}: not a TBI or CSI index")
@@ -77,11 +83,11 @@ def read_index(path: str | Path, header_contigs: list[str]) -> list[IndexedConti
         first = last = None
         count = None
         leaves: dict[int, int] = {}
-        for _ in range(buf.read("i")):
-            bin_id = buf.read("I")
+        for _ in range(buf.read_int("i")):
+            bin_id = buf.read_int("I")
             if csi:
                 buf.skip(8)
-            n_chunk = buf.read("i")
+            n_chunk = buf.read_int("i")
             chunks = [buf.read("QQ") for _ in range(n_chunk)]
             if bin_id == n_bins + 1:  # pseudo-bin: (unmapped offsets), (mapped, unmapped counts)
                 if len(chunks) >= 2:
@@ -94,8 +100,9 @@ def read_index(path: str | Path, header_contigs: list[str]) -> list[IndexedConti
             if bin_id >= first_leaf:
                 leaves[(bin_id - first_leaf) << min_shift] = begin
         if not csi:
-            buf.skip(8 * buf.read("i"))
+            buf.skip(8 * buf.read_int("i"))
         if first is not None and ref < len(names):
+            assert last is not None  # set with first
             contigs.append(
                 IndexedContig(names[ref], first, last, count, tuple(sorted(leaves.items())))
             )

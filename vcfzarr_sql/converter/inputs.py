@@ -13,8 +13,12 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError
+
+if TYPE_CHECKING:
+    from cyvcf2 import VCF
 
 STDIN = "-"
 #: the header lines that must agree between inputs
@@ -25,7 +29,7 @@ class HeaderMismatchError(VcfZarrError):
     """Inputs converted into one store declare different samples or fields."""
 
 
-def _definitions(vcf) -> list[str]:
+def _definitions(vcf: VCF) -> list[str]:
     return [line for line in vcf.raw_header.splitlines() if line.startswith(_DEFINITIONS)]
 
 

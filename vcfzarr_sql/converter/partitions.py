@@ -31,7 +31,8 @@ def _cuts(contig: IndexedContig, parts: int) -> list[int]:
     if parts <= 1 or len(contig.leaves) < 2:
         return []
     span = contig.last_offset - contig.first_offset
-    cuts, k = [], 1
+    cuts: list[int] = []
+    k = 1
     for position, offset in contig.leaves:
         if k < parts and offset - contig.first_offset >= span * k / parts and position > 0:
             if not cuts or position > cuts[-1]:
@@ -59,5 +60,5 @@ def plan_partitions(path: str | Path, workers: int, header_contigs: list[str]) -
         bounds = [None, *_cuts(contig, round(target * size / total)), None]
         for start, stop in zip(bounds[:-1], bounds[1:]):
             partitions.append(Partition(len(partitions), _region(contig.name, start, stop), start, stop))
-    counts = [c.num_records for c in contigs]
-    return partitions, None if None in counts else sum(counts)
+    counts = [c.num_records for c in contigs if c.num_records is not None]
+    return partitions, sum(counts) if len(counts) == len(contigs) else None

@@ -8,8 +8,10 @@ and the header as htslib left it, which includes the fields htslib added for und
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +22,9 @@ from vcfzarr_sql.converter.spill import write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
 from vcfzarr_sql.converter.workers import add_progress
 from vcfzarr_sql.errors import VcfParseError
+
+if TYPE_CHECKING:
+    from cyvcf2 import Variant
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ class _PartitionReader:
         self.seen_contigs: dict[str, None] = {}
         self.seen_filters: dict[str, None] = {}
 
-    def records(self):
+    def records(self) -> Iterator[Variant]:
         p = self.partition
         records = self.reader(p.region) if p.region is not None else self.reader
         for v in records:
@@ -104,7 +109,7 @@ class _PartitionReader:
             yield v
 
     def run(self) -> PartitionResult:
-        block: list = []
+        block: list[Variant] = []
         for v in self.records():
             block.append(v)
             if len(block) == self.block_size:
@@ -117,7 +122,7 @@ class _PartitionReader:
         self.result.filters = list(self.seen_filters)
         return self.result
 
-    def flush(self, variants: list) -> None:
+    def flush(self, variants: list[Variant]) -> None:
         size = len(self.reader.raw_header)
         if size != self.header_size:  # htslib added fields for undeclared keys
             self.header = read_header(self.reader)

@@ -19,10 +19,17 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, TypeVar
 
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError
 
-_progress = None  # a worker's shared record counter (set by _init_worker)
+if TYPE_CHECKING:
+    from multiprocessing.sharedctypes import Synchronized
+
+T = TypeVar("T")
+
+_progress: Synchronized[int] | None = None  # a worker's shared record counter (set by _init_worker)
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
@@ -36,7 +43,7 @@ def die_with_parent(parent: int) -> None:
             os._exit(1)
 
 
-def _init_worker(progress, single_process: bool, parent: int) -> None:
+def _init_worker(progress: Synchronized[int], single_process: bool, parent: int) -> None:
     global _progress
     die_with_parent(parent)
     _progress = progress
@@ -61,7 +68,7 @@ class _Failure:
     unexpected: bool = False
 
 
-def _run(stderr_path: str, parsing: bool, fn: Callable, args: tuple):
+def _run(stderr_path: str, parsing: bool, fn: Callable[..., T], args: tuple[object, ...]) -> T | _Failure:
     """Run ``fn(*args)`` with fd 2 sent to ``stderr_path``; a parsing failure is returned, not
     raised (anything else is a bug, and raised)."""
     saved = os.dup(2)
@@ -129,32 +136,36 @@ class WorkerPool:
     def __enter__(self) -> WorkerPool:
         return self
 
-    def __exit__(self, exc_type, *exc) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is None:
             self.close()
         else:  # an error or an interrupt: do not wait for the other tasks to finish
             self.kill()
 
-    def run(self, fn: Callable, tasks: Iterable[tuple], on_progress: Callable[[], None] | None = None,
-            *, parsing: bool = True) -> list:
+    def run(self, fn: Callable[..., T], tasks: Iterable[tuple[object, ...]],
+            on_progress: Callable[[], None] | None = None, *, parsing: bool = True) -> list[T]:
         """``[fn(*args) for args in tasks]``, run in the workers. With ``parsing``, a task's
         exception or crash is raised as a :class:`VcfParseError` for the input file.
         ``on_progress`` is called a few times a second while waiting."""
-        futures: dict[Future, str] = {}
+        futures: dict[Future[T | _Failure], str] = {}
         for args in tasks:
             log = str(self.log_dir / f"task{self._tasks:06d}.stderr")
             self._tasks += 1
             futures[self.executor.submit(_run, log, parsing, fn, args)] = log
+        results: dict[Future[T | _Failure], T] = {}
         pending = set(futures)
         while pending:
             done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
             if on_progress is not None:
                 on_progress()
             for future in done:
-                self._check(future, futures[future], pending)
-        return [f.result() for f in futures]
+                results[future] = self._check(future, futures[future], pending)
+        return [results[f] for f in futures]
 
-    def _check(self, future: Future, log: str, pending: set) -> None:
+    def _check(self, future: Future[T | _Failure], log: str, pending: set[Future[T | _Failure]]) -> T:
+        """The result of a finished task, or its failure raised (the pending tasks cancelled)."""
         try:
             result = future.result()
         except BrokenProcessPool:
@@ -171,6 +182,7 @@ class WorkerPool:
             if htslib:
                 raise VcfParseError(self.input_path, htslib)
             raise VcfParseError(self.input_path, result.what, record=result.record, field=result.field)
+        return result
 
     def _any_htslib_error(self) -> str | None:
         for log in sorted(self.log_dir.glob("*.stderr")):
