@@ -172,11 +172,12 @@ def test_sample_stats_add_up_runs_of_stored_counts(store, stored, region):
     threads share them), and an edge chunk, decoded, stays alone."""
     from vcfzarr_sql.adapters.dataset import VczDataset
     from vcfzarr_sql.query.prefetch import THREADS
-    from vcfzarr_sql.stats.sample_stats import count_tasks, stored_class_bytes
+    from vcfzarr_sql.stats.sample_stats import count_runs, stored_class_bytes
 
     plan_store = vcfzarr_sql.open_store(store)
     plan = VczDataset(plan_store, "variants", None, region).scanner(columns=["pos"]).plan
-    tasks = count_tasks(plan, stored_class_bytes(plan_store, None) if stored else None)
+    cut = count_runs(plan, stored_class_bytes(plan_store, None) if stored else None)
+    tasks = [plan.run(run.start, run.stop) for run in cut(range(len(plan)))]
     covered = [t.variant_chunk + k for t in tasks for k in range(t.chunk_count)]
     assert covered == plan.variant_chunks.tolist()
     assert sum(t.num_rows for t in tasks) == plan.rows.sum()

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import engine_cases
 import numpy as np
@@ -27,7 +28,7 @@ from vcfzarr_sql.query import execute
 from vcfzarr_sql.store import bounds, fetch
 from vcfzarr_sql.store.fetch import FetchingSource, WindowFetches
 from vcfzarr_sql.store.kvstore import open_kv
-from vcfzarr_sql.store.vcz import open_store
+from vcfzarr_sql.store.vcz import VczStore, open_store
 
 pytest.importorskip("fsspec", reason="fsspec (test extra) is needed for URLs")
 
@@ -126,12 +127,16 @@ class _FakeStore:
         return raw
 
 
+def _fake_store() -> VczStore:
+    return cast(VczStore, _FakeStore())  # (it has the members a FetchingSource reads)
+
+
 # -- memory: a window's chunks are held from its first piece to its last ----------------------
 
 
 def test_a_window_s_bytes_are_dropped_when_its_last_piece_leaves():
     """A window of two pieces keeps its fetch once, and forgets it when the second leaves."""
-    source = FetchingSource(_FakeStore())
+    source = FetchingSource(_fake_store())
     source.read_chunk("pos", (0,))  # learn what pieces read
     fetches = WindowFetches(source, np.array([1, 2]), [range(0, 2)])
     fetches.submitted(0)
@@ -148,7 +153,7 @@ def test_a_window_fetched_after_its_pieces_read_does_not_drop_a_neighbour_s_chun
     starts its fetch later and the window ends, it must not forget the chunks the neighbour
     keeps (pieces of one variant chunk share them)."""
     store = _FakeStore()
-    source = FetchingSource(store)
+    source = FetchingSource(cast(VczStore, store))
     # windows 0 and 1 hold one piece each, both of variant chunk 1 (two sample chunks)
     fetches = WindowFetches(source, np.array([1, 1]), [range(0, 1), range(1, 2)])
     fetches.submitted(1)

@@ -37,7 +37,7 @@ from vcfzarr_sql.format.summaries import CLASSES, SAMPLE_CLASS_COUNTS
 from vcfzarr_sql.query import decode
 from vcfzarr_sql.query.execute import one_per_task, run_plan, scan_source
 from vcfzarr_sql.query.expressions import parse_or_none
-from vcfzarr_sql.query.plan import ChunkTask, ScanPlan, batch_runs, plan_scan
+from vcfzarr_sql.query.plan import ScanPlan, batch_runs, plan_scan
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, THREADS
 from vcfzarr_sql.query.request import scan_request
 from vcfzarr_sql.query.residual import matching_mask
@@ -48,7 +48,7 @@ from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.vcz import VczStore
 
-__all__ = ["SAMPLE_CLASS_COUNTS", "SCHEMA", "count_tasks", "sample_stats_plan",
+__all__ = ["SAMPLE_CLASS_COUNTS", "SCHEMA", "count_runs", "sample_stats_plan",
            "sample_stats_table", "stored_class_bytes"]
 
 _SNP_GATED = 3  # the first three classes count only at SNP alleles
@@ -89,11 +89,6 @@ def count_runs(plan: ScanPlan, stored_bytes: int | None) -> Callable[[range], It
             yield from [run] if plan.whole[run.start] else one_per_task(run)
 
     return cut
-
-
-def count_tasks(plan: ScanPlan, stored_bytes: int | None) -> list[ChunkTask]:
-    """The tasks the runs of :func:`count_runs` make, in plan order."""
-    return [plan.run(run.start, run.stop) for run in count_runs(plan, stored_bytes)(range(len(plan)))]
 
 
 def stored_class_bytes(store: VczStore, samples: np.ndarray | None) -> int | None:
