@@ -11,6 +11,7 @@ import json
 import shutil
 import warnings
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ import numpy as np
 import pytest
 import zarr
 from corpus import CORPUS
+
+from vcfzarr_sql.store.kvstore import KeyValueStore
 
 #: Small corpus files bio2zarr converts, covering every Number/Type, missing values, mixed
 #: ploidy, sites-only, no records, INFO/END, and contigs out of header order.
@@ -132,3 +135,25 @@ def assert_same_values(got: np.ndarray, expected: np.ndarray, what: str) -> None
         assert np.array_equal(got.view(bits), expected.astype(got.dtype).view(bits)), what
     else:
         assert np.array_equal(got, expected), what
+
+
+def counted_reads(
+    monkeypatch: pytest.MonkeyPatch, kv: KeyValueStore
+) -> tuple[list[str], list[list[str]]]:
+    """(keys ``kv`` reads one by one, key batches it reads) from now on, as two lists that
+    grow as it reads."""
+    singles: list[str] = []
+    batches: list[list[str]] = []
+    get, get_many = kv.get, kv.get_many
+
+    def one(key: str) -> bytes | None:
+        singles.append(key)
+        return get(key)
+
+    def many(keys: Iterable[str]) -> dict[str, bytes]:
+        batches.append(list(keys))
+        return get_many(batches[-1])
+
+    monkeypatch.setattr(kv, "get", one)
+    monkeypatch.setattr(kv, "get_many", many)
+    return singles, batches

@@ -20,6 +20,7 @@ import oracle
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from store_support import counted_reads
 
 import vcfzarr_sql
 from vcfzarr_sql.adapters.tasks import cut_plan
@@ -223,20 +224,7 @@ def test_a_remote_task_fetches_its_chunks_in_batches(stores, monkeypatch):
     pieces = len(task.plan)
     monkeypatch.setattr(vcfzarr_sql.query.execute, "FETCH_WINDOW", 8)
     assert pieces > 2 * 8
-    kv = task.store._kv
-    singles, batches = [], []
-    get, get_many = kv.get, kv.get_many
-
-    def single(key):
-        singles.append(key)
-        return get(key)
-
-    def batch(keys):
-        batches.append(list(keys))
-        return get_many(batches[-1])
-
-    monkeypatch.setattr(kv, "get", single)
-    monkeypatch.setattr(kv, "get_many", batch)
+    singles, batches = counted_reads(monkeypatch, task.store._kv)
     remote = task.to_table()
     assert remote.equals(vcfzarr_sql.scan_tasks(path, "calls", columns=["pos", "fmt_GT"]).to_table())
     # the pieces of the first variant chunk read chunk by chunk; then each window of the others

@@ -6,6 +6,7 @@ from __future__ import annotations
 import engine_cases
 import oracle
 import pytest
+from store_support import counted_reads
 
 import vcfzarr_sql
 from vcfzarr_sql.query import execute
@@ -23,23 +24,6 @@ def simulated(tmp_path_factory, convert_once) -> tuple[engine_cases.StoreCase, s
     return case, str(path)
 
 
-def _counted(monkeypatch, kv) -> tuple[list, list]:
-    """(keys read one by one, key batches read) from now on."""
-    singles, batches = [], []
-    get, get_many = kv.get, kv.get_many
-
-    def single(key):
-        singles.append(key)
-        return get(key)
-
-    def batch(keys):
-        batches.append(list(keys))
-        return get_many(batches[-1])
-
-    monkeypatch.setattr(kv, "get", single)
-    monkeypatch.setattr(kv, "get_many", batch)
-    return singles, batches
-
 
 def test_a_warm_region_count_waits_for_two_requests(simulated, monkeypatch):
     case, path = simulated
@@ -48,7 +32,7 @@ def test_a_warm_region_count_waits_for_two_requests(simulated, monkeypatch):
     expected = len(oracle.records(case.vcf, region=REGION))
     with vcfzarr_sql.connect() as con:
         assert con.sql(query).fetchall() == [(expected,)]
-        singles, batches = _counted(monkeypatch, con.store(url)._kv)
+        singles, batches = counted_reads(monkeypatch, con.store(url)._kv)
         assert con.sql(query).fetchall() == [(expected,)]
     assert singles == []
     # the root documents that exist (revalidation), then every chunk the pieces read, at once
@@ -65,7 +49,7 @@ def test_a_warm_scan_fetches_each_window_in_one_batch(simulated, monkeypatch):
     pieces = len(task.plan)
     assert pieces > 2 * 8
     cold = task.to_table()
-    singles, batches = _counted(monkeypatch, task.store._kv)
+    singles, batches = counted_reads(monkeypatch, task.store._kv)
     warm = task.to_table()
     assert warm.equals(cold)
     assert warm.equals(vcfzarr_sql.scan_tasks(path, "calls", columns=["pos", "fmt_GT"]).to_table())

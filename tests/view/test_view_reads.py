@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import zarr
 from corpus import CORPUS
+from store_support import counted_reads
 
 from vcfzarr_sql.store import open_store
 from vcfzarr_sql.view import Selection, vcf_lines
@@ -24,24 +25,6 @@ def chr22(convert_once) -> str:
     """100 records in 10 variant chunks, 100 samples in 4 sample chunks."""
     return str(convert_once(CHR22, variants_chunk_size=10, samples_chunk_size=SAMPLES_CHUNK))
 
-
-def _counted(monkeypatch, kv) -> tuple[list[str], list[list[str]]]:
-    """(keys read one by one, key batches read) from ``kv`` from now on."""
-    singles: list[str] = []
-    batches: list[list[str]] = []
-    get, get_many = kv.get, kv.get_many
-
-    def one(key):
-        singles.append(key)
-        return get(key)
-
-    def many(keys):
-        batches.append(list(keys))
-        return get_many(batches[-1])
-
-    monkeypatch.setattr(kv, "get", one)
-    monkeypatch.setattr(kv, "get_many", many)
-    return singles, batches
 
 
 def _array(path: str, name: str) -> np.ndarray:
@@ -71,7 +54,7 @@ def test_view_region_opens_only_the_overlapping_genotype_chunks(chr22, monkeypat
         sample_chunks = {names.index(s) // SAMPLES_CHUNK for s in samples.split(",")}
     store = open_store(chr22)
     assert len(store.region_index)  # (the index is read before counting)
-    singles, batches = _counted(monkeypatch, store._kv)
+    singles, batches = counted_reads(monkeypatch, store._kv)
     text = "".join(vcf_lines(store, Selection(regions=f"chr22:{start}-{end}", samples=samples)))
     opened = singles + [key for batch in batches for key in batch]
     genotype_chunks = {tuple(int(i) for i in m.groups()) for k in opened if (m := _CHUNK_KEY.match(k))}
@@ -85,7 +68,7 @@ def test_view_of_a_url_store_fetches_chunks_in_windows(chr22, monkeypatch):
     expected = "".join(vcf_lines(open_store(chr22), Selection(regions="chr22:10510700-10513600")))
     store = open_store(f"file://{chr22}")
     assert len(store.region_index)
-    singles, batches = _counted(monkeypatch, store._kv)
+    singles, batches = counted_reads(monkeypatch, store._kv)
     assert "".join(vcf_lines(store, Selection(regions="chr22:10510700-10513600"))) == expected
     # the first chunk's reads teach what a task reads; the other six chunks come in batches
     fetched = {k.split("/")[1].split(".")[0] for batch in batches for k in batch if "/" in k}
