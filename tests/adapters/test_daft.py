@@ -167,8 +167,9 @@ def test_on_ray_local_every_case_of_every_store(stores, convert_once):
         if path is not None:
             given.append((source, path))
     assert len(given) > 40
-    tests = str(Path(__file__).parents[1])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tests, os.environ.get("PYTHONPATH", "")])}
+    here = Path(__file__)  # (this module, and the helpers in tests/, for the subprocess)
+    paths = [str(here.parent), str(here.parents[1]), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     payload = json.dumps([[list(vars(source).values()), str(path)] for source, path in given])
     out = subprocess.run([sys.executable, "-c", _ON_RAY], input=payload, capture_output=True,
                          text=True, env=env, timeout=900)

@@ -268,7 +268,7 @@ def test_query_texts_are_not_kept_after_their_sessions(serving, data_dir) -> Non
     try:
         before = tracemalloc.get_traced_memory()[0]
         for i in range(3):
-            sock = _raw_session(server)
+            sock = _raw_session(server, timeout=120)  # (sqlglot 27 reads 8 MB in ~30 s)
             query = f"SELECT {i} AS vcf_zarr_note, length('{'x' * (8 << 20)}') AS n"
             sock.sendall(_msg(b"Q", query.encode() + b"\x00"))
             del query  # (only the server's copies count)
