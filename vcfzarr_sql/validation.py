@@ -453,37 +453,12 @@ def _check_region_index(store: VczStore) -> Iterator[Problem]:
                                          f"{expected[row].tolist()}")
 
 
-@dataclass
-class _EveryChunk:
-    """A store's layout for the planner with a region index of one row per variant chunk:
-    its plan has every chunk, whatever the stored region index says (checked on its own)."""
-
-    contigs: list[str]
-    samples: np.ndarray
-    samples_chunk_size: int
-    num_sample_chunks: int
-    num_variant_chunks: int
-    region_index: np.ndarray
-
-    @classmethod
-    def of(cls, store: VczStore) -> _EveryChunk:
-        chunks = np.arange(store.num_variant_chunks)
-        index = np.zeros((len(chunks), spec.REGION_INDEX_FIELDS), np.int64)
-        index[:, spec.RI_CHUNK] = chunks
-        index[:, spec.RI_COUNT] = np.minimum(
-            store.variants_chunk_size, store.num_variants - chunks * store.variants_chunk_size
-        )
-        return cls(list(store.contigs), store.samples, store.samples_chunk_size,
-                   store.num_sample_chunks, store.num_variant_chunks, index)
-
-
 def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
     """The stored genotype counts (:mod:`vcfzarr_sql.query.stored_counts`) against the counts
     of the genotypes, one variant chunk at a time (a plan of every chunk, run by the
     executor): the first block that disagrees."""
     from vcfzarr_sql.query.execute import run_plan, scan_source  # (imports the scan)
-    from vcfzarr_sql.query.plan import ScanRequest, plan_scan
-    from vcfzarr_sql.query.request import table_schema
+    from vcfzarr_sql.query.request import every_chunk_plan
     from vcfzarr_sql.query.summarise import ChunkSummary, summarise_chunk
 
     names = (summaries.ALLELE_COUNTS, summaries.CALL_COUNTS, summaries.HWE,
@@ -496,7 +471,7 @@ def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
         yield Problem(present[0], "stored genotype counts need call_genotype and all of "
                                   f"{', '.join(names)}")
         return
-    plan = plan_scan(_EveryChunk.of(store), ScanRequest("variants", table_schema(store, "variants"), columns=()))
+    plan = every_chunk_plan(store)
     source = scan_source(store, plan)
 
     def summarised(run: range) -> tuple[int, ChunkSummary, dict[str, np.ndarray]]:

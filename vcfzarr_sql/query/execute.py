@@ -26,7 +26,7 @@ from vcfzarr_sql.query.expressions import parse_or_none
 from vcfzarr_sql.query.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
 from vcfzarr_sql.query.plan import ChunkTask, ScanPlan, batch_runs
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, prefetched
-from vcfzarr_sql.query.residual import matching_rows
+from vcfzarr_sql.query.residual import matching_mask, matching_rows
 from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.fetch import WindowFetches, fetch_windows, fetching
@@ -109,6 +109,17 @@ def plan_batches(source: ChunkSource, plan: ScanPlan) -> Iterator[pa.RecordBatch
             yield batch
 
 
+def residual_rows(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: Any) -> np.ndarray | None:
+    """Which records of ``task`` (of its variant chunks, in order) its residual filter keeps,
+    as a boolean mask; None when it has none (every record). ``tree``: the plan's filter,
+    parsed (:func:`~.expressions.parse_or_none`). For work that reads its own arrays."""
+    if task.filter is None:
+        return None
+    batch = decode.decode_variants(source, task.variant_chunk, task.columns, None, task.chunk_count)
+    mask = matching_mask(batch, tree, task.filter, plan.filter_columns)
+    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def _run_of(source: ChunkSource, plan: ScanPlan, run: range, tree: Any) -> pa.RecordBatch:
     return _run(source, plan, plan.run(run.start, run.stop), tree)
 
@@ -134,7 +145,8 @@ def run_plan(
     worked on. Over a local store the runs are worked on as the consumer asks, or, with
     ``ahead``, that many runs ahead in the scan threads (:func:`.prefetch.prefetched`); each
     result taken from an inline run is shown to ``saw`` (the run's task count, the result)
-    before the next run is cut. Over a remote store (a URL: each chunk read waits for a round
+    before the next run is cut (only then: with ``ahead``, and over a remote store, runs are
+    cut before their results exist, and ``saw`` is not called). Over a remote store (a URL: each chunk read waits for a round
     trip) the chunks of windows of tasks are fetched in batches, a few windows ahead
     (:class:`~vcfzarr_sql.store.fetch.WindowFetches`), and the runs are worked on in the scan
     threads. ``source`` is what the work reads through: the store, wrapped by

@@ -34,18 +34,17 @@ import pyarrow as pa
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format.summaries import CLASSES, SAMPLE_CLASS_COUNTS
-from vcfzarr_sql.query import decode
-from vcfzarr_sql.query.execute import one_per_task, run_plan, scan_source
+from vcfzarr_sql.query.execute import one_per_task, residual_rows, run_plan, scan_source
 from vcfzarr_sql.query.expressions import parse_or_none
 from vcfzarr_sql.query.plan import ScanPlan, batch_runs, plan_scan
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, THREADS
 from vcfzarr_sql.query.request import scan_request
-from vcfzarr_sql.query.residual import matching_mask
 from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
 from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.query.stored_counts import class_counts_stored, stored_class_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.counting import CountingSource
+from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 
 __all__ = ["SAMPLE_CLASS_COUNTS", "SCHEMA", "count_runs", "sample_stats_plan",
@@ -102,7 +101,7 @@ def stored_class_bytes(store: VczStore, samples: np.ndarray | None) -> int | Non
     return info.shape[1] * max(width, 1) * info.dtype.itemsize
 
 
-def _class_counts(source: CountingSource, plan: ScanPlan, gt_array: str) -> Callable[[range], tuple[np.ndarray, int]]:
+def _class_counts(source: ChunkSource, plan: ScanPlan, gt_array: str) -> Callable[[range], tuple[np.ndarray, int]]:
     """The executor's work: (class counts per sample, records counted) of a run of tasks."""
     tree = None if plan.filter is None else parse_or_none(plan.filter)
 
@@ -115,10 +114,8 @@ def _class_counts(source: CountingSource, plan: ScanPlan, gt_array: str) -> Call
                 return stored, task.num_rows
         genotypes = blocks.read(gt_array)
         alleles = blocks.read(spec.VARIANT_ALLELE)
-        if task.filter is not None:  # an edge chunk: the records its residual keeps
-            batch = decode.decode_variants(source, task.variant_chunk, task.columns, None, task.chunk_count)
-            keep = matching_mask(batch, tree, task.filter, plan.filter_columns)
-            rows = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
+        rows = residual_rows(source, plan, task, tree)  # (an edge chunk: the records it keeps)
+        if rows is not None:
             genotypes, alleles = genotypes[rows], alleles[rows]
         return class_counts(genotypes, allele_kinds(alleles)), len(genotypes)
 

@@ -5,7 +5,6 @@ summary arrays into an existing local VCF Zarr store, in the store's own Zarr fo
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -24,10 +23,6 @@ class ChunkSummary(Protocol):
     """The stored counts of one variant chunk, as blocks of the summary arrays."""
 
     def block(self, name: str) -> np.ndarray: ...
-
-
-#: Computes the summary of variant chunk ``k`` from the store's genotype array.
-Summariser = Callable[[VczStore, str, int], ChunkSummary]
 
 _INT_DTYPES = (np.int8, np.int16, np.int32, np.int64)
 _LENGTH_DESCRIPTION = "The length of the variant measured in bases"
@@ -54,7 +49,8 @@ def _new_array(
     return NewArray(name, dtype.newbyteorder("<").str, dims, shape, chunks, COMPRESSOR, description)
 
 
-def _local_directory(path: str) -> str:
+def local_directory(path: str) -> str:
+    """``path`` if it is a local directory store this module can write into, else StoreError."""
     if is_url(path):
         raise StoreError(f"{path}: cannot write a region index into a remote store (URL); "
                          "index a local copy")
@@ -67,7 +63,7 @@ def _local_directory(path: str) -> str:
 def write_region_index(path: str | os.PathLike) -> np.ndarray:
     """Write ``region_index`` (replacing any) and, if absent, ``variant_length`` into the local
     directory store at ``path``. Returns the index written (int64)."""
-    location = _local_directory(os.fspath(path))
+    location = local_directory(os.fspath(path))
     with open_store(location) as store:
         zarr_format = store.zarr_format
         needs_lengths = not store.has_array(spec.VARIANT_LENGTH)
@@ -97,34 +93,40 @@ def _write_new(location: str, zarr_format: int, array: NewArray, values: np.ndar
         write_whole(location, array, values, zarr_format)
 
 
-def write_genotype_counts(path: str | os.PathLike, summarise_chunk: Summariser) -> bool:
-    """Write the stored genotype counts (:mod:`vcfzarr_sql.format.summaries`, replacing any)
-    into the local directory store at ``path``, one variant chunk at a time as
-    ``summarise_chunk(store, genotype_array, chunk)`` computes them. Returns False (and writes
-    nothing) when the store has no genotypes."""
+class GenotypeCountsWriter:
+    """Writes the stored genotype counts (:mod:`vcfzarr_sql.format.summaries`, replacing any)
+    of the local directory store ``location``, opened as ``store``: :meth:`add` takes the
+    summary of each variant chunk in order; a chunk of the per-record arrays is written once
+    the variant chunks it holds are all added."""
 
-    location = _local_directory(os.fspath(path))
-    with open_store(location) as store:
-        gt = store.format_fields.get("GT")
-        if gt is None or not store.has_array(spec.VARIANT_ALLELE):
-            return False
-        size, num_chunks, zarr_format = store.variants_chunk_size, store.num_variant_chunks, store.zarr_format
-        arrays = summary_arrays(
+    def __init__(self, location: str, store: VczStore):
+        self._location, self._format = location, store.zarr_format
+        self._num_chunks = store.num_variant_chunks
+        self._arrays = summary_arrays(
             store.num_variants, store.array_info(spec.VARIANT_ALLELE).shape[1], store.num_samples,
-            size, store.samples_chunk_size,
+            store.variants_chunk_size, store.samples_chunk_size,
         )
-        add_arrays(location, zarr_format, list(arrays.values()))
-        classes = arrays[sc.SAMPLE_CLASS_COUNTS]
-        per_chunk = sc.variant_chunks_per_chunk(size)  # (per-record arrays: longer chunks)
+        self._per_chunk = sc.variant_chunks_per_chunk(store.variants_chunk_size)
+        self._blocks: dict[str, list[np.ndarray]] = {name: [] for name in PER_RECORD}
+        self._added = 0
+        add_arrays(location, self._format, list(self._arrays.values()))
+
+    def add(self, summary: ChunkSummary) -> None:
+        """The summary of the next variant chunk."""
+        classes = self._arrays[sc.SAMPLE_CLASS_COUNTS]
         with blosc_single_threaded():
-            for start in range(0, num_chunks, per_chunk):  # one chunk of the per-record arrays
-                blocks: dict[str, list[np.ndarray]] = {name: [] for name in PER_RECORD}
-                for k in range(start, min(start + per_chunk, num_chunks)):
-                    summary = summarise_chunk(store, gt.array, k)
-                    write_rows(location, classes, k, summary.block(classes.name), zarr_format)
-                    for name in PER_RECORD:
-                        blocks[name].append(summary.block(name))
-                for name in PER_RECORD:
-                    write_rows(location, arrays[name], start // per_chunk,
-                               np.concatenate(blocks[name]), zarr_format)
-    return True
+            write_rows(self._location, classes, self._added, summary.block(classes.name), self._format)
+            for name in PER_RECORD:
+                self._blocks[name].append(summary.block(name))
+            self._added += 1
+            if self._added % self._per_chunk == 0 or self._added == self._num_chunks:
+                for name in PER_RECORD:  # (one chunk of the per-record arrays: longer chunks)
+                    write_rows(self._location, self._arrays[name], (self._added - 1) // self._per_chunk,
+                               np.concatenate(self._blocks[name]), self._format)
+                    self._blocks[name] = []
+
+    def close(self) -> None:
+        """StoreError unless every variant chunk was added."""
+        if self._added != self._num_chunks:
+            raise StoreError(f"{self._location}: genotype counts of {self._added} of "
+                             f"{self._num_chunks} variant chunks were written")

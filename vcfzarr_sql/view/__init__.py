@@ -18,13 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.query.decode import decode_variants
-from vcfzarr_sql.query.execute import run_plan, scan_source
+from vcfzarr_sql.query.execute import residual_rows, run_plan, scan_source
 from vcfzarr_sql.query.expressions import parse_or_none
 from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
 from vcfzarr_sql.query.request import table_schema
-from vcfzarr_sql.query.residual import matching_mask
-from vcfzarr_sql.store.counting import CountingSource
+from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view.header import header_text
 from vcfzarr_sql.view.output import OUTPUT_TYPES, open_output
@@ -68,23 +66,24 @@ def vcf_lines(store: VczStore, selection: Selection = Selection()) -> Iterator[s
     names = list(store.samples) if samples is None else [store.samples[k] for k in samples]
     counts = options.subsets and options.update_counts and "GT" in store.format_fields
     yield header_text(store, names, add_counts=counts)
-    expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
-    schema = table_schema(store, "variants")
+    expression = None
     try:
+        expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
+        schema = table_schema(store, "variants")
         for selected in _passes(regions, targets):
             request = ScanRequest("variants", schema, columns=(),
                                   filter=None if selected is None else selected.expression(),
                                   samples=None if samples is None else np.unique(samples))
             plan = plan_scan(store, request)
             source = scan_source(store, plan)
-            for lines in run_plan(source, plan, _chunk_lines(store, source, plan, expression, options)):
+            for lines in run_plan(source, plan, _chunk_lines(source, plan, expression, options)):
                 yield from lines
     finally:
         if expression is not None:
             expression.close()
 
 
-def _chunk_lines(store: VczStore, source: CountingSource, plan: ScanPlan,
+def _chunk_lines(source: ChunkSource, plan: ScanPlan,
                  expression: ExpressionFilter | None,
                  options: RecordOptions) -> Callable[[range], Iterator[str]]:
     """The executor's work: the lines of the records of a task (one variant chunk) that its
@@ -94,14 +93,12 @@ def _chunk_lines(store: VczStore, source: CountingSource, plan: ScanPlan,
 
     def work(run: range) -> Iterator[str]:
         task = plan.run(run.start, run.stop)
-        keep = np.ones(task.num_rows, bool)
-        if task.filter is not None:
-            batch = decode_variants(source, task.variant_chunk, task.columns)
-            mask = matching_mask(batch, tree, task.filter, plan.filter_columns)
-            keep = np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+        keep = residual_rows(source, plan, task, tree)
+        if keep is None:
+            keep = np.ones(task.num_rows, bool)
         if expression is not None and keep.any():
             keep &= expression.mask(source, task.variant_chunk)
-        return chunk_lines(store, source, task.variant_chunk, np.flatnonzero(keep), options)
+        return chunk_lines(source, task.variant_chunk, np.flatnonzero(keep), options)
 
     return work
 

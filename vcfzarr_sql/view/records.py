@@ -15,8 +15,8 @@ import numpy as np
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.store.blocks import BatchBlocks
-from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.fields import FieldInfo
+from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view import values as vt
 
@@ -37,7 +37,7 @@ class RecordOptions:
         return self.samples is not None
 
 
-def _sorted_blocks(source: CountingSource, chunk: int,
+def _sorted_blocks(source: ChunkSource, chunk: int,
                    samples: np.ndarray | None) -> tuple[BatchBlocks, np.ndarray | None]:
     """Blocks over the sorted selected samples, and the permutation back to output order."""
     if samples is None:
@@ -146,10 +146,10 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
     return out
 
 
-def chunk_lines(store: VczStore, source: CountingSource, chunk: int, rows: np.ndarray,
+def chunk_lines(source: ChunkSource, chunk: int, rows: np.ndarray,
                 options: RecordOptions) -> Iterator[str]:
     """The VCF lines (with newline) of rows ``rows`` (indexes) of variant chunk ``chunk`` of
-    ``store``, its chunks read through ``source`` (the store, or a wrapper that counts).
+    ``source.store``, its chunks read through ``source`` (the store, or a wrapper that counts).
 
     Every chunk is read, and every column formatted, before this returns (within the
     executor's work, so a remote store's fetched window is at hand); each line is joined as
@@ -157,6 +157,7 @@ def chunk_lines(store: VczStore, source: CountingSource, chunk: int, rows: np.nd
     """
     if not len(rows):
         return iter(())
+    store = source.store
     blocks, order = _sorted_blocks(source, chunk, options.samples)
     everyone = BatchBlocks(source, chunk, None) if options.subsets else blocks
     contigs = np.asarray(store.contigs, dtype=object)[blocks.read(spec.VARIANT_CONTIG)[rows]]

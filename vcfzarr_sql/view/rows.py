@@ -15,7 +15,7 @@ import numpy as np
 
 from vcfzarr_sql.query.decode import decode_variants
 from vcfzarr_sql.query.schema import variants_schema
-from vcfzarr_sql.store.counting import CountingSource
+from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view.expression import store_fields, to_sql
 
@@ -47,7 +47,7 @@ class ExpressionFilter:
         ordered = None if samples is None else np.unique(samples)
         return cls(sql, used or (schema_names[0],), ordered)
 
-    def mask(self, source: CountingSource, chunk: int) -> np.ndarray:
+    def mask(self, source: ChunkSource, chunk: int) -> np.ndarray:
         """Per record of variant chunk ``chunk`` (read through ``source``): whether it
         satisfies the expression."""
         batch = decode_variants(source, chunk, self.columns, self.samples)
