@@ -27,6 +27,7 @@ import socketserver
 import struct
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from vcfzarr_sql.serve.pg import protocol, rows, watchdog
 from vcfzarr_sql.serve.pg.config import Limits, Security, ServerConfigError, check_exposure
@@ -191,9 +192,9 @@ def make_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
         raise ServerConfigError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
-def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, **options: object) -> None:
+def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, **options: Any) -> None:
     """Serve PostgreSQL clients on ``host:port`` until interrupted (``options``: those of
     :func:`make_server`)."""
-    with make_server(host, port, **options) as server:  # type: ignore[arg-type]
+    with make_server(host, port, **options) as server:
         log.info("listening on %s:%d", host, server.port)
         server.serve_forever()
