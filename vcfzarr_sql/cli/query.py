@@ -14,7 +14,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import click
 import duckdb
@@ -22,9 +22,13 @@ import duckdb
 from vcfzarr_sql.cli.interrupt import cancelling
 from vcfzarr_sql.cli.messages import query_error
 from vcfzarr_sql.cli.text_table import write_text_table
+from vcfzarr_sql.engine.argument_sources import local_lines
 from vcfzarr_sql.engine.connection import Connection, connect
 from vcfzarr_sql.engine.sql_text import without_trailing_comments
 from vcfzarr_sql.errors import QueryError
+
+if TYPE_CHECKING:
+    from vcfzarr_sql.engine.rules import ScanDefaults
 
 FORMATS = ("table", "csv", "tsv", "json", "parquet", "vcf")
 #: DuckDB COPY options of each file format
@@ -182,6 +186,31 @@ def print_stats(con: Connection) -> None:
     click.echo(json.dumps(con.last_stats), err=True)
 
 
+def scan_defaults(region: str | None, regions_file: str | None, samples: str | None,
+                  samples_file: str | None) -> ScanDefaults | None:
+    """The region and samples of ``-r/-R`` and ``-s/-S`` (bcftools' meanings), or None."""
+    if region is not None and regions_file is not None:
+        raise click.UsageError("give -r/--region or -R/--regions-file, not both")
+    if samples is not None and samples_file is not None:
+        raise click.UsageError("give -s/--samples or -S/--samples-file, not both")
+    if region is regions_file is samples is samples_file is None:
+        return None
+    from vcfzarr_sql.engine.rules import ScanDefaults  # sqlglot: only when needed
+    from vcfzarr_sql.query.region import format_regions, parse_regions_file
+    from vcfzarr_sql.query.request import parse_samples_file
+
+    if regions_file is not None:
+        region = format_regions(parse_regions_file(local_lines(regions_file), regions_file, "-R"))
+    listed, exclude = None, False
+    if samples_file is not None:
+        exclude = samples_file.startswith("^")
+        listed = parse_samples_file(local_lines(samples_file.removeprefix("^")))
+    elif samples is not None:
+        exclude = samples.startswith("^")
+        listed = tuple(n for n in samples.removeprefix("^").split(",") if n)
+    return ScanDefaults(region=region, samples=listed, exclude_samples=exclude)
+
+
 def read_sql(sql: str | None, file: str | None) -> str:
     """The SQL text: the argument, or the contents of ``file`` (``-``: standard input)."""
     if (sql is None) == (file is None):
@@ -203,7 +232,11 @@ def read_sql(sql: str | None, file: str | None) -> str:
 @click.option("--file", "-F", "file", type=click.Path(dir_okay=False, allow_dash=True),
               help="Read the SQL from FILE ('-': standard input).")
 @click.option("--region", "-r", help="Region for every vcf_zarr(...) call without its own (bcftools -r).")
-@click.option("--samples", "-s", help="Comma-separated samples for every call without its own.")
+@click.option("--regions-file", "-R", type=click.Path(dir_okay=False),
+              help="Regions from a file (bcftools -R: BED, or tab-separated CHROM POS [END]).")
+@click.option("--samples", "-s",
+              help="Comma-separated samples for every call without its own ('^': all but these).")
+@click.option("--samples-file", "-S", help="Samples from a file, one a line ('^FILE': all but these).")
 @click.option(
     "--format", "-f", "fmt", type=click.Choice(FORMATS), default=None,
     help="Output format (json: one object per line). Default: table, or what -o FILE's "
@@ -217,21 +250,17 @@ def read_sql(sql: str | None, file: str | None) -> str:
     "--max-rows", type=click.IntRange(min=1), default=DEFAULT_MAX_ROWS, show_default=True,
     help="Rows the table format shows on standard output.",
 )
-def command(sql: str | None, file: str | None, region: str | None, samples: str | None, fmt: str | None,
+def command(sql: str | None, file: str | None, region: str | None, regions_file: str | None,
+            samples: str | None, samples_file: str | None, fmt: str | None,
             output: str | None, stats: bool, max_rows: int) -> None:
     """Run SQL over VCF Zarr stores and print the result.
 
     \b
     vcfzarr-sql query "SELECT contig, count(*) FROM vcf_zarr('x.zarr') GROUP BY contig"
     vcfzarr-sql query -r 20:1-2000000 -s NA00001 -f tsv --file q.sql
+    vcfzarr-sql query -R targets.bed -S ^excluded.txt "SELECT count(*) FROM vcf_zarr('x.zarr')"
     """
-    defaults = None
-    if region is not None or samples is not None:
-        from vcfzarr_sql.engine.rules import ScanDefaults  # sqlglot: only when needed
-
-        listed = None if samples is None else tuple(n for n in samples.split(",") if n)
-        defaults = ScanDefaults(region=region, samples=listed)
-    con = connect(defaults=defaults)
+    con = connect(defaults=scan_defaults(region, regions_file, samples, samples_file))
     text = read_sql(sql, file)
     fmt = output_format(fmt, output)
     if fmt == "vcf":

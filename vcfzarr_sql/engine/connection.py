@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from vcfzarr_sql.engine import saved_calls
+from vcfzarr_sql.engine.argument_sources import ArgumentSources, local_lines
 from vcfzarr_sql.engine.relations import Registry
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
 from vcfzarr_sql.engine.stats import sum_stats
@@ -36,16 +37,20 @@ class Connection:
     :mod:`.saved_calls`), so views over the table functions keep working; a store that
     changes on disk is opened again before the next query (see :mod:`.relations`).
     ``opener`` opens the store a call names (:func:`~vcfzarr_sql.store.open_store` by default),
-    ``expand`` gives the paths a glob of stores names (the local file system's by default).
+    ``expand`` gives the paths a glob of stores names (the local file system's by default);
+    ``read_files``: whether ``regions_file := ...``/``samples_file := ...`` may read local
+    files (a server says no). Subqueries in arguments (``samples := (SELECT ...)``) run in this
+    session, before the query.
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection,
                  opener: Callable[[str], VczStore] | None = None,
                  defaults: ScanDefaults | None = None, *, registry: Registry | None = None,
-                 expand: Expander | None = None):
+                 expand: Expander | None = None, read_files: bool = True):
         self._con = connection
         self._defaults = defaults
         self._expand = expand
+        self._read_files = read_files
         self._registry = Registry(connection, opener) if registry is None else registry
         self._stats_before: dict[str, Mapping] = {}
         self._saves_calls = saved_calls.is_database_file(connection)
@@ -63,7 +68,12 @@ class Connection:
 
     def rewrite(self, query: str, parameters: Parameters = None) -> RewrittenQuery:
         """What :meth:`sql` would run for ``query`` (the table-function calls it makes)."""
-        return rewrite(query, parameters, self._defaults, self._expand)
+        sources = ArgumentSources(local_lines if self._read_files else None, self._evaluate)
+        return rewrite(query, parameters, self._defaults, self._expand, sources)
+
+    def _evaluate(self, query: str) -> list[tuple]:
+        """The rows of ``query`` (a subquery given as a table-function argument)."""
+        return self.sql(query).fetchall()
 
     def table_function_calls(self) -> dict[str, str]:
         """Each registered relation's name -> the table-function call it stands for (SQL)."""
@@ -134,7 +144,7 @@ class Connection:
         the calls this connection registered, so views over them work there as well."""
         cursor = self._con.cursor()
         return Connection(cursor, defaults=self._defaults, registry=self._registry.for_cursor(cursor),
-                          expand=self._expand)
+                          expand=self._expand, read_files=self._read_files)
 
     def close(self) -> None:
         """Close the DuckDB connection."""

@@ -23,7 +23,7 @@ class TableFunction:
     summary: str
 
 
-_SCAN_PARAMETERS = ("region", "samples")
+_SCAN_PARAMETERS = ("region", "samples", "regions_file", "samples_file", "exclude_samples")
 
 #: Every table function, by lower-case SQL name.
 TABLE_FUNCTIONS: dict[str, TableFunction] = {
@@ -67,6 +67,8 @@ class ScanSpec:
     path: str
     region: str | None = None
     samples: tuple[str, ...] | None = None
+    #: ``samples`` names the samples left out (bcftools ``-s ^A,B``)
+    exclude_samples: bool = False
 
     @property
     def table(self) -> str:
@@ -79,7 +81,8 @@ class ScanSpec:
         >>> ScanSpec("vcf_zarr", "/data/x.zarr").relation_name
         'vcf_zarr_5335f9a62062'
         """
-        key = repr((self.function, canonical_path(self.path), self.region, self.samples))
+        key = repr((self.function, canonical_path(self.path), self.region, self.samples)
+                   + (("exclude",) if self.exclude_samples else ()))
         return f"{self.function}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
     @property
@@ -98,4 +101,6 @@ class ScanSpec:
             arguments.append(f"region := {literal(self.region)}")
         if self.samples is not None:
             arguments.append(f"samples := [{', '.join(map(literal, self.samples))}]")
+        if self.exclude_samples:
+            arguments.append("exclude_samples := true")
         return f"{self.function}({', '.join(arguments)})"

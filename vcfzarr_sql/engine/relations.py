@@ -33,6 +33,10 @@ def open_relation(spec: ScanSpec, store: VczStore) -> Any:
     if builder is not None:
         return builder(store)
     samples = None if spec.samples is None else list(spec.samples)
+    if samples is not None and spec.exclude_samples:
+        from vcfzarr_sql.query.request import excluded_samples
+
+        samples = excluded_samples(store, samples)
     if spec.table == "sample_stats":
         return SampleStatsDataset(store, region=spec.region, samples=samples)
     return dataset(store, table=spec.table, samples=samples, region=spec.region)

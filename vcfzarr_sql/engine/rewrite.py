@@ -13,9 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from vcfzarr_sql.engine.argument_sources import NeedsSources
 from vcfzarr_sql.engine.functions import ScanSpec
 
 if TYPE_CHECKING:  # sqlglot is imported only for SQL that calls a table function
+    from vcfzarr_sql.engine.argument_sources import ArgumentSources
     from vcfzarr_sql.engine.call_sites import CallSite
     from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
     from vcfzarr_sql.engine.rules.expand_stores import Expander
@@ -74,15 +76,17 @@ def _remaining_parameters(
 
 
 def rewrite(sql: str, parameters: Parameters = None, defaults: ScanDefaults | None = None,
-            expand: Expander | None = None) -> RewrittenQuery:
+            expand: Expander | None = None, sources: ArgumentSources | None = None) -> RewrittenQuery:
     """Replace every table-function call of ``sql`` by its registered relation's name
-    (``expand``: the paths a glob of stores names; by default, the local file system's).
+    (``expand``: the paths a glob of stores names; by default, the local file system's;
+    ``sources``: how argument files are read and subqueries evaluated, none by default).
+    A rewrite that read files or ran subqueries is not remembered.
 
     >>> q = rewrite("SELECT count(*) FROM vcf_zarr('/d/x.zarr') WHERE contig = '1'")
     >>> q.sql
     "SELECT count(*) FROM vcf_zarr_eef57a364634 AS vcf_zarr WHERE contig = '1'"
     >>> q.relations
-    {'vcf_zarr_eef57a364634': ScanSpec(function='vcf_zarr', path='/d/x.zarr', region=None, samples=None)}
+    {'vcf_zarr_eef57a364634': ScanSpec(function='vcf_zarr', path='/d/x.zarr', region=None, samples=None, exclude_samples=False)}
     >>> q = rewrite("SELECT * FROM vcf_zarr(?) v WHERE pos > ?", ["/d/x.zarr", 5])
     >>> q.sql, q.parameters
     ('SELECT * FROM vcf_zarr_eef57a364634 v WHERE pos > ?', [5])
@@ -91,10 +95,15 @@ def rewrite(sql: str, parameters: Parameters = None, defaults: ScanDefaults | No
         return RewrittenQuery(sql, {}, parameters)
     if parameters is None and len(sql) <= REMEMBERED_TEXT:
         # Relation names depend on the working and home directories (relative store paths).
-        remembered = _rewrite_text(sql, os.getcwd(), os.path.expanduser("~"), defaults, expand)
-        if not remembered.globbed:
-            return RewrittenQuery(remembered.sql, dict(remembered.relations), None, remembered.unions)
-    return _rewrite(sql, parameters, defaults, expand)
+        try:
+            remembered = _rewrite_text(sql, os.getcwd(), os.path.expanduser("~"), defaults, expand)
+        except NeedsSources:
+            if sources is None:
+                raise
+        else:
+            if not remembered.globbed:
+                return RewrittenQuery(remembered.sql, dict(remembered.relations), None, remembered.unions)
+    return _rewrite(sql, parameters, defaults, expand, sources)
 
 
 #: The longest query text whose rewrite is remembered (256 of them: at most 16 MB of texts).
@@ -110,7 +119,7 @@ def _rewrite_text(sql: str, cwd: str, home: str, defaults: ScanDefaults | None,
 
 
 def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = None,
-             expand: Expander | None = None) -> RewrittenQuery:
+             expand: Expander | None = None, sources: ArgumentSources | None = None) -> RewrittenQuery:
     from vcfzarr_sql.engine.call_sites import find_call_sites, tokenize
     from vcfzarr_sql.engine.rules import (
         bind_arguments,
@@ -132,7 +141,7 @@ def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = N
         call = inline_parameters(site.call, parameters, site.first_placeholder)
         calls = expand_stores(call, expand or local_paths)
         globbed |= is_glob(call)
-        specs = [default_arguments(bind_arguments(c), defaults) for c in calls]
+        specs = [default_arguments(bind_arguments(c, sources), defaults) for c in calls]
         relations.update((spec.relation_name, spec) for spec in specs)
         if len(specs) == 1:
             reference = reference_relation(site.call, specs[0].relation_name, site.needs_alias).sql("duckdb")

@@ -38,11 +38,17 @@ def save(con: duckdb.DuckDBPyConnection, calls: dict[str, ScanSpec]) -> None:
     con.executemany(
         f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?)",
         [
-            [name, spec.function, canonical_path(spec.path), spec.region,
-             None if spec.samples is None else list(spec.samples)]
+            [name, spec.function, canonical_path(spec.path), spec.region, _saved_samples(spec)]
             for name, spec in calls.items()
         ],
     )
+
+
+def _saved_samples(spec: ScanSpec) -> list[str | None] | None:
+    """A call's samples as saved: a NULL first marks samples left out (``exclude_samples``)."""
+    if spec.samples is None:
+        return None
+    return [None, *spec.samples] if spec.exclude_samples else list(spec.samples)
 
 
 def load(con: duckdb.DuckDBPyConnection) -> dict[str, ScanSpec]:
@@ -59,7 +65,10 @@ def load(con: duckdb.DuckDBPyConnection) -> dict[str, ScanSpec]:
     for name, function, path, region, samples in rows:
         if function not in TABLE_FUNCTIONS or path is None:
             continue  # (not a row save wrote: anyone who may write the database may add rows)
-        spec = ScanSpec(function, path, region, None if samples is None else tuple(samples))
+        excluded = bool(samples) and samples[0] is None
+        if excluded:
+            samples = samples[1:]
+        spec = ScanSpec(function, path, region, None if samples is None else tuple(samples), excluded)
         if spec.relation_name == name:  # (else it would stand for a table of that name)
             calls[name] = spec
     return calls

@@ -19,6 +19,7 @@ bcftools ``-r`` leaves them out of every region, whole contigs included (``-t`` 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow.compute as pc
@@ -55,7 +56,7 @@ _SUFFIX = {"k": 3, "m": 6, "g": 9}
 POSITION_MAX = (2**31 - 1) << 32 | (2**31 - 1)
 
 
-def _coordinate(text: str, region: str, argument: str) -> int:
+def _coordinate(text: str, region: str, argument: str, lowest: int = 1) -> int:
     """An htslib decimal (``1,000`` is not one: ',' separates regions), fractions truncated."""
     mantissa, exponent = text.lower(), 0
     if mantissa[-1] in _SUFFIX:
@@ -67,8 +68,9 @@ def _coordinate(text: str, region: str, argument: str) -> int:
     digits = int(whole + fraction) if (whole + fraction).lstrip("+-") else 0
     exponent -= len(fraction)
     value = digits * 10**exponent if exponent >= 0 else int(digits / 10**-exponent)
-    if value < 1:
-        raise QueryError(f"{argument}: {region!r}: positions are 1-based, got {text!r}")
+    if value < lowest:
+        base = "1-based" if lowest == 1 else "0-based"
+        raise QueryError(f"{argument}: {region!r}: positions are {base}, got {text!r}")
     if value > POSITION_MAX:
         raise QueryError(
             f"{argument}: {region!r}: position {text!r} is beyond htslib's largest, {POSITION_MAX}"
@@ -120,3 +122,73 @@ def regions_expression(regions: tuple[Region, ...]) -> pc.Expression:
     while len(terms) > 1:  # a balanced tree: thousands of regions stay a shallow expression
         terms = [a | b for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) // 2 * 2:]
     return terms[0]
+
+
+def format_regions(regions: tuple[Region, ...]) -> str:
+    """The bcftools ``-r`` string of ``regions`` (:func:`parse_regions` reads it back).
+
+    >>> format_regions((Region("chr1", 100, 200), Region("HLA-A*01:01", 5, None), Region("X", 1, None)))
+    'chr1:100-200,{HLA-A*01:01}:5-,X'
+    """
+    items = []
+    for region in regions:
+        contig = region.contig
+        if set(contig) & set(":,{}"):
+            if "}" in contig:
+                raise QueryError(f"region: the contig name {contig!r} cannot be written in a region string")
+            contig = "{" + contig + "}"
+        if region.start == 1 and region.end is None:
+            items.append(contig)
+        else:
+            items.append(f"{contig}:{region.start}-{'' if region.end is None else region.end}")
+    return ",".join(items)
+
+
+def is_bed(name: str) -> bool:
+    """Whether bcftools reads the regions file ``name`` as BED (by its name, as htslib does).
+
+    >>> is_bed("targets.BED"), is_bed("x.bed.gz"), is_bed("x.tsv")
+    (True, True, False)
+    """
+    return name.lower().endswith((".bed", ".bed.gz"))
+
+
+def parse_regions_file(lines: Iterable[str], name: str, argument: str = "regions_file") -> tuple[Region, ...]:
+    """The regions of the lines of a bcftools ``-R`` file named ``name``.
+
+    As htslib reads one (``bcf_sr_regions_init``): tab-separated; lines starting with ``#``
+    are comments; a BED file (:func:`is_bed`) has CHROM, 0-based START and END (half-open);
+    any other file has CHROM, POS and optionally END, 1-based and inclusive, and its first
+    line decides whether END is read. Further columns are ignored. Records match by overlap,
+    as with :func:`parse_regions`. Unlike htslib, a blank line is skipped (htslib stops
+    reading there) and a BED line without END is an error (htslib matches nothing for it).
+
+    >>> parse_regions_file(["#c", "1\\t99\\t200"], "t.bed")
+    (Region(contig='1', start=100, end=200),)
+    >>> parse_regions_file(["1\\t100", "2\\t5\\t9"], "t.tsv")  # END not read: line 1 has none
+    (Region(contig='1', start=100, end=100), Region(contig='2', start=5, end=5))
+    """
+    bed = is_bed(name)
+    with_end: bool | None = True if bed else None
+    regions = []
+    for number, raw in enumerate(lines, start=1):
+        line = raw.rstrip("\n").rstrip("\r")
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        where = f"{name} line {number}"
+        if with_end is None:
+            with_end = len(fields) >= 3 and re.fullmatch(_NUMBER, fields[2]) is not None
+        if len(fields) < (3 if with_end else 2) or not all(
+            re.fullmatch(_NUMBER, f) for f in fields[1:3 if with_end else 2]
+        ):
+            wanted = "CHROM, START and END" if bed else "CHROM, POS and END" if with_end else "CHROM and POS"
+            raise QueryError(f"{argument}: {where}: expected tab-separated {wanted}, got {line!r}")
+        start = _coordinate(fields[1], line, f"{argument}: {where}", lowest=0 if bed else 1) + bed
+        end = _coordinate(fields[2], line, f"{argument}: {where}") if with_end else start
+        if end < start:
+            raise QueryError(f"{argument}: {where}: {line!r} ends before it starts")
+        regions.append(Region(fields[0], start, end))
+    if not regions:
+        raise QueryError(f"{argument}: {name} names no region")
+    return tuple(regions)

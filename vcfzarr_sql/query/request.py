@@ -5,7 +5,7 @@ plan of every variant chunk of a store (:func:`every_chunk_plan`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +37,28 @@ def sample_indexes(store: VczStore, samples: Sequence[str] | str | None) -> np.n
         raise QueryError("samples: the list is empty")
     indexes = np.unique(np.array([position[s] for s in samples], dtype=np.int64))
     return None if len(indexes) == len(store.samples) else indexes
+
+
+def parse_samples_file(lines: Iterable[str]) -> tuple[str, ...]:
+    """The sample names of the lines of a bcftools ``-S`` file: one name a line, the whole
+    line (spaces included, a trailing carriage return not), blank lines skipped.
+
+    >>> parse_samples_file(["NA1\\n", "\\n", "NA 2\\r\\n"])
+    ('NA1', 'NA 2')
+    """
+    names = (line.rstrip("\n").removesuffix("\r") for line in lines)
+    return tuple(name for name in names if name)
+
+
+def excluded_samples(store: VczStore, samples: Sequence[str]) -> list[str]:
+    """Every sample of ``store`` but ``samples`` (bcftools ``-s ^A,B``), in store order;
+    QueryError names an unknown sample, as bcftools does."""
+    known = set(store.samples)
+    unknown = [s for s in samples if s not in known]
+    if unknown:
+        raise QueryError(f"samples: no sample named {unknown[0]!r} in {store.path}")
+    excluded = set(samples)
+    return [s for s in store.samples if s not in excluded]
 
 
 def table_schema(store: VczStore, table: str) -> pa.Schema:

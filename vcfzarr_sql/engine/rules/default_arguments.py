@@ -18,6 +18,7 @@ class ScanDefaults:
 
     region: str | None = None
     samples: tuple[str, ...] | None = None
+    exclude_samples: bool = False
 
 
 def default_arguments(spec: ScanSpec, defaults: ScanDefaults | None) -> ScanSpec:
@@ -25,9 +26,9 @@ def default_arguments(spec: ScanSpec, defaults: ScanDefaults | None) -> ScanSpec
 
     >>> d = ScanDefaults(region="20", samples=("NA1",))
     >>> default_arguments(ScanSpec("vcf_zarr", "x.zarr", region="19"), d)
-    ScanSpec(function='vcf_zarr', path='x.zarr', region='19', samples=('NA1',))
+    ScanSpec(function='vcf_zarr', path='x.zarr', region='19', samples=('NA1',), exclude_samples=False)
     >>> default_arguments(ScanSpec("vcf_zarr_samples", "x.zarr"), d)
-    ScanSpec(function='vcf_zarr_samples', path='x.zarr', region=None, samples=None)
+    ScanSpec(function='vcf_zarr_samples', path='x.zarr', region=None, samples=None, exclude_samples=False)
     """
     if defaults is None or "region" not in TABLE_FUNCTIONS[spec.function].parameters:
         return spec
@@ -35,4 +36,5 @@ def default_arguments(spec: ScanSpec, defaults: ScanDefaults | None) -> ScanSpec
         spec,
         region=spec.region if spec.region is not None else defaults.region,
         samples=spec.samples if spec.samples is not None else defaults.samples,
+        exclude_samples=spec.exclude_samples if spec.samples is not None else defaults.exclude_samples,
     )

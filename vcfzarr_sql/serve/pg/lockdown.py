@@ -142,7 +142,7 @@ class LockedDatabase:
                 con.close()
                 raise
         dirs = self.policy.data_dirs
-        return Connection(con, dirs.open_store, expand=dirs.glob)
+        return Connection(con, dirs.open_store, expand=dirs.glob, read_files=False)
 
     def _attach(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.policy.database is None:
