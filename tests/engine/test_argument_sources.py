@@ -119,3 +119,19 @@ def test_a_view_keeps_excluded_samples_in_a_database_file(store, tmp_path):
                     "samples := ['NA00002'], exclude_samples := true)")
     with vcfzarr_sql.connect(db) as con:
         assert sorted(con.sql("SELECT * FROM v").fetchall()) == [("NA00001",), ("NA00003",)]
+
+
+def test_a_join_alone_reads_every_chunk_and_region_from_the_table_prunes(store):
+    """DuckDB 2.0.1 pushes no join-derived filter into an Arrow scan (the guide's Joins section
+    says so): if this starts to prune, DuckDB changed and the guide must too."""
+    join = ("SELECT v.contig, v.pos FROM vcf_zarr('{}'{}) v JOIN bed b "
+            "ON v.contig = b.chrom AND v.pos <= b.e AND v.\"end\" > b.s")
+    with vcfzarr_sql.connect() as con:
+        con.sql("CREATE TABLE bed AS SELECT * FROM (VALUES ('20', 1230236, 1234567), ('X', 10, 11)) t(chrom, s, e)")
+        alone = sorted(con.sql(join.format(store, "")).fetchall())
+        alone_stats = con.last_stats
+        pruned = sorted(con.sql(join.format(store, ", region := (SELECT chrom, s + 1, e FROM bed)")).fetchall())
+        pruned_stats = con.last_stats
+    assert alone == pruned == [("20", 1230237), ("20", 1234567), ("X", 10)]
+    assert alone_stats["variant_chunks_read"] == alone_stats["variant_chunks_total"] == 5
+    assert pruned_stats["variant_chunks_read"] == 3
