@@ -13,12 +13,13 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import IO, TYPE_CHECKING
 
 import click
 import duckdb
 
+from vcfzarr_sql.cli.columns import for_format
 from vcfzarr_sql.cli.interrupt import cancelling
 from vcfzarr_sql.cli.messages import query_error
 from vcfzarr_sql.cli.text_table import write_text_table
@@ -101,8 +102,8 @@ def write_relation(
 
     ``table`` is DuckDB's box rendering of at most ``max_rows`` rows on standard output, and an
     aligned text table of every row in a file; an EXPLAIN result is its plan text. ``csv`` and
-    ``tsv`` have a header line, ``json`` is one object per line (NDJSON), ``parquet`` needs
-    ``output``. Files get every row.
+    ``tsv`` have a header line and lists as bcftools query prints them, ``json`` is one object
+    per line (NDJSON), ``parquet`` needs ``output`` (:mod:`.columns`). Files get every row.
     """
     with _errors_as_query_errors(con, sql), cancelling(con.duckdb_connection):
         if relation.columns == EXPLAIN_COLUMNS:
@@ -136,7 +137,7 @@ def _copy(con: Connection, relation: duckdb.DuckDBPyRelation, fmt: str, output: 
         raw = con.duckdb_connection
         view = RESULT_VIEW
         try:
-            raw.register(view, relation)
+            raw.register(view, for_format(relation, fmt))
             raw.execute(f"COPY {view} TO '{_quote(target)}' ({COPY_OPTIONS[fmt]})")
         except duckdb.Error as err:  # about the rows, not about our COPY statement's text
             message = re.split(r"\n+LINE \d+:", str(err))[0]
@@ -175,10 +176,30 @@ def print_vcf(con: Connection, sql: str, output: str | None) -> None:
         raise QueryError("--format vcf needs a query that returns rows")
     with _errors_as_query_errors(con, sql), cancelling(con.duckdb_connection):
         reader = relation.to_arrow_table()
-    lines = table_vcf_lines(reader.to_batches(), reader.schema, con.store(scans[0].path), scans[0].samples)
+    store = con.store(scans[0].path)
+    _warn_unplaced(sql, reader.schema.names, store.format_fields)
+    lines = table_vcf_lines(reader.to_batches(), reader.schema, store, scans[0].samples)
     with open_output(output, "v", next(lines), sys.stdout) as out:
         for line in lines:
             out.write(line)
+
+
+#: the columns ``--format vcf`` writes besides ``info_*`` and the store's ``fmt_*``
+VCF_COLUMNS = ("contig", "pos", "id", "ref", "alt", "qual", "filters", "fmt_GT_phased")
+
+
+def _warn_unplaced(sql: str, columns: list[str], format_fields: Collection[str]) -> None:
+    """A warning naming the columns the query names that VCF has no place for (``gt_AF``...):
+    they are not written. (``SELECT *`` brings ``end``, ``gt_*``... unnamed: no warning.)"""
+    unplaced = [
+        c for c in columns
+        if c not in VCF_COLUMNS and not c.startswith("info_")
+        and not (c.startswith("fmt_") and c.removeprefix("fmt_") in format_fields)
+        and re.search(rf"(?<![\w$]){re.escape(c)}(?![\w$])", sql, re.IGNORECASE)
+    ]
+    if unplaced:
+        click.echo(f"warning: --format vcf does not write {', '.join(unplaced)}: VCF has no place "
+                   "for them (select one AS info_<TAG> to write it as INFO/<TAG>, or use -f tsv)", err=True)
 
 
 def print_stats(con: Connection) -> None:

@@ -1,0 +1,55 @@
+"""``query -f csv|tsv|json`` write values as bcftools query prints them: lists comma-joined,
+FLOAT with its own shortest digits (expected values: bcftools query on sample.vcf.gz)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+
+import pytest
+from corpus import CORPUS
+
+from vcfzarr_sql.cli import main
+
+SAMPLE = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz"
+
+
+def _bcftools_query(fmt: str) -> list[list[str]]:
+    out = subprocess.run(["bcftools", "query", "-f", fmt, str(SAMPLE)], check=True, capture_output=True,
+                         text=True).stdout
+    return [line.split("\t") for line in out.splitlines()]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_text_formats_join_lists_as_bcftools(fmt, convert_once, capfd):
+    store = convert_once(SAMPLE)
+    sql = f"SELECT pos, alt, info_AF, fmt_GQ FROM vcf_zarr('{store}') ORDER BY contig, pos"
+    assert main(["query", "-f", fmt, sql]) == 0
+    rows = list(csv.reader(io.StringIO(capfd.readouterr().out), delimiter="," if fmt == "csv" else "\t"))
+    expected = _bcftools_query("%POS\t%ALT\t%AF\t[%GQ ]\n")
+    assert [[pos, alt, af or "."] for pos, alt, af, _ in rows[1:]] == [e[:3] for e in expected]
+    # a list of one value per sample (Number=1 FORMAT): the innermost level, comma-joined
+    assert [gq.split(",") for *_, gq in rows[1:]] == [e[3].split() for e in expected]
+
+
+def test_json_writes_float_as_its_shortest_digits(convert_once, capfd):
+    store = convert_once(SAMPLE)
+    sql = f"SELECT qual, info_AF FROM vcf_zarr('{store}') ORDER BY contig, pos"
+    assert main(["query", "-f", "json", sql]) == 0
+    rows = [json.loads(line) for line in capfd.readouterr().out.splitlines()]
+    expected = _bcftools_query("%QUAL\t%AF\n")
+    assert [row["qual"] for row in rows] == [None if q == "." else float(q) for q, _ in expected]
+    assert [row["info_AF"] for row in rows] == [
+        None if af == "." else [float(a) for a in af.split(",")] for _, af in expected]
+
+
+def test_format_vcf_says_which_named_columns_it_cannot_place(convert_once, capfd):
+    store = convert_once(SAMPLE)
+    assert main(["query", "-f", "vcf", f"SELECT contig, pos, ref, gt_AF, info_DP FROM vcf_zarr('{store}')"]) == 0
+    out, err = capfd.readouterr()
+    assert "--format vcf does not write gt_AF" in err and "info_DP" not in err
+    assert sum(not line.startswith("#") for line in out.splitlines()) == len(_bcftools_query("%POS\n"))
+    assert main(["query", "-f", "vcf", f"SELECT * FROM vcf_zarr('{store}')"]) == 0
+    assert "warning" not in capfd.readouterr().err  # (gt_*, end: not named)

@@ -1,0 +1,81 @@
+"""How result columns are written by ``query -f csv|tsv|json``, as a bcftools user reads them.
+
+- CSV and TSV: a list is its values joined with ``,`` (bcftools ``query``: ``A,T`` and
+  ``0.5,0.017``, not ``[A, T]``), a missing element and an empty list ``.``; a list of lists (a per-sample
+  FORMAT value) joins the samples with a space (a sample's missing value: ``.``). A NULL value stays an empty field.
+- JSON: a FLOAT (VCF Float is 32-bit) is written with its shortest float32 digits (``0.059``,
+  not DuckDB's widening to ``0.05900000035762787``).
+
+The rewriting is a projection of the result in SQL, so DuckDB's COPY still writes every row.
+"""
+
+from __future__ import annotations
+
+import duckdb
+from duckdb.sqltypes import DuckDBPyType
+
+#: separators of list levels in text formats: values, then samples
+TEXT_SEPARATORS = (",", " ")
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _is_list(kind: DuckDBPyType) -> bool:
+    return kind.id in ("list", "array")
+
+
+def _child(kind: DuckDBPyType) -> DuckDBPyType:
+    child = dict(kind.children)["child"]
+    assert isinstance(child, DuckDBPyType)  # (a list's or array's element type)
+    return child
+
+
+def _depth(kind: DuckDBPyType) -> int:
+    return 1 + _depth(_child(kind)) if _is_list(kind) else 0
+
+
+def _text(expr: str, kind: DuckDBPyType, level: int = 0) -> str:
+    """``expr`` of a list type as bcftools-style text."""
+    if not _is_list(kind):
+        return f"coalesce(CAST({expr} AS VARCHAR), '.')"
+    var = f"vcfzarr_sql_x{level}"
+    separator = TEXT_SEPARATORS[min(_depth(kind) - 1, len(TEXT_SEPARATORS) - 1)]
+    inner = _text(var, _child(kind), level + 1)
+    if _is_list(_child(kind)):
+        inner = f"coalesce({inner}, '.')"
+    joined = f"array_to_string(list_transform({expr}, lambda {var}: {inner}), '{separator}')"
+    return f"CASE WHEN len({expr}) = 0 THEN '.' ELSE {joined} END"
+
+
+def _shortest_floats(expr: str, kind: DuckDBPyType, level: int = 0) -> str | None:
+    """``expr`` with every FLOAT as the DOUBLE of its shortest digits, or None: no FLOAT."""
+    if kind.id == "float":
+        return f"CAST(CAST({expr} AS VARCHAR) AS DOUBLE)"
+    if not _is_list(kind):
+        return None
+    var = f"vcfzarr_sql_x{level}"
+    inner = _shortest_floats(var, _child(kind), level + 1)
+    return None if inner is None else f"list_transform({expr}, lambda {var}: {inner})"
+
+
+def for_format(relation: duckdb.DuckDBPyRelation, fmt: str) -> duckdb.DuckDBPyRelation:
+    """``relation`` with its columns as ``fmt`` (``csv``, ``tsv`` or ``json``) writes them.
+
+    >>> rel = duckdb.sql("SELECT ['A', 'T'] AS alt, [0.059::FLOAT, NULL] AS af, 0.1::FLOAT AS q")
+    >>> for_format(rel, "csv").fetchall()
+    [('A,T', '0.059,.', 0.10000000149011612)]
+    >>> for_format(rel, "json").fetchall()
+    [(['A', 'T'], [0.059, None], 0.1)]
+    """
+    columns, changed = [], False
+    for name, kind in zip(relation.columns, relation.types):
+        quoted = _quoted(name)
+        if fmt in ("csv", "tsv"):
+            expr = _text(quoted, kind) if _is_list(kind) else None
+        else:
+            expr = _shortest_floats(quoted, kind) if fmt == "json" else None
+        changed |= expr is not None
+        columns.append(quoted if expr is None else f"{expr} AS {quoted}")
+    return relation.project(", ".join(columns)) if changed else relation
