@@ -37,7 +37,9 @@ def main(argv: list[str] | None = None) -> None:
 
     con = vcfzarr_sql.connect()
     rows = con.execute(
-        """SELECT contig, pos, id, ref, array_to_string(alt, ',') AS alt, qual, info_AF[1] AS af
+        # FLOAT as text: its own shortest digits (32.9), not the Python float's (32.900001525878906)
+        """SELECT contig, pos, id, ref, array_to_string(alt, ',') AS alt,
+                  CAST(qual AS VARCHAR) AS qual, CAST(info_AF[1] AS VARCHAR) AS af
            FROM vcf_zarr(?, region := ?)
            ORDER BY contig, pos""",
         [args.store, gene_region(args.bed, args.gene)],

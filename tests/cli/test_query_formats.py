@@ -53,3 +53,14 @@ def test_format_vcf_says_which_named_columns_it_cannot_place(convert_once, capfd
     assert sum(not line.startswith("#") for line in out.splitlines()) == len(_bcftools_query("%POS\n"))
     assert main(["query", "-f", "vcf", f"SELECT * FROM vcf_zarr('{store}')"]) == 0
     assert "warning" not in capfd.readouterr().err  # (gt_*, end: not named)
+
+
+def test_table_fits_the_width_as_duckdbs_cli_does(convert_once, capfd, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # (standard output is not a terminal here)
+    store = convert_once(SAMPLE)
+    for sql in ["SELECT range(100000) AS wide, 32.9::FLOAT AS qual", f"SELECT * FROM vcf_zarr('{store}') LIMIT 3"]:
+        assert main(["query", sql]) == 0
+        out = capfd.readouterr().out
+        assert max(map(len, out.splitlines())) <= 120 and len(out) < 20_000
+    assert main(["query", "SELECT 32.9::FLOAT AS qual"]) == 0
+    assert "  32.9 │" in capfd.readouterr().out  # (FLOAT with its own digits)

@@ -48,6 +48,11 @@ def _genes() -> dict[str, str]:
     return out
 
 
+def _vcf_float(value: float | None) -> str:
+    """A VCF Float as text: the shortest digits of its float32 (32.9, 29.0), '' when missing."""
+    return "" if value is None else str(np.float32(value))
+
+
 def test_variants_in_gene_region(store) -> None:
     rows = _run("variants_in_gene_region.py", store, "BETA2")
     expected = oracle.records(DEMO_VCF, region=_genes()["BETA2"])
@@ -55,6 +60,8 @@ def test_variants_in_gene_region(store) -> None:
     assert [(r["contig"], int(r["pos"]), r["id"], r["ref"], r["alt"]) for r in rows] == [
         (e.chrom, e.pos, e.id or "", e.ref, ",".join(e.alt)) for e in expected
     ]
+    # FLOAT printed with its own digits, as bcftools prints QUAL (no float32 noise)
+    assert [r["qual"] for r in rows] == [_vcf_float(e.qual) for e in expected]
 
 
 def test_allele_frequencies(store) -> None:

@@ -6,10 +6,13 @@
 - JSON: a FLOAT (VCF Float is 32-bit) is written with its shortest float32 digits (``0.059``,
   not DuckDB's widening to ``0.05900000035762787``).
 
-The rewriting is a projection of the result in SQL, so DuckDB's COPY still writes every row.
+The ``table`` format on standard output cuts long lists and strings (:func:`for_table`). The
+rewriting is a projection of the result in SQL, so DuckDB still writes every row.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import duckdb
 from duckdb.sqltypes import DuckDBPyType
@@ -60,6 +63,54 @@ def _shortest_floats(expr: str, kind: DuckDBPyType, level: int = 0) -> str | Non
     return None if inner is None else f"list_transform({expr}, lambda {var}: {inner})"
 
 
+#: the ``table`` format on standard output shows this many elements of a list ...
+TABLE_LIST_ELEMENTS = 20
+#: ... and this many characters of a string, then ``…``
+TABLE_TEXT_CHARACTERS = 200
+
+
+def _cut(expr: str, kind: DuckDBPyType, level: int = 0) -> str | None:
+    """``expr`` with lists cut to their first elements and strings to their first characters
+    (``…`` marks a cut string, and a cut list of strings), or None: nothing to cut."""
+    if kind.id == "varchar":
+        n = TABLE_TEXT_CHARACTERS
+        return f"CASE WHEN length({expr}) > {n} THEN left({expr}, {n - 1}) || '…' ELSE {expr} END"
+    if not _is_list(kind) or kind.id == "array":
+        return None
+    var = f"vcfzarr_sql_x{level}"
+    inner = _cut(var, _child(kind), level + 1)
+    listed = expr if inner is None else f"list_transform({expr}, lambda {var}: {inner})"
+    n = TABLE_LIST_ELEMENTS
+    mark = " || ['…']" if _child(kind).id == "varchar" else ""
+    return f"CASE WHEN len({expr}) > {n} THEN {listed}[1:{n}]{mark} ELSE {listed} END"
+
+
+def for_table(relation: duckdb.DuckDBPyRelation) -> duckdb.DuckDBPyRelation:
+    """``relation`` as the ``table`` format shows it on a terminal: a list holds its first
+    :data:`TABLE_LIST_ELEMENTS` elements, a string its first :data:`TABLE_TEXT_CHARACTERS`
+    characters (DuckDB's box rendering wraps a long value over as many lines as rows it may
+    show: one genotype list of 3,000 samples would fill the screen).
+
+    >>> rel = duckdb.sql("SELECT range(25) AS n, ['A', 'T'] AS alt, repeat('x', 300) AS s")
+    >>> n, alt, s = for_table(rel).fetchall()[0]
+    >>> len(n), alt, len(s), s[-1]
+    (20, ['A', 'T'], 200, '…')
+    """
+    return _projected(relation, lambda quoted, kind: _cut(quoted, kind))
+
+
+def _projected(relation: duckdb.DuckDBPyRelation,
+               rewrite: Callable[[str, DuckDBPyType], str | None]) -> duckdb.DuckDBPyRelation:
+    """``relation`` with each column ``rewrite`` gives an expression for replaced by it."""
+    columns, changed = [], False
+    for name, kind in zip(relation.columns, relation.types):
+        quoted = _quoted(name)
+        expr = rewrite(quoted, kind)
+        changed |= expr is not None
+        columns.append(quoted if expr is None else f"{expr} AS {quoted}")
+    return relation.project(", ".join(columns)) if changed else relation
+
+
 def for_format(relation: duckdb.DuckDBPyRelation, fmt: str) -> duckdb.DuckDBPyRelation:
     """``relation`` with its columns as ``fmt`` (``csv``, ``tsv`` or ``json``) writes them.
 
@@ -69,13 +120,8 @@ def for_format(relation: duckdb.DuckDBPyRelation, fmt: str) -> duckdb.DuckDBPyRe
     >>> for_format(rel, "json").fetchall()
     [(['A', 'T'], [0.059, None], 0.1)]
     """
-    columns, changed = [], False
-    for name, kind in zip(relation.columns, relation.types):
-        quoted = _quoted(name)
-        if fmt in ("csv", "tsv"):
-            expr = _text(quoted, kind) if _is_list(kind) else None
-        else:
-            expr = _shortest_floats(quoted, kind) if fmt == "json" else None
-        changed |= expr is not None
-        columns.append(quoted if expr is None else f"{expr} AS {quoted}")
-    return relation.project(", ".join(columns)) if changed else relation
+    if fmt in ("csv", "tsv"):
+        return _projected(relation, lambda quoted, kind: _text(quoted, kind) if _is_list(kind) else None)
+    if fmt == "json":
+        return _projected(relation, _shortest_floats)
+    return relation

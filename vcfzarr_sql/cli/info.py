@@ -13,6 +13,8 @@ from vcfzarr_sql.cli import options
 from vcfzarr_sql.cli.query import print_query
 from vcfzarr_sql.engine.connection import Connection, connect
 
+#: the width of the fields table: every column and whole descriptions, whatever the terminal
+FIELDS_WIDTH = 10_000
 #: samples listed before "... and N more"
 SAMPLES_SHOWN = 10
 
@@ -38,6 +40,7 @@ def describe_store(con: Connection, path: str) -> None:
         con,
         'SELECT category, name, "column", number, type, description, dtype, chunks '
         f"FROM vcf_zarr_fields('{literal}')",
+        max_width=FIELDS_WIDTH,
     )
 
 

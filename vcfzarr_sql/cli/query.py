@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING
 import click
 import duckdb
 
-from vcfzarr_sql.cli.columns import for_format
+from vcfzarr_sql.cli.columns import for_format, for_table
 from vcfzarr_sql.cli.interrupt import cancelling
 from vcfzarr_sql.cli.messages import query_error
 from vcfzarr_sql.cli.text_table import write_text_table
@@ -46,6 +46,8 @@ EXTENSION_FORMATS = {
 }
 #: rows shown by the ``table`` format on standard output unless --max-rows says otherwise
 DEFAULT_MAX_ROWS = 1000
+#: the width of the ``table`` format on standard output when it is not a terminal
+TABLE_WIDTH = 120
 #: the name under which a result is registered for DuckDB's COPY
 RESULT_VIEW = "vcfzarr_sql_result"
 #: the columns of DuckDB's EXPLAIN result
@@ -89,6 +91,13 @@ def _is_status(relation: duckdb.DuckDBPyRelation) -> bool:
     return relation.type == "MATERIALIZED_RELATION" and relation.columns in (["Count"], ["Success"])
 
 
+def table_width() -> int:
+    """The width the ``table`` format fits on standard output, as DuckDB's CLI does: the
+    terminal's (or ``COLUMNS``), else :data:`TABLE_WIDTH`. Columns that do not fit are left
+    out (``…``); long lists and strings are cut (:func:`~.columns.for_table`)."""
+    return shutil.get_terminal_size((TABLE_WIDTH, 24)).columns
+
+
 def write_relation(
     con: Connection,
     relation: duckdb.DuckDBPyRelation,
@@ -96,12 +105,13 @@ def write_relation(
     output: str | None = None,
     max_rows: int = DEFAULT_MAX_ROWS,
     sql: str = "",
+    max_width: int | None = None,
 ) -> None:
     """Write ``relation`` (the result of ``sql``) in ``fmt`` to ``output`` (a path) or to
     standard output.
 
-    ``table`` is DuckDB's box rendering of at most ``max_rows`` rows on standard output, and an
-    aligned text table of every row in a file; an EXPLAIN result is its plan text. ``csv`` and
+    ``table`` is DuckDB's box rendering of at most ``max_rows`` rows on standard output, fitted
+    to ``max_width`` (default :func:`table_width`), and an aligned text table of every row and column in a file; an EXPLAIN result is its plan text. ``csv`` and
     ``tsv`` have a header line and lists as bcftools query prints them, ``json`` is one object
     per line (NDJSON), ``parquet`` needs ``output`` (:mod:`.columns`). Files get every row.
     """
@@ -111,7 +121,7 @@ def write_relation(
                 for _, plan in relation.fetchall():
                     stream.write(plan.rstrip("\n") + "\n")
         elif fmt == "table" and output is None:
-            relation.show(max_rows=max_rows, max_width=10_000)
+            for_table(relation).show(max_rows=max_rows, max_width=max_width or table_width())
         elif fmt == "table":
             with _text_output(output) as stream:
                 write_text_table(relation, stream)
@@ -155,12 +165,12 @@ def _quote(path: str) -> str:
 
 def print_query(
     con: Connection, sql: str, fmt: str = "table", output: str | None = None,
-    max_rows: int = DEFAULT_MAX_ROWS,
+    max_rows: int = DEFAULT_MAX_ROWS, max_width: int | None = None,
 ) -> None:
     """Run ``sql`` and write its rows (if it returns any) like :func:`write_relation`."""
     relation = run_sql(con, sql)
     if relation is not None:
-        write_relation(con, relation, fmt, output, max_rows, sql)
+        write_relation(con, relation, fmt, output, max_rows, sql, max_width)
 
 
 def print_vcf(con: Connection, sql: str, output: str | None) -> None:
