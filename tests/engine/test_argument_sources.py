@@ -135,3 +135,4 @@ def test_a_join_alone_reads_every_chunk_and_region_from_the_table_prunes(store):
     assert alone == pruned == [("20", 1230237), ("20", 1234567), ("X", 10)]
     assert alone_stats["variant_chunks_read"] == alone_stats["variant_chunks_total"] == 5
     assert pruned_stats["variant_chunks_read"] == 3
+

@@ -38,7 +38,7 @@ def describe_store(con: Connection, path: str) -> None:
     click.echo("fields:")
     print_query(
         con,
-        'SELECT category, name, "column", number, type, description, dtype, chunks '
+        'SELECT category, name, column_name, number, type, description, dtype, chunks '
         f"FROM vcf_zarr_fields('{literal}')",
         max_width=FIELDS_WIDTH,
     )

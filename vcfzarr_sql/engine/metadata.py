@@ -5,9 +5,10 @@ Small Arrow tables built from a store's metadata (and, for contigs, its region i
 - samples: ``sample_index`` INTEGER, ``sample_id`` VARCHAR
 - contigs: ``contig_index`` INTEGER, ``contig`` VARCHAR, ``length`` BIGINT (NULL when the
   header has none), ``num_variants`` BIGINT
-- fields: ``category`` ('INFO' or 'FORMAT'), ``name`` (VCF name), ``column`` (its column in
-  ``vcf_zarr``/``vcf_zarr_calls``), ``number``, ``type``, ``description``, ``array`` (the Zarr
-  array), ``dtype``, ``chunks`` INTEGER[]
+- fields: ``category`` ('INFO' or 'FORMAT'), ``name`` (VCF name), ``column_name`` (its column
+  in ``vcf_zarr``/``vcf_zarr_calls``), ``number``, ``type``, ``description``, ``array`` (the
+  Zarr array), ``dtype``, ``chunks`` INTEGER[], and ``column`` (the same as ``column_name``,
+  kept for queries written before: a reserved word, it must be quoted)
 """
 
 from __future__ import annotations
@@ -66,13 +67,14 @@ def fields_table(store: VczStore) -> pa.Table:
         {
             "category": pa.array([f.category for _, f in rows], pa.string()),
             "name": pa.array([f.name for _, f in rows], pa.string()),
-            "column": pa.array([column for column, _ in rows], pa.string()),
+            "column_name": pa.array([column for column, _ in rows], pa.string()),
             "number": pa.array([f.number for _, f in rows], pa.string()),
             "type": pa.array([f.vcf_type for _, f in rows], pa.string()),
             "description": pa.array([f.description for _, f in rows], pa.string()),
             "array": pa.array([f.array for _, f in rows], pa.string()),
             "dtype": pa.array([np.dtype(f.dtype).str for _, f in rows], pa.string()),
             "chunks": pa.array([list(f.chunks) for _, f in rows], pa.list_(pa.int32())),
+            "column": pa.array([column for column, _ in rows], pa.string()),
         }
     )
 
