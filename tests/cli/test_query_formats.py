@@ -64,3 +64,21 @@ def test_table_fits_the_width_as_duckdbs_cli_does(convert_once, capfd, monkeypat
         assert max(map(len, out.splitlines())) <= 120 and len(out) < 20_000
     assert main(["query", "SELECT 32.9::FLOAT AS qual"]) == 0
     assert "  32.9 │" in capfd.readouterr().out  # (FLOAT with its own digits)
+
+
+def test_shell_help_lists_every_registered_table_function(capsys, monkeypatch):
+    from vcfzarr_sql.engine.functions import TABLE_FUNCTIONS
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(".help\n"))
+    assert main(["shell"]) == 0
+    out = capsys.readouterr().out
+    assert "vcf_zarr_sample_stats(" in out
+    assert all(f"{name}(path" in out for name in TABLE_FUNCTIONS)
+
+
+def test_a_dot_command_inside_a_statement_runs_and_the_statement_carries_on(capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("SELECT 41 + 1\n.mode csv\nAS n;\n.5 AS x;\n"))
+    code = main(["shell"])
+    out, err = capsys.readouterr()
+    assert out.splitlines()[:2] == ["n", "42"]  # csv: the mode changed before the statement ran
+    assert code == 1 and "unknown command .5" in err  # (between statements, a '.' line is a command)

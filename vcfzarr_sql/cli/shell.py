@@ -21,6 +21,7 @@ from vcfzarr_sql.cli import options
 from vcfzarr_sql.cli.interrupt import Interrupted
 from vcfzarr_sql.cli.query import FORMATS, RESULT_VIEW, print_query
 from vcfzarr_sql.engine.connection import Connection, connect
+from vcfzarr_sql.engine.functions import TABLE_FUNCTIONS
 from vcfzarr_sql.engine.sql_text import ends_statement
 from vcfzarr_sql.errors import QueryError, VcfZarrError
 
@@ -28,18 +29,25 @@ HISTORY_FILE = os.path.join(os.path.expanduser("~"), ".vcfzarr_sql_history")
 PROMPT = "vcfzarr-sql> "
 CONTINUATION = "        ...> "
 
-HELP = """\
-SQL statements end with ';' and may span lines. Table functions:
-  vcf_zarr(path, region := 'chr:start-end,...', samples := ['id', ...])   one row per variant
-  vcf_zarr_calls(path, region := ..., samples := [...])                  one row per call
-  vcf_zarr_samples(path), vcf_zarr_contigs(path), vcf_zarr_fields(path)   metadata
-Shell commands:
+#: the shell commands .help lists, with what each does
+COMMAND_HELP = """\
   .help               this text
   .tables             tables and views of the database
   .stats              scan statistics of the last query (JSON)
   .timer on|off       print each statement's run time (default on)
   .mode FORMAT        output format: table, csv, tsv or json (default table)
   .quit, .exit        leave the shell (so does Ctrl-D)"""
+
+
+def help_text() -> str:
+    """What ``.help`` prints: every registered table function (from the registry, with its
+    named parameters and summary), then the shell commands."""
+    lines = ["SQL statements end with ';' and may span lines; a shell command typed inside one",
+             "runs at once and the statement carries on. Table functions:"]
+    for function in TABLE_FUNCTIONS.values():
+        named = f", {{{' | '.join(function.parameters)}}} := ..." if function.parameters else ""
+        lines += [f"  {function.name}(path{named})", f"      {function.summary}"]
+    return "\n".join([*lines, "Shell commands:", COMMAND_HELP])
 
 
 @dataclass
@@ -54,7 +62,7 @@ class Session:
 
 
 def _help(session: Session, argument: str) -> None:
-    click.echo(HELP)
+    click.echo(help_text())
 
 
 def _quit(session: Session, argument: str) -> None:
@@ -116,10 +124,23 @@ def run_statement(session: Session, sql: str) -> None:
 LineReader = Callable[[bool], "str | None"]
 
 
+def _is_dot_command(line: str, pending: bool) -> bool:
+    """Whether ``line`` is a shell command: any line starting with ``.`` between statements;
+    inside a statement, only a known command (``.5`` may continue SQL)."""
+    text = line.strip()
+    if not pending:
+        return text.startswith(".")
+    return text.partition(" ")[0].lower() in DOT_COMMANDS
+
+
 def statements(read_line: LineReader) -> Iterator[str]:
     """Dot commands (one line each) and SQL statements (up to a line ending in ';').
 
+    A dot command typed inside a statement runs at once; the statement keeps its lines.
     Ctrl-C at a prompt drops the statement being typed.
+
+    >>> list(statements(stream_reader(["SELECT 1", ".mode csv", "AS n;", ".quit"])))
+    ['.mode csv', 'SELECT 1\\nAS n;', '.quit']
     """
     buffer: list[str] = []
     while True:
@@ -130,7 +151,7 @@ def statements(read_line: LineReader) -> Iterator[str]:
             continue
         if line is None:
             break
-        if not buffer and line.strip().startswith("."):
+        if _is_dot_command(line, bool(buffer)):
             yield line.strip()
         elif buffer or line.strip():
             buffer.append(line)
