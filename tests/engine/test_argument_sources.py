@@ -136,3 +136,9 @@ def test_a_join_alone_reads_every_chunk_and_region_from_the_table_prunes(store):
     assert alone_stats["variant_chunks_read"] == alone_stats["variant_chunks_total"] == 5
     assert pruned_stats["variant_chunks_read"] == 3
 
+
+
+def test_a_failing_subquery_is_named(store):
+    with vcfzarr_sql.connect() as con, pytest.raises(QueryError, match="the argument subquery .* failed: .*no_such_table"):
+        con.sql(f"WITH no_such_table AS (SELECT 1) SELECT * FROM vcf_zarr('{store}', "
+                "region := (SELECT chrom FROM no_such_table))")

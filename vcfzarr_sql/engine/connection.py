@@ -18,6 +18,7 @@ from vcfzarr_sql.engine.argument_sources import ArgumentSources, local_lines
 from vcfzarr_sql.engine.relations import Registry
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
 from vcfzarr_sql.engine.stats import sum_stats
+from vcfzarr_sql.errors import QueryError
 
 if TYPE_CHECKING:  # SQL without table functions needs neither sqlglot nor the store modules
     from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
@@ -72,8 +73,13 @@ class Connection:
         return rewrite(query, parameters, self._defaults, self._expand, sources)
 
     def _evaluate(self, query: str) -> list[tuple]:
-        """The rows of ``query`` (a subquery given as a table-function argument)."""
-        return self.sql(query).fetchall()
+        """The rows of ``query`` (a subquery given as a table-function argument: it runs on its
+        own, so it cannot name the outer query's CTEs)."""
+        try:
+            return self.sql(query).fetchall()
+        except duckdb.Error as err:
+            first = str(err).strip().splitlines()[0]
+            raise QueryError(f"the argument subquery ({query}) failed: {first}") from None
 
     def table_function_calls(self) -> dict[str, str]:
         """Each registered relation's name -> the table-function call it stands for (SQL)."""
