@@ -142,3 +142,4 @@ def test_a_failing_subquery_is_named(store):
     with vcfzarr_sql.connect() as con, pytest.raises(QueryError, match="the argument subquery .* failed: .*no_such_table"):
         con.sql(f"WITH no_such_table AS (SELECT 1) SELECT * FROM vcf_zarr('{store}', "
                 "region := (SELECT chrom FROM no_such_table))")
+
