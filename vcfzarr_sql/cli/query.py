@@ -27,6 +27,7 @@ from vcfzarr_sql.engine.argument_sources import local_lines
 from vcfzarr_sql.engine.connection import Connection, connect
 from vcfzarr_sql.engine.sql_text import without_trailing_comments
 from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.view.output import named_type
 
 if TYPE_CHECKING:
     from vcfzarr_sql.engine.rules import ScanDefaults
@@ -42,7 +43,7 @@ COPY_OPTIONS = {
 #: the format an output file's extension implies (others: table)
 EXTENSION_FORMATS = {
     ".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".json": "json", ".ndjson": "json",
-    ".jsonl": "json", ".parquet": "parquet", ".pq": "parquet", ".vcf": "vcf",
+    ".jsonl": "json", ".parquet": "parquet", ".pq": "parquet",
 }
 #: rows shown by the ``table`` format on standard output unless --max-rows says otherwise
 DEFAULT_MAX_ROWS = 1000
@@ -55,11 +56,19 @@ EXPLAIN_COLUMNS = ["explain_key", "explain_value"]
 
 
 def output_format(fmt: str | None, output: str | None) -> str:
-    """The format to write: ``fmt`` if given, else the one ``output``'s extension implies.
+    """The format to write: ``fmt`` if given, else the one ``output``'s extension implies
+    (a name ``view`` writes as VCF or BCF: ``vcf``, :func:`~vcfzarr_sql.view.output.named_type`).
+    Another format is not written into such a name.
 
     >>> output_format(None, "x.parquet"), output_format("csv", "x.parquet"), output_format(None, None)
     ('parquet', 'csv', 'table')
+    >>> output_format(None, "x.vcf.gz"), output_format(None, "x.BCF")
+    ('vcf', 'vcf')
     """
+    if named_type(output) is not None:
+        if fmt not in (None, "vcf"):
+            raise QueryError(f"{output}: a VCF/BCF name; --format {fmt} writes another format (use another name)")
+        return "vcf"
     if fmt is not None:
         return fmt
     return EXTENSION_FORMATS.get(os.path.splitext(output or "")[1].lower(), "table")
@@ -189,7 +198,7 @@ def print_vcf(con: Connection, sql: str, output: str | None) -> None:
     store = con.store(scans[0].path)
     _warn_unplaced(sql, reader.schema.names, store.format_fields)
     lines = table_vcf_lines(reader.to_batches(), reader.schema, store, scans[0].samples)
-    with open_output(output, "v", next(lines), sys.stdout) as out:
+    with open_output(output, None, next(lines), sys.stdout) as out:
         for line in lines:
             out.write(line)
 
@@ -271,7 +280,8 @@ def read_sql(sql: str | None, file: str | None) -> str:
 @click.option(
     "--format", "-f", "fmt", type=click.Choice(FORMATS), default=None,
     help="Output format (json: one object per line). Default: table, or what -o FILE's "
-    "extension says (.csv .tsv .json .parquet).",
+    "extension says (.csv .tsv .json .parquet; .vcf .vcf.gz .vcf.bgz .bcf: vcf, written "
+    "plain, BGZF or BCF as bcftools names them).",
 )
 @click.option(
     "--output", "-o", type=click.Path(dir_okay=False), help="Write the result (every row) to FILE."

@@ -7,7 +7,7 @@ import click
 from vcfzarr_sql.cli import options
 
 
-@click.command("view")
+@click.command("view", context_settings={"help_option_names": ["--help"]})  # -h: bcftools' header only
 @options.store_path
 @click.option("--regions", "-r", help="Records overlapping chr|chr:pos|chr:beg-end, comma-separated.")
 @click.option("--regions-file", "-R", type=click.Path(dir_okay=False), help="Regions from a file (CHROM[ POS| BEG END] or .bed).")
@@ -18,13 +18,17 @@ from vcfzarr_sql.cli import options
 @click.option("--include", "-i", help="Keep records for which the bcftools expression holds.")
 @click.option("--exclude", "-e", help="Drop records for which the bcftools expression holds.")
 @click.option("--no-update", "-I", is_flag=True, help="Do not recompute INFO/AC and INFO/AN for -s.")
-@click.option("--output-type", "-O", type=click.Choice(["v", "z", "b", "u"]), default="v",
-              show_default=True, help="v: VCF, z: bgzipped VCF, b: BCF, u: uncompressed BCF.")
+@click.option("--output-type", "-O", type=click.Choice(["v", "z", "b", "u"]), default=None,
+              help="v: VCF (default), z: bgzipped VCF, b: BCF, u: uncompressed BCF. "
+              "A FILE named .vcf, .vcf.gz, .vcf.bgz or .bcf is written as named (as bcftools does).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write to FILE (default: standard output).")
+@click.option("--header-only", "-h", is_flag=True, help="Write the header only (help: --help).")
+@click.option("--no-header", "-H", is_flag=True, help="Write the records without the header.")
+@click.option("--drop-genotypes", "-G", is_flag=True, help="Write no FORMAT and sample columns.")
 def command(store: str, regions: str | None, regions_file: str | None, targets: str | None,
             targets_file: str | None, samples: str | None, samples_file: str | None,
-            include: str | None, exclude: str | None, no_update: bool, output_type: str,
-            output: str | None) -> None:
+            include: str | None, exclude: str | None, no_update: bool, output_type: str | None,
+            output: str | None, header_only: bool, no_header: bool, drop_genotypes: bool) -> None:
     """Write the records of STORE as VCF or BCF, as bcftools view does for the original file.
 
     \b
@@ -37,4 +41,5 @@ def command(store: str, regions: str | None, regions_file: str | None, targets: 
         samples=samples, samples_file=samples_file, include=include, exclude=exclude,
         update_counts=not no_update,
     )
-    view(store, output, selection, output_type)
+    view(store, output, selection, output_type, header=not no_header, records=not header_only,
+         genotypes=not drop_genotypes)

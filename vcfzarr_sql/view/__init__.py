@@ -25,7 +25,7 @@ from vcfzarr_sql.query.request import table_schema
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view.header import header_text
-from vcfzarr_sql.view.output import OUTPUT_TYPES, open_output
+from vcfzarr_sql.view.output import OUTPUT_TYPES, open_output, resolved_type
 from vcfzarr_sql.view.records import RecordOptions, chunk_lines
 from vcfzarr_sql.view.rows import ExpressionFilter
 from vcfzarr_sql.view.select import Intervals, intervals, sample_indexes
@@ -48,8 +48,10 @@ class Selection:
     update_counts: bool = True
 
 
-def vcf_lines(store: VczStore, selection: Selection = Selection()) -> Iterator[str]:
-    """The VCF text of ``store`` (an open :class:`~vcfzarr_sql.store.VczStore`), header first.
+def vcf_lines(store: VczStore, selection: Selection = Selection(), *,
+              genotypes: bool = True) -> Iterator[str]:
+    """The VCF text of ``store`` (an open :class:`~vcfzarr_sql.store.VczStore`), header first;
+    ``genotypes=False``: without the FORMAT and sample columns (``-G``).
 
     The records come from a scan plan of the selection (``-r``/``-t`` its row filter, ``-s``
     its samples) run by the executor (:func:`~vcfzarr_sql.query.execute.run_plan`): only the
@@ -62,10 +64,10 @@ def vcf_lines(store: VczStore, selection: Selection = Selection()) -> Iterator[s
     if selection.include is not None and selection.exclude is not None:
         raise QueryError("-i and -e cannot be used together")
     samples = sample_indexes(list(store.samples), selection.samples, selection.samples_file)
-    options = RecordOptions(samples, selection.update_counts)
+    options = RecordOptions(samples, selection.update_counts, genotypes)
     names = list(store.samples) if samples is None else [store.samples[k] for k in samples]
     counts = options.subsets and options.update_counts and "GT" in store.format_fields
-    yield header_text(store, names, add_counts=counts)
+    yield header_text(store, names, add_counts=counts, genotypes=genotypes)
     expression = None
     try:
         expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
@@ -113,14 +115,24 @@ def _passes(regions: Intervals | None, targets: Intervals | None) -> list[Interv
 
 
 def view(store_or_path: VczStore | str | os.PathLike, output: str | os.PathLike | None = None,
-         selection: Selection = Selection(), output_type: str = "v") -> None:
+         selection: Selection = Selection(), output_type: str | None = None, *,
+         header: bool = True, records: bool = True, genotypes: bool = True) -> None:
     """Write the records of a store as VCF (``v``), BGZF VCF (``z``), BCF (``b``) or
-    uncompressed BCF (``u``) to ``output`` (None: standard output)."""
+    uncompressed BCF (``u``) to ``output`` (None: standard output); an output named
+    ``.vcf``, ``.vcf.gz``, ``.vcf.bgz`` or ``.bcf`` is written in the format its name says,
+    as bcftools does (:func:`.output.resolved_type`).
+
+    ``header=False``: no header (``-H``; not with BCF); ``records=False``: the header only
+    (``-h``); ``genotypes=False``: no FORMAT and sample columns (``-G``).
+    """
     from vcfzarr_sql.store import open_store
 
+    path = None if output is None else str(output)
+    if not header and resolved_type(path, output_type) in ("b", "u"):
+        raise QueryError("BCF output needs the header: -H (no header) cannot write BCF, as in bcftools")
     store = open_store(store_or_path) if isinstance(store_or_path, (str, os.PathLike)) else store_or_path
-    lines = vcf_lines(store, selection)
-    header = next(lines)
-    with open_output(None if output is None else str(output), output_type, header, sys.stdout) as out:
-        for line in lines:
+    lines = vcf_lines(store, selection, genotypes=genotypes)
+    text = next(lines)
+    with open_output(path, output_type, text if header else "", sys.stdout) as out:
+        for line in lines if records else ():
             out.write(line)

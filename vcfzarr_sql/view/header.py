@@ -16,19 +16,23 @@ COUNT_LINES = {
 FIXED_COLUMNS = ["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO"]
 
 
-def header_text(store: VczStore, samples: Sequence[str], *, add_counts: bool = False) -> str:
+def header_text(store: VczStore, samples: Sequence[str], *, add_counts: bool = False,
+                genotypes: bool = True) -> str:
     """The header of the store (``vcf_header``) with ``samples`` as the sample columns,
     without the lines htslib added while the converter read the records.
 
     ``add_counts``: declare INFO/AC and INFO/AN if the store does not (bcftools does so when
-    it recomputes them for a subset of samples).
+    it recomputes them for a subset of samples). ``genotypes=False`` (``-G``): no
+    ``##FORMAT`` lines and no FORMAT and sample columns, as bcftools writes it.
     """
     text = store.vcf_header
     if not text:
         raise NotSupportedError(f"{store.path}: the store has no vcf_header to write VCF with")
     added = set(store.attrs.get(spec.ATTR_HEADER_ADDED, ()))  # bcftools writes the header first
     meta = [line for line in text.splitlines() if line.startswith("##") and line not in added]
+    if not genotypes:
+        meta = [line for line in meta if not line.startswith("##FORMAT=")]
     if add_counts:
         meta += [COUNT_LINES[n] for n in ("AC", "AN") if n not in store.info_fields]
-    columns = FIXED_COLUMNS + (["FORMAT", *samples] if samples else [])
+    columns = FIXED_COLUMNS + (["FORMAT", *samples] if samples and genotypes else [])
     return "\n".join([*meta, "\t".join(columns)]) + "\n"

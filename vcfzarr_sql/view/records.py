@@ -26,11 +26,13 @@ Counts = tuple[list[str], list[str]]
 
 @dataclass(frozen=True)
 class RecordOptions:
-    """What to write: ``samples`` (store indexes in output order; None: all), and whether to
-    recompute INFO/AC and INFO/AN over them (bcftools does unless ``--no-update``)."""
+    """What to write: ``samples`` (store indexes in output order; None: all), whether to
+    recompute INFO/AC and INFO/AN over them (bcftools does unless ``--no-update``), and
+    whether to write the FORMAT and sample columns (not with ``-G``)."""
 
     samples: np.ndarray | None = None
     update_counts: bool = True
+    genotypes: bool = True
 
     @property
     def subsets(self) -> bool:
@@ -176,7 +178,8 @@ def chunk_lines(source: ChunkSource, chunk: int, rows: np.ndarray,
         genotypes = genotypes if order is None else genotypes[:, order]
         counts = _counts(genotypes, (alleles != spec.STR_FILL).sum(axis=1))
     info = _info_column(store, blocks, rows, counts)
-    formats = _format_columns(store, blocks, everyone, rows, order) if store.format_fields else None
+    formats = (_format_columns(store, blocks, everyone, rows, order)
+               if store.format_fields and options.genotypes else None)
     alts = _alt_text(alleles)
 
     def lines() -> Iterator[str]:
