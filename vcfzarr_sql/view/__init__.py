@@ -5,7 +5,8 @@
 ...      output_type="z")                                                  # doctest: +SKIP
 
 Records and header equal what ``bcftools view`` prints for the original file with the same
-options, except that INFO keys come in header order (bcftools keeps each record's order).
+options, except that INFO keys and FILTER names come in header order, FILTER names once each
+(bcftools keeps each record's order and repeats; the store does not).
 """
 
 from __future__ import annotations

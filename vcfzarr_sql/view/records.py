@@ -3,7 +3,8 @@
 Values come from the stored arrays (not the SQL tables), so what htslib would print is still
 known: a missing value (``.``) differs from padding, and a vector of missing values keeps its
 length. INFO keys are written in header order (the store does not keep each record's own
-order); a FORMAT key is written when any sample of the record has a value for it.
+order), FILTER names in header order once each (``variant_filter`` is a boolean per header
+filter); a FORMAT key is written when any sample of the record has a value for it.
 """
 
 from __future__ import annotations

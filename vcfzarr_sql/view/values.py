@@ -1,7 +1,8 @@
 """Stored values -> VCF text, the way htslib prints them.
 
-Integers print as decimals, floats as htslib's ``kputd`` does (``%g``: six significant
-digits), missing values as ``.``; fill (padding) values end a vector and never print.
+Integers print as decimals, floats as htslib's ``kputd`` does (six significant digits, ties
+rounded up: :func:`float_text`), missing values as ``.``; fill (padding) values end a vector
+and never print.
 Formatting is vectorised: each distinct stored value (or vector) is formatted once.
 
 >>> import numpy as np
@@ -13,6 +14,8 @@ Formatting is vectorised: each distinct stored value (or vector) is formatted on
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from vcfzarr_sql.format import spec
@@ -20,9 +23,37 @@ from vcfzarr_sql.format import spec
 MISSING = "."
 
 
+#: (bound, offset): htslib's rounding offset of ``d * 1e10`` for ``d`` below each bound
+_ROUNDING = ((0.001, 5), (0.01, 50), (0.1, 500), (1.0, 5000), (10.0, 50000), (100.0, 500000),
+             (1000.0, 5000000), (10000.0, 50000000), (100000.0, 500000000), (math.inf, 5000000000))
+
+
 def float_text(value: float) -> str:
-    """One float as htslib's ``kputd`` prints it (``%g``)."""
-    return f"{value:g}"
+    """One float as htslib 1.16's ``kputd`` prints it: ``%g`` outside [1e-4, 999999];
+    inside, ``d * 1e10`` truncated to an integer, plus half a unit of the sixth significant
+    digit, cut to six digits: a tie rounds up (``%g`` rounds it to even), and so may a value
+    a little below a tie whose product rounds up.
+
+    >>> [float_text(v) for v in (117756.5, 2.5, 0.5, 1.0000005, 1234565.0, 999999.5, -0.0, 1e-05)]
+    ['117757', '2.5', '0.5', '1', '1.23456e+06', '1e+06', '-0', '1e-05']
+    """
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    sign, size = ("-", -value) if value < 0 else ("", value)
+    if math.isnan(value):
+        return ("-" if math.copysign(1.0, value) < 0 else "") + "nan"
+    if not 0.0001 <= size <= 999999:
+        return sign + f"{size:g}"
+    offset = next(offset for bound, offset in _ROUNDING if size < bound)
+    digits = str(int(size * 1e10) + offset)
+    whole = len(digits) - 10  # digits before the point
+    if whole <= 0:
+        text = "0." + "0" * -whole + digits[:6]
+    elif whole >= 6:
+        return sign + digits[:6]
+    else:
+        text = digits[:whole] + "." + digits[whole:6]
+    return sign + text.rstrip("0").rstrip(".")
 
 
 def _float_flags(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
