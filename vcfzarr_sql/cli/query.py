@@ -200,7 +200,7 @@ def print_vcf(con: Connection, sql: str, output: str | None) -> None:
     lines = table_vcf_lines(reader.to_batches(), reader.schema, store, scans[0].samples)
     with open_output(output, None, next(lines), sys.stdout) as out:
         for line in lines:
-            out.write(line)
+            out.write(line.encode())
 
 
 #: the columns ``--format vcf`` writes besides ``info_*`` and the store's ``fmt_*``

@@ -27,11 +27,11 @@ from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view.header import header_text
 from vcfzarr_sql.view.output import OUTPUT_TYPES, open_output, resolved_type
-from vcfzarr_sql.view.records import RecordOptions, chunk_lines
+from vcfzarr_sql.view.records import RecordOptions, chunk_text
 from vcfzarr_sql.view.rows import ExpressionFilter
 from vcfzarr_sql.view.select import Intervals, intervals, sample_indexes
 
-__all__ = ["OUTPUT_TYPES", "Selection", "view", "vcf_lines"]
+__all__ = ["OUTPUT_TYPES", "Selection", "view", "vcf_lines", "vcf_texts"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,19 @@ class Selection:
 
 def vcf_lines(store: VczStore, selection: Selection = Selection(), *,
               genotypes: bool = True) -> Iterator[str]:
-    """The VCF text of ``store`` (an open :class:`~vcfzarr_sql.store.VczStore`), header first;
-    ``genotypes=False``: without the FORMAT and sample columns (``-G``).
+    """The VCF text of ``store`` (an open :class:`~vcfzarr_sql.store.VczStore`): the header
+    (one item), then each record's line; ``genotypes=False``: without the FORMAT and sample
+    columns (``-G``). :func:`vcf_texts` as lines.
+    """
+    texts = vcf_texts(store, selection, genotypes=genotypes)
+    yield next(texts).decode()
+    for text in texts:
+        yield from text.decode().splitlines(keepends=True)
+
+
+def vcf_texts(store: VczStore, selection: Selection = Selection(), *,
+              genotypes: bool = True) -> Iterator[bytes]:
+    """The VCF text of ``store`` as UTF-8: the header, then the lines of each chunk's records.
 
     The records come from a scan plan of the selection (``-r``/``-t`` its row filter, ``-s``
     its samples) run by the executor (:func:`~vcfzarr_sql.query.execute.run_plan`): only the
@@ -68,7 +79,7 @@ def vcf_lines(store: VczStore, selection: Selection = Selection(), *,
     options = RecordOptions(samples, selection.update_counts, genotypes)
     names = list(store.samples) if samples is None else [store.samples[k] for k in samples]
     counts = options.subsets and options.update_counts and "GT" in store.format_fields
-    yield header_text(store, names, add_counts=counts, genotypes=genotypes)
+    yield header_text(store, names, add_counts=counts, genotypes=genotypes).encode()
     expression = None
     try:
         expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
@@ -79,29 +90,27 @@ def vcf_lines(store: VczStore, selection: Selection = Selection(), *,
                                   samples=None if samples is None else np.unique(samples))
             plan = plan_scan(store, request)
             source = scan_source(store, plan)
-            for lines in run_plan(source, plan, _chunk_lines(source, plan, expression, options)):
-                yield from lines
+            yield from run_plan(source, plan, _chunk_texts(source, plan, expression, options))
     finally:
         if expression is not None:
             expression.close()
 
 
-def _chunk_lines(source: ChunkSource, plan: ScanPlan,
+def _chunk_texts(source: ChunkSource, plan: ScanPlan,
                  expression: ExpressionFilter | None,
-                 options: RecordOptions) -> Callable[[range], Iterator[str]]:
-    """The executor's work: the lines of the records of a task (one variant chunk) that its
-    residual filter and ``expression`` keep (its chunks read now, the lines joined as they
-    are taken: :func:`.records.chunk_lines`)."""
+                 options: RecordOptions) -> Callable[[range], bytes]:
+    """The executor's work: the text of the records of a task (one variant chunk) that its
+    residual filter and ``expression`` keep (:func:`.records.chunk_text`)."""
     tree = None if plan.filter is None else parse_or_none(plan.filter)
 
-    def work(run: range) -> Iterator[str]:
+    def work(run: range) -> bytes:
         task = plan.run(run.start, run.stop)
         keep = residual_rows(source, plan, task, tree)
         if keep is None:
             keep = np.ones(task.num_rows, bool)
         if expression is not None and keep.any():
             keep &= expression.mask(source, task.variant_chunk)
-        return chunk_lines(source, task.variant_chunk, np.flatnonzero(keep), options)
+        return chunk_text(source, task.variant_chunk, np.flatnonzero(keep), options)
 
     return work
 
@@ -132,8 +141,8 @@ def view(store_or_path: VczStore | str | os.PathLike, output: str | os.PathLike 
     if not header and resolved_type(path, output_type) in ("b", "u"):
         raise QueryError("BCF output needs the header: -H (no header) cannot write BCF, as in bcftools")
     store = open_store(store_or_path) if isinstance(store_or_path, (str, os.PathLike)) else store_or_path
-    lines = vcf_lines(store, selection, genotypes=genotypes)
-    text = next(lines)
+    texts = vcf_texts(store, selection, genotypes=genotypes)
+    text = next(texts).decode()
     with open_output(path, output_type, text if header else "", sys.stdout) as out:
-        for line in lines if records else ():
-            out.write(line)
+        for block in texts if records else ():
+            out.write(block)

@@ -53,8 +53,8 @@ class _TextSink:
     def __init__(self, stream: _Bytes):
         self._stream = stream
 
-    def write(self, line: str) -> None:
-        self._stream.write(line.encode())
+    def write(self, text: bytes) -> None:
+        self._stream.write(text)
 
 
 class _BcfSink:
@@ -63,8 +63,9 @@ class _BcfSink:
     def __init__(self, writer: Writer):
         self._writer = writer
 
-    def write(self, line: str) -> None:
-        self._writer.write_record(self._writer.variant_from_string(line.rstrip("\n")))
+    def write(self, text: bytes) -> None:
+        for line in text.decode().splitlines():
+            self._writer.write_record(self._writer.variant_from_string(line))
 
 
 @contextlib.contextmanager
@@ -95,7 +96,7 @@ def _bcf_output(path: str | None, uncompressed: bool, header: str, stdout: TextI
 def open_output(
     path: str | None, requested: str | None, header: str, stdout: TextIO
 ) -> Iterator[_TextSink | _BcfSink]:
-    """A sink with ``write(line)`` for records; the header is written first. The format is
+    """A sink with ``write(text)`` for records (UTF-8 lines); the header is written first. The format is
     :func:`resolved_type` of ``path`` and ``requested`` (an ``-O`` letter or None)."""
     output_type = resolved_type(path, requested)
     if output_type in ("b", "u"):
@@ -106,7 +107,7 @@ def open_output(
     bgzf = BgzfWriter(raw) if output_type == "z" else None
     try:
         sink = _TextSink(raw if bgzf is None else bgzf)
-        sink.write(header)
+        sink.write(header.encode())
         yield sink
     finally:
         if bgzf is not None:
