@@ -103,7 +103,7 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
                     order: np.ndarray | None) -> tuple[list[str], np.ndarray]:
-    """Per row, the FORMAT key text, and the sample columns: a byte matrix (one row per
+    """Per row, the FORMAT key text, and the sample columns: a uint8 matrix (one row per
     record) of each sample's tab and cell, NUL bytes padding them (dropped when joined)."""
     names, cells, shown = [], [], []
     fields: dict[str, FieldInfo] = store.format_fields
@@ -124,7 +124,7 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
             if values.ndim == 2:
                 values = values[..., None]
                 no_value = None if no_value is None else no_value[..., None]
-            text = vt.cell_bytes(values, field.vcf_type, no_value)
+            text = vt.cell_matrix(values, field.vcf_type, no_value)
         names.append(name)
         cells.append(text)
         # The store cannot tell a key absent from a record from one whose values are all
@@ -136,15 +136,22 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
         )
     showing = np.array(shown).reshape(len(names), len(rows))
     lead = showing.argmax(axis=0)  # the first key of each row: no ':' before it
-    joined = np.zeros(cells[0].shape, dtype="S1")
-    for j, text in enumerate(cells):
-        colon = text if j == 0 else np.where((lead == j)[:, None], text, np.strings.add(b":", text))
-        joined = np.strings.add(joined, np.where(showing[j][:, None], colon, b""))
     none = ~showing.any(axis=0)
-    joined[none] = b"."
+    rows_samples = cells[0].shape[:2]
+    parts = [np.full((*rows_samples, 1), ord("\t"), np.uint8)]
+    for j, text in enumerate(cells):
+        if not showing[j].all():
+            text = text * showing[j][:, None, None]
+        if j == 0 and none.any():
+            text = text.copy()
+            text[none] = 0
+            text[none, :, 0] = ord(vt.MISSING)
+        if j > 0:
+            colon = np.where(showing[j] & (lead != j), ord(":"), 0).astype(np.uint8)
+            parts.append(np.broadcast_to(colon[:, None, None], (*rows_samples, 1)))
+        parts.append(text)
     keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
-    tabbed = np.strings.add(b"\t", joined)
-    return keys, tabbed.view(np.uint8).reshape(len(rows), -1)
+    return keys, np.concatenate(parts, axis=2).reshape(len(rows), -1)
 
 
 def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: RecordOptions) -> bytes:

@@ -85,34 +85,41 @@ def flags(
 _TABLE_VALUES = 1 << 16
 
 
-def _element_bytes(values: np.ndarray, vcf_type: str) -> np.ndarray:
-    """The text (numpy bytes) of each value of a 1-D array of set values: each distinct value
-    formatted once (small integer ranges through a table of the whole range)."""
-    if values.dtype.kind == "O":
-        return np.strings.encode(values.astype(str), "utf-8")
-    if not len(values):
-        return np.zeros(0, dtype="S1")
-    if values.dtype.kind in "iu":
+def _as_matrix(texts: np.ndarray) -> np.ndarray:
+    """Numpy bytes (``S`` dtype) as a uint8 matrix, one row each, NUL-padded."""
+    texts = np.ascontiguousarray(texts, dtype=np.result_type(texts.dtype, "S1"))
+    return texts.view(np.uint8).reshape(len(texts), texts.dtype.itemsize)
+
+
+def _element_table(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, list[bytes]]:
+    """(code of each value, text of each code): each distinct value formatted once (small
+    integer ranges through a table of the whole range)."""
+    if values.dtype.kind in "iu" and values.size:
         low, high = int(values.min()), int(values.max())
         if high - low < _TABLE_VALUES:
-            table = np.array([str(v).encode() for v in range(low, high + 1)])
-            return table[values - low]
-        distinct, inverse = np.unique(values, return_inverse=True)
-        return np.array([str(v).encode() for v in distinct.tolist()])[inverse]
-    if vcf_type == "Float":  # by bits: -0.0 prints "-0"
+            return values.astype(np.intp) - low, [str(v).encode() for v in range(low, high + 1)]
+    if values.dtype.kind == "f":  # by bits: -0.0 prints "-0"
         bits = values.view(np.uint32 if values.dtype == np.float32 else np.uint64)
-        distinct, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
-        return np.array([float_text(v).encode() for v in values[first].astype(float).tolist()])[inverse]
-    return np.strings.encode(values.astype(str), "utf-8")
+        _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
+        with np.errstate(invalid="ignore"):  # the sentinels are signalling NaNs (printed as ".")
+            distinct = values.reshape(-1)[first].astype(float).tolist()
+        return inverse.reshape(values.shape), [float_text(v).encode() for v in distinct]
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return inverse.reshape(values.shape), [str(v).encode() for v in distinct.tolist()]
 
 
-def cell_bytes(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None) -> np.ndarray:
-    """One VCF text per cell of ``values`` as numpy bytes (``S`` dtype); the last axis is the
-    vector of one cell when ``values`` has more than one dimension (``(rows, width)`` or
+def cell_matrix(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None) -> np.ndarray:
+    """The VCF text of each cell of ``values`` as a uint8 row, NUL bytes anywhere in it
+    (padding: they are dropped when the text is joined); the last axis is the vector of one
+    cell when ``values`` has more than one dimension (``(rows, width)`` or
     ``(rows, samples, width)``). ``no_value``: as :func:`flags` (same shape as ``values``).
-    Built element by element with numpy string operations (no Python work per cell).
 
-    >>> cell_bytes(np.array([[1, -1], [3, -2], [-2, -2]], dtype=np.int8), "Integer").tolist()
+    Each element is a code into a table of texts (its value's, ``.`` when missing, nothing
+    when fill; after the first element with a leading comma), so the cells are one gather:
+    no Python work per cell.
+
+    >>> m = cell_matrix(np.array([[1, -1], [3, -2], [-2, -2]], dtype=np.int8), "Integer")
+    >>> [bytes(row).replace(b"\\0", b"") for row in m]
     [b'1,.', b'3', b'.']
     """
     if values.ndim == 1:
@@ -120,30 +127,55 @@ def cell_bytes(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = 
     shape, width = values.shape[:-1], values.shape[-1]
     flat = values.reshape(-1, width)
     missing, fill = flags(flat, vcf_type, None if no_value is None else no_value.reshape(-1, width))
-    fill = np.logical_or.accumulate(fill, axis=1)  # nothing after a fill value prints
-    missing &= ~fill
-    is_set = ~(missing | fill)
-    texts = _element_bytes(flat[is_set], vcf_type)
-    elements = np.zeros(flat.shape, dtype=np.result_type(texts.dtype, "S1"))
-    elements[missing] = b"."
-    elements[is_set] = texts
-    out = elements[:, 0]
-    for column in range(1, width):
-        out = np.strings.add(out, np.where(fill[:, column], b"", b","))
-        out = np.strings.add(out, elements[:, column])
-    out[fill[:, 0]] = b"."
-    return out.reshape(shape)
+    if width > 1:
+        fill = np.logical_or.accumulate(fill, axis=1)  # nothing after a fill value prints
+    codes, texts = _element_table(flat, vcf_type)
+    known = len(texts)
+    if missing.any() or fill.any():
+        codes = np.where(missing, known, np.where(fill, known + 1, codes))
+    first = _as_matrix(np.array([*texts, MISSING.encode(), MISSING.encode()]))
+    if width == 1:
+        return gather(first, codes[:, 0]).reshape(*shape, -1)
+    comma = np.full((len(first), 1), ord(","), np.uint8)
+    rest = np.concatenate([comma, first], axis=1)
+    rest[-1] = 0  # fill: nothing
+    out = np.concatenate([gather(first, codes[:, :1]), gather(rest, codes[:, 1:])], axis=-1)
+    return out.reshape(*shape, -1)
+
+
+def gather(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """``table[codes]`` of a uint8 table (a row per code), rows joined along the last axis:
+    rows up to 8 bytes are taken as one integer each (NUL-padded to 1, 2, 4 or 8 bytes).
+
+    >>> gather(np.array([[49, 0], [50, 51]], np.uint8), np.array([[1, 0]])).tolist()
+    [[50, 51, 49, 0]]
+    """
+    size = table.shape[1]
+    if size > 8:
+        return table[codes].reshape(*codes.shape[:-1], -1)
+    wide = 1 << (size - 1).bit_length()
+    padded = np.zeros((len(table), wide), np.uint8)
+    padded[:, :size] = table
+    words = padded.view(f"<u{wide}").reshape(-1)
+    return words[codes].view(np.uint8).reshape(*codes.shape[:-1], -1)
+
+
+def _texts(matrix: np.ndarray) -> list[str]:
+    """The text of each row of a :func:`cell_matrix`."""
+    return [bytes(row).replace(b"\0", b"").decode() for row in matrix]
 
 
 def cells(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None) -> np.ndarray:
-    """:func:`cell_bytes` as ``str`` objects.
+    """The text of each cell of ``values`` (``str`` objects; a :func:`cell_matrix` row each).
 
     >>> cells(np.array([[-1, -2], [-1, -2]]), "Integer", np.array([[False, False], [False, True]])).tolist()
     ['-1,-2', '-1']
     >>> cells(np.array([0.5, 1e-5, 1234567.0, -0.0], dtype=np.float32), "Float").tolist()
     ['0.5', '1e-05', '1.23457e+06', '-0']
     """
-    return np.strings.decode(cell_bytes(values, vcf_type, no_value), "utf-8").astype(object)
+    matrix = cell_matrix(values, vcf_type, no_value)
+    texts = _texts(matrix.reshape(-1, matrix.shape[-1]))
+    return np.array(texts, dtype=object).reshape(matrix.shape[:-1])
 
 
 def present(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None) -> np.ndarray:
@@ -188,11 +220,12 @@ def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None) -> np.ndarray:
-    """GT text (bytes) of each call: alleles joined by ``|`` (phased) or ``/``; ``.`` for missing.
+    """GT text of each call (a :func:`cell_matrix`): alleles joined by ``|`` (phased) or
+    ``/``; ``.`` for missing.
 
     >>> g = np.array([[[0, 1], [-1, -1], [2, -2]]], dtype=np.int8)
-    >>> genotype_cells(g, np.array([[True, False, False]])).tolist()
-    [[b'0|1', b'./.', b'2']]
+    >>> _texts(genotype_cells(g, np.array([[True, False, False]]))[0])
+    ['0|1', './.', '2']
     """
     rows, samples, ploidy = genotypes.shape
     phase = np.zeros((rows, samples), bool) if phased is None else phased
@@ -200,8 +233,8 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None) -> np.ndarr
         [genotypes.astype(np.int32, copy=False), phase[..., None].astype(np.int32)], axis=2
     ).reshape(-1, ploidy + 1)
     first, inverse = distinct_rows(keyed)
-    texts = np.array([_genotype_text(keyed[k]).encode() for k in first])
-    return texts[inverse.ravel()].reshape(rows, samples)
+    texts = _as_matrix(np.array([_genotype_text(keyed[k]).encode() for k in first]))
+    return gather(texts, inverse.reshape(-1, 1)).reshape(rows, samples, -1)
 
 
 def _genotype_text(row: np.ndarray) -> str:
