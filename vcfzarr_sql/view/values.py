@@ -229,6 +229,17 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None) -> np.ndarr
     """
     rows, samples, ploidy = genotypes.shape
     phase = np.zeros((rows, samples), bool) if phased is None else phased
+    low = min(int(genotypes.min(initial=0)), spec.INT_FILL)
+    base = max(int(genotypes.max(initial=0)), 0) - low + 1
+    if 2 * base**ploidy <= _TABLE_VALUES:  # a code per possible call: a table of every text
+        codes = np.zeros((rows, samples), np.int32)
+        for p in range(ploidy):
+            codes = codes * base + (genotypes[..., p].astype(np.int32) - low)
+        codes = codes * 2 + phase
+        calls = np.indices((base,) * ploidy + (2,)).reshape(ploidy + 1, -1).T
+        calls[:, :-1] += low
+        texts = _as_matrix(np.array([_genotype_text(call).encode() for call in calls]))
+        return gather(texts, codes.reshape(-1, 1)).reshape(rows, samples, -1)
     keyed = np.concatenate(
         [genotypes.astype(np.int32, copy=False), phase[..., None].astype(np.int32)], axis=2
     ).reshape(-1, ploidy + 1)
