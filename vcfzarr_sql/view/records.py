@@ -160,7 +160,8 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     wrapper that counts).
 
     Each column is formatted for the whole chunk at once; the sample columns of every record
-    are one byte matrix, joined with the fixed columns in one pass.
+    are one byte matrix, its padding dropped in one pass (none when every cell fills its
+    width), then each record's fixed columns and samples are joined.
     """
     if not len(rows):
         return b""
@@ -193,9 +194,12 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     if not (store.format_fields and options.genotypes and written):
         return ("\n".join(fixed) + "\n").encode()
     keys, samples = _format_columns(store, blocks, everyone, rows, order)
-    starts = np.array([f"{line}\t{key}".encode() for line, key in zip(fixed, keys)])
-    matrix = np.concatenate(
-        [starts.view(np.uint8).reshape(len(rows), -1), samples, np.full((len(rows), 1), ord("\n"), np.uint8)],
-        axis=1,
-    )
-    return matrix[matrix != 0].tobytes()
+    if samples.all():  # every cell as wide as its padding (GT only, say): nothing to drop
+        data, ends = samples.tobytes(), np.arange(1, len(rows) + 1) * samples.shape[1]
+    else:
+        kept = samples != 0
+        data, ends = samples[kept].tobytes(), np.cumsum(np.count_nonzero(kept, axis=1))
+    parts = []
+    for line, key, start, end in zip(fixed, keys, [0, *ends[:-1].tolist()], ends.tolist()):
+        parts += [f"{line}\t{key}".encode(), data[start:end], b"\n"]
+    return b"".join(parts)

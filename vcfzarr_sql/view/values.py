@@ -157,7 +157,8 @@ def gather(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
     padded = np.zeros((len(table), wide), np.uint8)
     padded[:, :size] = table
     words = padded.view(f"<u{wide}").reshape(-1)
-    return words[codes].view(np.uint8).reshape(*codes.shape[:-1], -1)
+    taken = words[codes].view(np.uint8).reshape(*codes.shape, wide)[..., :size]
+    return taken.reshape(*codes.shape[:-1], -1)
 
 
 def _texts(matrix: np.ndarray) -> list[str]:
