@@ -70,35 +70,77 @@ def _counts(genotypes: np.ndarray, num_alleles: np.ndarray) -> Counts:
     return ac_texts, [str(v) for v in an]
 
 
-def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None) -> list[str]:
-    parts: list[list[str]] = [[] for _ in range(len(rows))]
+def _named(name: str, text: np.ndarray | None, rows: int) -> np.ndarray:
+    """``NAME=`` and each row's text (a Flag, ``text`` None: ``NAME``), as (rows, 1, width)."""
+    key = np.frombuffer((name if text is None else f"{name}=").encode(), np.uint8)
+    keys = np.broadcast_to(key, (rows, len(key)))
+    return (keys if text is None else np.concatenate([keys, text], axis=1))[:, None, :]
+
+
+def _text_matrix(texts: list[str]) -> np.ndarray:
+    return vt.as_matrix(np.array([t.encode() for t in texts]))
+
+
+def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None) -> np.ndarray:
+    """The INFO column of each row: a uint8 matrix, NUL-padded (:func:`_joined`)."""
+    texts, shown = [], []
     fields: dict[str, FieldInfo] = store.info_fields
+    recounted = {} if counts is None else {"AC": counts[0], "AN": counts[1]}
     for name, field in fields.items():
-        if counts is not None and name in ("AC", "AN"):
-            texts = counts[0] if name == "AC" else counts[1]
-            for k, text in enumerate(texts):
-                if text:
-                    parts[k].append(f"{name}={text}")
+        if name in recounted:
+            texts.append(_named(name, _text_matrix(recounted[name]), len(rows)))
+            shown.append(np.array([bool(t) for t in recounted[name]], bool).reshape(len(rows)))
             continue
         values = blocks.read(field.array)[rows]
         no_value = None if field.mask is None else blocks.read(field.mask)[rows]
         if field.vcf_type == "Flag":
-            for flagged in np.flatnonzero(values.reshape(len(rows), -1).any(axis=1)):
-                parts[flagged].append(name)
+            texts.append(_named(name, None, len(rows)))
+            shown.append(values.reshape(len(rows), -1).any(axis=1))
             continue
-        shown = vt.present(values, field.vcf_type, no_value)
-        if not shown.any():
-            continue
-        cells = vt.cells(values[shown], field.vcf_type, None if no_value is None else no_value[shown])
-        for row, text in zip(np.flatnonzero(shown), cells):
-            parts[row].append(f"{name}={text}")
-    if counts is not None:  # AC/AN not declared in the store: bcftools appends them
-        for name, texts in (("AC", counts[0]), ("AN", counts[1])):
-            if name not in fields:
-                for k, text in enumerate(texts):
-                    if text:
-                        parts[k].append(f"{name}={text}")
-    return [";".join(p) if p else vt.MISSING for p in parts]
+        present = vt.present(values, field.vcf_type, no_value)
+        if present.any():
+            texts.append(_named(name, vt.cell_matrix(values, field.vcf_type, no_value), len(rows)))
+            shown.append(present)
+    for name, text in recounted.items():  # AC/AN not declared in the store: bcftools appends them
+        if name not in fields:
+            texts.append(_named(name, _text_matrix(text), len(rows)))
+            shown.append(np.array([bool(t) for t in text], bool).reshape(len(rows)))
+    if not texts:
+        return np.full((len(rows), 1), ord(vt.MISSING), np.uint8)
+    return _joined(texts, np.array(shown).reshape(len(texts), len(rows)), ";").reshape(len(rows), -1)
+
+
+def _joined(texts: list[np.ndarray], showing: np.ndarray, separator: str) -> np.ndarray:
+    """Each row's fields (``texts[j]``: (rows, cells, width) uint8, NUL-padded) where
+    ``showing[j]`` says the row has field j, separated by ``separator``; ``.`` where a row has
+    none. (rows, cells, width) uint8, NUL-padded."""
+    lead = showing.argmax(axis=0)  # the first field of each row: no separator before it
+    none = ~showing.any(axis=0)
+    rows_cells = texts[0].shape[:2]
+    parts = []
+    for j, text in enumerate(texts):
+        if not showing[j].all():
+            text = text * showing[j][:, None, None]
+        if j == 0 and none.any():
+            text = text.copy()
+            text[none] = 0
+            text[none, :, 0] = ord(vt.MISSING)
+        if j > 0:
+            mark = np.where(showing[j] & (lead != j), ord(separator), 0).astype(np.uint8)
+            parts.append(np.broadcast_to(mark[:, None, None], (*rows_cells, 1)))
+        parts.append(text)
+    return np.concatenate(parts, axis=2)
+
+
+def _row_texts(matrix: np.ndarray) -> list[bytes]:
+    """The bytes of each row of a NUL-padded uint8 matrix, without the NULs: one pass over the
+    whole matrix (none when no byte is NUL)."""
+    if matrix.all():
+        data, ends = matrix.tobytes(), np.arange(1, len(matrix) + 1) * matrix.shape[1]
+    else:
+        kept = matrix != 0
+        data, ends = matrix[kept].tobytes(), np.cumsum(np.count_nonzero(kept, axis=1))
+    return [data[start:end] for start, end in zip([0, *ends[:-1].tolist()], ends.tolist())]
 
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
@@ -135,23 +177,10 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
                             None if field.mask is None else everyone.read(field.mask)[rows])
         )
     showing = np.array(shown).reshape(len(names), len(rows))
-    lead = showing.argmax(axis=0)  # the first key of each row: no ':' before it
-    none = ~showing.any(axis=0)
-    rows_samples = cells[0].shape[:2]
-    parts = [np.full((*rows_samples, 1), ord("\t"), np.uint8)]
-    for j, text in enumerate(cells):
-        if not showing[j].all():
-            text = text * showing[j][:, None, None]
-        if j == 0 and none.any():
-            text = text.copy()
-            text[none] = 0
-            text[none, :, 0] = ord(vt.MISSING)
-        if j > 0:
-            colon = np.where(showing[j] & (lead != j), ord(":"), 0).astype(np.uint8)
-            parts.append(np.broadcast_to(colon[:, None, None], (*rows_samples, 1)))
-        parts.append(text)
     keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
-    return keys, np.concatenate(parts, axis=2).reshape(len(rows), -1)
+    tabs = np.full((*cells[0].shape[:2], 1), ord("\t"), np.uint8)
+    joined = np.concatenate([tabs, _joined(cells, showing, ":")], axis=2)
+    return keys, joined.reshape(len(rows), -1)
 
 
 def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: RecordOptions) -> bytes:
@@ -183,23 +212,16 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
         genotypes = blocks.read(spec.CALL_GENOTYPE)[rows]
         genotypes = genotypes if order is None else genotypes[:, order]
         counts = _counts(genotypes, (alleles != spec.STR_FILL).sum(axis=1))
-    info = _info_column(store, blocks, rows, counts)
+    info = _row_texts(_info_column(store, blocks, rows, counts))
     alts = _alt_text(alleles)
     fixed = [
         "\t".join([contigs[k], str(positions[k]), vt.MISSING if ids is None else ids[k],
-                   alleles[k, 0], alts[k], quals[k], filters[k], info[k]])
+                   alleles[k, 0], alts[k], quals[k], filters[k], ""]).encode()
         for k in range(len(rows))
     ]
     written = len(store.samples) if options.samples is None else len(options.samples)
     if not (store.format_fields and options.genotypes and written):
-        return ("\n".join(fixed) + "\n").encode()
+        return b"".join(part for line in zip(fixed, info) for part in (*line, b"\n"))
     keys, samples = _format_columns(store, blocks, everyone, rows, order)
-    if samples.all():  # every cell as wide as its padding (GT only, say): nothing to drop
-        data, ends = samples.tobytes(), np.arange(1, len(rows) + 1) * samples.shape[1]
-    else:
-        kept = samples != 0
-        data, ends = samples[kept].tobytes(), np.cumsum(np.count_nonzero(kept, axis=1))
-    parts = []
-    for line, key, start, end in zip(fixed, keys, [0, *ends[:-1].tolist()], ends.tolist()):
-        parts += [f"{line}\t{key}".encode(), data[start:end], b"\n"]
-    return b"".join(parts)
+    parts = zip(fixed, info, (f"\t{key}".encode() for key in keys), _row_texts(samples))
+    return b"".join(part for line in parts for part in (*line, b"\n"))

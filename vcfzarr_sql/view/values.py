@@ -85,7 +85,7 @@ def flags(
 _TABLE_VALUES = 1 << 16
 
 
-def _as_matrix(texts: np.ndarray) -> np.ndarray:
+def as_matrix(texts: np.ndarray) -> np.ndarray:
     """Numpy bytes (``S`` dtype) as a uint8 matrix, one row each, NUL-padded."""
     texts = np.ascontiguousarray(texts, dtype=np.result_type(texts.dtype, "S1"))
     return texts.view(np.uint8).reshape(len(texts), texts.dtype.itemsize)
@@ -133,7 +133,7 @@ def cell_matrix(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None =
     known = len(texts)
     if missing.any() or fill.any():
         codes = np.where(missing, known, np.where(fill, known + 1, codes))
-    first = _as_matrix(np.array([*texts, MISSING.encode(), MISSING.encode()]))
+    first = as_matrix(np.array([*texts, MISSING.encode(), MISSING.encode()]))
     if width == 1:
         return gather(first, codes[:, 0]).reshape(*shape, -1)
     comma = np.full((len(first), 1), ord(","), np.uint8)
@@ -239,13 +239,13 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None) -> np.ndarr
         codes = codes * 2 + phase
         calls = np.indices((base,) * ploidy + (2,)).reshape(ploidy + 1, -1).T
         calls[:, :-1] += low
-        texts = _as_matrix(np.array([_genotype_text(call).encode() for call in calls]))
+        texts = as_matrix(np.array([_genotype_text(call).encode() for call in calls]))
         return gather(texts, codes.reshape(-1, 1)).reshape(rows, samples, -1)
     keyed = np.concatenate(
         [genotypes.astype(np.int32, copy=False), phase[..., None].astype(np.int32)], axis=2
     ).reshape(-1, ploidy + 1)
     first, inverse = distinct_rows(keyed)
-    texts = _as_matrix(np.array([_genotype_text(keyed[k]).encode() for k in first]))
+    texts = as_matrix(np.array([_genotype_text(keyed[k]).encode() for k in first]))
     return gather(texts, inverse.reshape(-1, 1)).reshape(rows, samples, -1)
 
 
