@@ -233,10 +233,12 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None) -> np.ndarr
     low = min(int(genotypes.min(initial=0)), spec.INT_FILL)
     base = max(int(genotypes.max(initial=0)), 0) - low + 1
     if 2 * base**ploidy <= _TABLE_VALUES:  # a code per possible call: a table of every text
-        codes = np.zeros((rows, samples), np.int32)
+        codes = np.zeros((rows, samples), np.uint16)  # 2 * base**ploidy codes fit
         for p in range(ploidy):
-            codes = codes * base + (genotypes[..., p].astype(np.int32) - low)
-        codes = codes * 2 + phase
+            codes *= base
+            np.add(codes, genotypes[..., p] - np.int16(low), out=codes, casting="unsafe")
+        codes *= 2
+        codes += phase
         calls = np.indices((base,) * ploidy + (2,)).reshape(ploidy + 1, -1).T
         calls[:, :-1] += low
         texts = as_matrix(np.array([_genotype_text(call).encode() for call in calls]))

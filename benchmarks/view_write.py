@@ -1,0 +1,141 @@
+"""How fast ``vcfzarr-sql view`` writes VCF text, against ``bcftools view`` reading a BCF of the
+same records (htslib's fastest input) and writing VCF text, both to a file.
+
+Two files: the 1000 Genomes chr22 slice in tests/data (6,109 records x 2,504 samples, GT only)
+and a generated call set (``--records`` x ``--samples``, GT:AD:DP:GQ:PL and INFO AC/AN/AF/DP/MQ,
+written deterministically). Each is converted to a store and to a BCF; both tools' outputs must
+have the same record lines (INFO keys compared as sets: the store keeps header order) before
+anything is timed. Then the two commands run one after the other, ``--repeats`` times
+(interleaved, so a busy machine slows both alike); printed: CPU (user + system, with children)
+and wall seconds of each run, medians, and the ratio ours / bcftools of the median CPU.
+
+    python -m benchmarks.view_write                         # 4,000 x 500 generated, 5 repeats
+    python -m benchmarks.view_write --records 20000 --samples 1000 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.harness import run_process
+
+KG = (Path(__file__).parent.parent / "tests/data/corpus/vcflib+vcflib/samples/"
+      "1kg-phaseIII-v5a.20130502.genotypes.chr22-16-16.5mb.vcf.gz")
+OURS = [sys.executable, "-c", "import sys; from vcfzarr_sql.cli import main; sys.exit(main())", "view"]
+HEADER = """##fileformat=VCFv4.2
+##FILTER=<ID=PASS,Description="All filters passed">
+##FILTER=<ID=LowQual,Description="Low quality">
+##contig=<ID=1,length=250000000>
+##INFO=<ID=AC,Number=A,Type=Integer,Description="Allele count">
+##INFO=<ID=AN,Number=1,Type=Integer,Description="Allele number">
+##INFO=<ID=AF,Number=A,Type=Float,Description="Allele frequency">
+##INFO=<ID=DP,Number=1,Type=Integer,Description="Depth">
+##INFO=<ID=MQ,Number=1,Type=Float,Description="Mapping quality">
+##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">
+##FORMAT=<ID=AD,Number=R,Type=Integer,Description="Allele depths">
+##FORMAT=<ID=DP,Number=1,Type=Integer,Description="Depth">
+##FORMAT=<ID=GQ,Number=1,Type=Integer,Description="Genotype quality">
+##FORMAT=<ID=PL,Number=G,Type=Integer,Description="Phred-scaled likelihoods">
+"""
+
+
+def call_set(path: Path, records: int, samples: int, seed: int = 28) -> None:
+    """A biallelic call set with realistic FORMAT values (2% missing calls), one line a record."""
+    rng = np.random.default_rng(seed)
+    names = "\t".join(f"S{k:05d}" for k in range(samples))
+    positions = np.cumsum(rng.integers(1, 200, records)) + 10_000
+    with open(path, "w") as f:
+        f.write(HEADER + f"#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\t{names}\n")
+        for k in range(records):
+            alt_freq = rng.beta(0.3, 3)
+            calls = (rng.random((samples, 2)) < alt_freq).astype(int)
+            dosage = calls.sum(axis=1)
+            depth = rng.poisson(30, samples)
+            alt = np.where(dosage == 0, rng.binomial(depth, 0.01), rng.binomial(depth, dosage / 2))
+            quality = np.minimum(99, rng.integers(0, 140, samples))
+            likelihoods = rng.integers(0, 800, (samples, 3))
+            likelihoods[np.arange(samples), dosage] = 0
+            gt = [f"{a}/{b}" for a, b in calls.tolist()]
+            for missing in np.flatnonzero(rng.random(samples) < 0.02):
+                gt[missing] = "./."
+            cells = "\t".join(
+                f"{g}:{d - a},{a}:{d}:{q}:{p0},{p1},{p2}"
+                for g, d, a, q, (p0, p1, p2) in zip(gt, depth.tolist(), alt.tolist(), quality.tolist(),
+                                                    likelihoods.tolist())
+            )
+            count = int(calls.sum())
+            info = (f"AC={count};AN={2 * samples};AF={count / (2 * samples):.6g};DP={int(depth.sum())};"
+                    f"MQ={rng.uniform(20, 60):.2f}")
+            ref, alt_base = "ACGT"[k % 4], "CGTA"[k % 4]
+            filters = "PASS" if rng.random() < 0.9 else "LowQual"
+            f.write(f"1\t{positions[k]}\t.\t{ref}\t{alt_base}\t{rng.gamma(2, 200):.2f}\t{filters}\t{info}"
+                    f"\tGT:AD:DP:GQ:PL\t{cells}\n")
+
+
+def _records(path: Path) -> list[str]:
+    """Record lines, INFO keys sorted (the store writes them in header order)."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("#"):
+                cols = line.rstrip("\n").split("\t")
+                cols[7] = ";".join(sorted(cols[7].split(";")))
+                out.append("\t".join(cols))
+    return out
+
+
+def compare(name: str, vcf: Path, tmp: Path, repeats: int) -> None:
+    from vcfzarr_sql.converter import convert
+
+    bcf, store = tmp / f"{name}.bcf", tmp / f"{name}.zarr"
+    subprocess.run(["bcftools", "view", "-Ob", "-o", str(bcf), str(vcf)], check=True)
+    convert(str(vcf), str(store), show_progress=False)
+    theirs_out, ours_out = tmp / "theirs.vcf", tmp / "ours.vcf"
+    theirs = ["bcftools", "view", "-o", str(theirs_out), str(bcf)]
+    ours = [*OURS, str(store), "-o", str(ours_out)]
+    run_process(theirs, capture=False)
+    run_process(ours, capture=False)
+    if _records(theirs_out) != _records(ours_out):
+        raise SystemExit(f"{name}: vcfzarr-sql's records differ from bcftools'")
+    size = theirs_out.stat().st_size
+    header_only = [*OURS, str(store), "-h", "-o", str(tmp / "header.vcf")]
+    startup = statistics.median(run_process(header_only, capture=False).cpu_s for _ in range(3))
+    print(f"\n{name}: {len(_records(theirs_out))} records, {size / 1e6:.1f} MB of VCF text; "
+          f"vcfzarr-sql view -h (Python start-up, imports, the header): {startup:.2f} s CPU")
+    print("| run | bcftools CPU / wall | vcfzarr-sql CPU / wall |")
+    print("|---|---|---|")
+    runs: list[tuple[float, float, float, float]] = []
+    for k in range(repeats):
+        b = run_process(theirs, capture=False)
+        o = run_process(ours, capture=False)
+        runs.append((b.cpu_s, b.wall_s, o.cpu_s, o.wall_s))
+        print(f"| {k + 1} | {b.cpu_s:.2f} / {b.wall_s:.2f} | {o.cpu_s:.2f} / {o.wall_s:.2f} |")
+    b_cpu, b_wall, o_cpu, o_wall = (statistics.median(r[i] for r in runs) for i in range(4))
+    print(f"| median | {b_cpu:.2f} / {b_wall:.2f} | {o_cpu:.2f} / {o_wall:.2f} |")
+    print(f"CPU ratio vcfzarr-sql / bcftools: {o_cpu / b_cpu:.2f} (wall {o_wall / b_wall:.2f}); "
+          f"vcfzarr-sql at {size / 1e6 / o_cpu:.0f} MB/s CPU, bcftools {size / 1e6 / b_cpu:.0f} MB/s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=4000)
+    parser.add_argument("--samples", type=int, default=500)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        generated = tmp / "calls.vcf"
+        call_set(generated, args.records, args.samples)
+        compare(f"generated {args.records} x {args.samples} GT:AD:DP:GQ:PL", generated, tmp, args.repeats)
+        compare("1000 Genomes chr22 slice (GT only)", KG, tmp, args.repeats)
+
+
+if __name__ == "__main__":
+    main()
