@@ -110,14 +110,14 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
     return _joined(texts, np.array(shown).reshape(len(texts), len(rows)), ";").reshape(len(rows), -1)
 
 
-def _joined(texts: list[np.ndarray], showing: np.ndarray, separator: str) -> np.ndarray:
+def _joined(texts: list[np.ndarray], showing: np.ndarray, separator: str, lead: str = "") -> np.ndarray:
     """Each row's fields (``texts[j]``: (rows, cells, width) uint8, NUL-padded) where
     ``showing[j]`` says the row has field j, separated by ``separator``; ``.`` where a row has
-    none. (rows, cells, width) uint8, NUL-padded."""
-    lead = showing.argmax(axis=0)  # the first field of each row: no separator before it
+    none; ``lead`` before each cell. (rows, cells, width) uint8, NUL-padded."""
+    first = showing.argmax(axis=0)  # the first field of each row: no separator before it
     none = ~showing.any(axis=0)
     rows_cells = texts[0].shape[:2]
-    parts = []
+    parts = [np.full((*rows_cells, len(lead)), ord(lead), np.uint8)] if lead else []
     for j, text in enumerate(texts):
         if not showing[j].all():
             text = text * showing[j][:, None, None]
@@ -126,7 +126,7 @@ def _joined(texts: list[np.ndarray], showing: np.ndarray, separator: str) -> np.
             text[none] = 0
             text[none, :, 0] = ord(vt.MISSING)
         if j > 0:
-            mark = np.where(showing[j] & (lead != j), ord(separator), 0).astype(np.uint8)
+            mark = np.where(showing[j] & (first != j), ord(separator), 0).astype(np.uint8)
             parts.append(np.broadcast_to(mark[:, None, None], (*rows_cells, 1)))
         parts.append(text)
     return np.concatenate(parts, axis=2)
@@ -178,9 +178,7 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
         )
     showing = np.array(shown).reshape(len(names), len(rows))
     keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
-    tabs = np.full((*cells[0].shape[:2], 1), ord("\t"), np.uint8)
-    joined = np.concatenate([tabs, _joined(cells, showing, ":")], axis=2)
-    return keys, joined.reshape(len(rows), -1)
+    return keys, _joined(cells, showing, ":", lead="\t").reshape(len(rows), -1)
 
 
 def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: RecordOptions) -> bytes:

@@ -97,7 +97,7 @@ def _element_table(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, list[
     if values.dtype.kind in "iu" and values.size:
         low, high = int(values.min()), int(values.max())
         if high - low < _TABLE_VALUES:
-            return values.astype(np.intp) - low, [str(v).encode() for v in range(low, high + 1)]
+            return values.astype(np.int32) - low, [str(v).encode() for v in range(low, high + 1)]
     if values.dtype.kind == "f":  # by bits: -0.0 prints "-0"
         bits = values.view(np.uint32 if values.dtype == np.float32 else np.uint64)
         _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
@@ -127,7 +127,7 @@ def cell_matrix(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None =
     shape, width = values.shape[:-1], values.shape[-1]
     flat = values.reshape(-1, width)
     missing, fill = flags(flat, vcf_type, None if no_value is None else no_value.reshape(-1, width))
-    if width > 1:
+    if width > 1 and (fill[:, :-1] > fill[:, 1:]).any():
         fill = np.logical_or.accumulate(fill, axis=1)  # nothing after a fill value prints
     codes, texts = _element_table(flat, vcf_type)
     known = len(texts)
