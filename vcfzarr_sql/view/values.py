@@ -3,7 +3,9 @@
 Integers print as decimals, floats as htslib's ``kputd`` does (six significant digits, ties
 rounded up: :func:`float_text`), missing values as ``.``; fill (padding) values end a vector
 and never print.
-Formatting is vectorised: each distinct stored value (or vector) is formatted once.
+Formatting is vectorised: each distinct stored value is formatted once, into a table of
+texts; cells are uint8 rows gathered from the tables (:func:`cell_matrix`), NUL-padded, and
+the padding is dropped when a chunk's text is joined.
 
 >>> import numpy as np
 >>> cells(np.array([[1, -1], [3, -2], [-1, -2]], dtype=np.int8), "Integer").tolist()
