@@ -100,3 +100,14 @@ def test_no_header_cannot_write_bcf(convert_once, tmp_path, capfd):
     assert main(["view", str(store), "-H", "-o", str(tmp_path / "x.bcf")]) == 1
     assert "-H (no header) cannot write BCF" in capfd.readouterr().err
     assert not (tmp_path / "x.bcf").exists()
+
+
+def test_a_refused_expression_writes_nothing(convert_once, tmp_path, capfd):
+    """bcftools checks the whole command first: `| bgzip > x.vcf.gz` must not get a header."""
+    store = convert_once(SAMPLE)
+    assert main(["view", str(store), "-i", "INFO/NOPE>1"]) == 1
+    captured = capfd.readouterr()
+    assert captured.out == ""
+    assert "no field INFO/NOPE" in captured.err
+    assert main(["view", str(store), "-i", "INFO/NOPE>1", "-o", str(tmp_path / "x.vcf.gz")]) == 1
+    assert not (tmp_path / "x.vcf.gz").exists()

@@ -79,10 +79,11 @@ def vcf_texts(store: VczStore, selection: Selection = Selection(), *,
     options = RecordOptions(samples, selection.update_counts, genotypes)
     names = list(store.samples) if samples is None else [store.samples[k] for k in samples]
     counts = options.subsets and options.update_counts and "GT" in store.format_fields
-    yield header_text(store, names, add_counts=counts, genotypes=genotypes).encode()
-    expression = None
+    header = header_text(store, names, add_counts=counts, genotypes=genotypes).encode()
+    # the expression is checked before the header is given: a refused one writes nothing
+    expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
     try:
-        expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
+        yield header
         schema = table_schema(store, "variants")
         for selected in _passes(regions, targets):
             request = ScanRequest("variants", schema, columns=(),
