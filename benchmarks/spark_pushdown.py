@@ -39,8 +39,8 @@ def main() -> None:
     print("| way in | wall s | CPU s | variant chunks read | answer |\n|---|---|---|---|---|")
     for view in ("loaded", "using_view", "read"):
         log.write_text("")
-        wall, cpu, answer = timed(lambda: spark.sql(f"SELECT count(*) FROM {view} WHERE {where}").collect()[0][0],
-                                  args.repeats)
+        sql = f"SELECT count(*) FROM {view} WHERE {where}"
+        wall, cpu, answer = timed(lambda sql=sql: spark.sql(sql).collect()[0][0], args.repeats)
         plan = json.loads(log.read_text().splitlines()[-1])
         print(f"| {view} | {wall:.2f} | {cpu:.2f} | {plan['variant_chunks_read']} of {plan['variant_chunks_total']} | {answer} |")
     spark.stop()
