@@ -14,9 +14,18 @@ import argparse
 import json
 import os
 import tempfile
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchmarks.engines import spark_session, timed
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def _count(spark: SparkSession, sql: str) -> int:
+    return int(spark.sql(sql).collect()[0][0])
 
 
 def main() -> None:
@@ -39,8 +48,7 @@ def main() -> None:
     print("| way in | wall s | CPU s | variant chunks read | answer |\n|---|---|---|---|---|")
     for view in ("loaded", "using_view", "read"):
         log.write_text("")
-        sql = f"SELECT count(*) FROM {view} WHERE {where}"
-        wall, cpu, answer = timed(lambda sql=sql: spark.sql(sql).collect()[0][0], args.repeats)
+        wall, cpu, answer = timed(partial(_count, spark, f"SELECT count(*) FROM {view} WHERE {where}"), args.repeats)
         plan = json.loads(log.read_text().splitlines()[-1])
         print(f"| {view} | {wall:.2f} | {cpu:.2f} | {plan['variant_chunks_read']} of {plan['variant_chunks_total']} | {answer} |")
     spark.stop()
