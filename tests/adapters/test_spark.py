@@ -1,7 +1,10 @@
 """Spark over VCF Zarr (vcfzarr_sql.spark, local[2]): the engine cases answer like bcftools and
 DuckDB; the same view queried with and without a filter, alternately, stays correct (the guard
-against Spark's reuse of stale pushed plans); projection by schema. One SparkSession for the
-module (starting one takes seconds)."""
+against Spark's reuse of stale pushed plans), and so does a self-join with a filter per side;
+a region, a sample subset and a join read the same chunks and answer alike through
+``spark.read.format``, ``USING vcf_zarr`` and ``vcfzarr_sql.spark.read`` (chunks counted from
+the plan log, ``VCFZARR_SQL_SPARK_LOG``: Spark plans in worker processes); path forms; projection
+by schema. One SparkSession for the module (starting one takes seconds)."""
 
 from __future__ import annotations
 
