@@ -16,13 +16,18 @@ pushed filter on what the scan returns: a task returns both, in the table's colu
 filter is translated to a pyarrow expression, which our scan applies exactly (and prunes chunks
 with); a filter pyarrow cannot express is evaluated with Daft on each batch. Dictionary strings (``contig``,
 ``sample_id``) come as plain strings: Daft has no dictionary type.
+
+A count Daft pushes down (``df.count_rows()``) is answered by one task that scans ``pos`` (and
+the filter's columns; ``count(col)`` scans ``col``), never the column Daft names for it. Daft
+0.7.26's SQL ``count(*)`` pushes no count: it asks for one column of its choosing, which the
+scan decodes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import daft
@@ -90,6 +95,30 @@ class _Task(DataSourceTask):
             yield rows
 
 
+class _CountTask(DataSourceTask):
+    """A pushed count: the rows (``All``) or the valid or null values of one column of the
+    scan, as the one row Daft expects (``uint64``, named as Daft names it)."""
+
+    def __init__(self, tasks: list[_Task], column: str, mode: str, name: str):
+        self._tasks = tasks
+        self._column = column
+        self._mode = mode
+        self._name = name
+
+    @property
+    def schema(self) -> daft.Schema:
+        return daft.Schema.from_pyarrow_schema(pa.schema([pa.field(self._name, pa.uint64())]))
+
+    async def read(self) -> AsyncIterator[RecordBatch]:
+        total = 0
+        for task in self._tasks:
+            async for rows in task.read():
+                values = rows.to_arrow_record_batch().column(self._column)
+                total += {"All": len(values), "Valid": len(values) - values.null_count,
+                          "Null": values.null_count}[self._mode]
+        yield RecordBatch.from_pydict({self._name: pa.array([total], pa.uint64())})
+
+
 class VczDaftSource(DataSource):
     """The ``variants`` or ``calls`` table of a VCF Zarr store as a Daft data source."""
 
@@ -117,12 +146,28 @@ class VczDaftSource(DataSource):
     def schema(self) -> daft.Schema:
         return daft.Schema.from_pyarrow_schema(self._arrow_schema)
 
+    def supports_count_pushdown(self) -> bool:
+        return True
+
     async def get_tasks(self, pushdowns: Pushdowns) -> AsyncIterator[DataSourceTask]:
         names = self._arrow_schema.names
-        wanted = set(names if pushdowns.columns is None else pushdowns.columns)
+        count = pushdowns._to_pypushdowns()
+        if pushdowns.aggregation is not None:
+            mode = str(count.aggregation_count_mode()).rsplit(".", 1)[-1]
+            name = count.aggregation_required_column_names()[0]
+            column = "pos" if mode == "All" else name  # every row has a pos: the cheapest
+            tasks = list(self._tasks(pushdowns, [column]))
+            yield _CountTask(tasks, column, mode, name)
+            return
+        wanted = names if pushdowns.columns is None else pushdowns.columns
+        for task in self._tasks(pushdowns, wanted):
+            yield task
+
+    def _tasks(self, pushdowns: Pushdowns, wanted: Sequence[str]) -> Iterator[_Task]:
+        names = self._arrow_schema.names
         # Daft reads a task's columns in schema order, and evaluates its filter on them
-        wanted |= pushdowns.filter_required_column_names()
-        columns = [c for c in names if c in wanted]
+        needed = set(wanted) | pushdowns.filter_required_column_names()
+        columns = [c for c in names if c in needed]
         output = pa.schema([self._arrow_schema.field(c) for c in columns])
         arrow_filter = _arrow_filter(pushdowns.filters)
         daft_filter = None

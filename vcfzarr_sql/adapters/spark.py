@@ -20,20 +20,44 @@ partition is one of our :class:`~vcfzarr_sql.adapters.ScanTask` s (many chunks, 
 columns are pushed down (with ``spark.sql.python.filterPushdown.enabled``, which
 :func:`register` sets) and applied exactly by the scan; Spark evaluates the rest.
 
-Stale plans (Spark 4.1 to 4.3): Spark keeps the partitions planned by the last query that
-pushed filters on the relation of a DataFrame (or view) and reuses them for its next query that
-pushes none, so a whole-store count after a region query counted the region. A reader of a
-plain ``load()`` therefore pushes nothing down (Spark filters; ``region`` still prunes), and
-:func:`read` gives a DataFrame whose every query pushes a sentinel filter (``pos`` above a
-bound no position reaches below), so Spark plans each query anew: its filters are pushed
-down, prune chunks and are applied by the scan.
+Shared plans (Spark 4.1 to 4.3, measured with 4.3.0): Spark keeps one plan (partitions and
+reader) per relation, the one made by the last filter pushdown on it, and every scan of the
+relation runs it: a later query that pushes no filter (Spark then calls no Python), and both
+sides of a self-join (each side pushes its filters, the last one's plan runs for both). So:
+
+- a plain ``load()`` or ``USING vcf_zarr`` view pushes nothing down (Spark filters; the
+  ``region`` and ``samples`` options prune): its query without a filter would run the plan of
+  an earlier query's filters;
+- :func:`read` gives a DataFrame whose every query pushes a sentinel filter (``pos`` above a
+  bound no position reaches below), so every query plans anew. Its scan prunes chunks with
+  the OR of the filters every scan of the relation has pushed so far (kept per relation in a
+  file under the temporary directory, where Spark plans: the driver), so a plan run by the
+  other side of a self-join still holds that side's rows; Spark applies each scan's filters.
+
+With ``VCFZARR_SQL_SPARK_LOG`` naming a file (in the driver's environment when Spark starts),
+each plan appends a JSON line: path, table, the filters pushed, the scan's filter, columns,
+tasks and variant chunks read of the total. Spark's ``explain`` does not show a Python
+source's pushed filters (4.3.0).
+
+Path forms: a path, ``file:/p`` or ``file:///p`` (Spark's form of a ``LOCATION``), a URL. Spark
+4.3.0 gives a catalog table's query no options (``CREATE TABLE t USING vcf_zarr LOCATION
+'p'`` then ``SELECT`` has no path): such a query is refused, naming the form that works.
+A user-given schema must give the store's types (``pos BIGINT``, not ``pos INT``): another type
+is refused, as Spark's cast would disable pushdown.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
-from collections.abc import Iterator, Sequence
+import os
+import pickle
+import tempfile
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -57,10 +81,10 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import LongType, StructField, StructType, _parse_datatype_string
 
-from vcfzarr_sql.adapters import DEFAULT_TARGET_BYTES, ScanTask, dataset
+from vcfzarr_sql.adapters import DEFAULT_TARGET_BYTES, ScanTask, VczDataset, dataset
 from vcfzarr_sql.adapters.plain import plain_batch, plain_schema
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.query.expressions import conjunction
+from vcfzarr_sql.query.expressions import conjunction, disjunction
 
 __all__ = ["VczSparkSource", "read", "register"]
 
@@ -110,40 +134,79 @@ class _Partition(InputPartition):
         self.task = task
 
 
+def _relation_filters(relation: str, scan_filter: pc.Expression) -> pc.Expression:
+    """The OR of every filter the scans of ``relation`` pushed, ``scan_filter`` added (kept in
+    a file: each pushdown runs in a new worker process of the driver)."""
+    directory = Path(tempfile.gettempdir()) / f"vcfzarr_sql-spark-{os.getuid()}"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    with open(directory / relation, "a+b") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        file.seek(0)
+        seen: list[pc.Expression] = pickle.loads(file.read() or pickle.dumps([]))
+        if not any(scan_filter.equals(f) for f in seen):
+            seen.append(scan_filter)
+            file.seek(0)
+            file.truncate()
+            file.write(pickle.dumps(seen))
+    return disjunction(*seen)
+
+
+def _log(entry: dict[str, Any]) -> None:
+    """Append ``entry`` to the file ``VCFZARR_SQL_SPARK_LOG`` names, if it names one."""
+    path = os.environ.get("VCFZARR_SQL_SPARK_LOG")
+    if path:
+        with open(path, "a") as file:
+            file.write(json.dumps(entry) + "\n")
+
+
 class _Reader(DataSourceReader):
-    def __init__(self, options: dict[str, str], schema: StructType):
+    def __init__(self, options: dict[str, str], schema: StructType, relation: str):
         self._options = options
         self._schema = schema
+        self._relation = relation
         self._columns = list(schema.fieldNames())
         table = _dataset(options)
         self._names = table.schema.names
-        unknown = [c for c in self._columns if c not in self._names]
-        if unknown:
-            raise QueryError(f"schema: no column named {unknown[0]!r} in the {table.table} table")
-        #: Filters of the query being planned: set by pushFilters, used by the next partitions().
-        self._pending: pc.Expression | None = None
+        store_types = from_arrow_schema(plain_schema(table.schema))
+        for field in schema.fields:
+            if field.name not in self._names:
+                raise QueryError(f"schema: no column named {field.name!r} in the {table.table} table")
+            stored = store_types[field.name].dataType
+            if field.dataType != stored:
+                raise QueryError(
+                    f"schema: column {field.name!r} is {stored.simpleString()} in the store, "
+                    f"not {field.dataType.simpleString()} (give the store's type, or leave it out)"
+                )
+        #: Set by pushFilters, used by partitions(): the filters Spark pushed, the scan's filter.
+        self._pushed: list[str] = []
+        self._filter: pc.Expression | None = None
 
     def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        # Spark applies every filter: the plan made here may run for another scan of the
+        # relation (see "Shared plans" in the module's notes), which prunes by the OR of all
+        yield from filters
         if not any(f == _SENTINEL for f in filters):
-            yield from filters  # a plain load(): see "Stale plans" in the module's notes
-            return
-        pushed = []
-        for f in filters:
-            expression = _arrow_filter(f, self._names)
-            if expression is None:
-                yield f
-            else:
-                pushed.append(expression)
-        self._pending = conjunction(*pushed)
+            return  # a plain load(): see "Shared plans"
+        pushed = [(f, _arrow_filter(f, self._names)) for f in filters]
+        self._pushed = [repr(f) for f, e in pushed if e is not None]
+        scan_filter = conjunction(*(e for _, e in pushed))
+        assert scan_filter is not None  # the sentinel is one
+        self._filter = _relation_filters(self._relation, scan_filter)
 
     def partitions(self) -> list[InputPartition]:
-        pushed, self._pending = self._pending, None  # never reused by a later plan
-        tasks = _dataset(self._options).scan_tasks(
+        table = _dataset(self._options)
+        tasks = table.scan_tasks(
             self._columns,
-            pushed,
+            self._filter,
             target_bytes=float(self._options.get("target_bytes", DEFAULT_TARGET_BYTES)),
             min_tasks=int(self._options.get("min_tasks", 1)),
         )
+        _log({
+            "path": str(table.store.path), "table": table.table, "pushed": self._pushed,
+            "filter": None if self._filter is None else str(self._filter), "columns": self._columns,
+            "tasks": len(tasks), "variant_chunks_read": tasks.variant_chunks_read,
+            "variant_chunks_total": tasks.variant_chunks_total,
+        })
         return [_Partition(task) for task in tasks]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -154,13 +217,30 @@ class _Reader(DataSourceReader):
             yield plain_batch(batch).cast(target)
 
 
-def _dataset(options: dict[str, str]) -> Any:
+def _local_path(path: str) -> str:
+    """``path``, or the local path of a ``file:`` URI (Spark's form of a ``LOCATION``).
+
+    >>> _local_path("file:/data/a%20b.vcz"), _local_path("file:///data/x.vcz"), _local_path("s3://b/x")
+    ('/data/a b.vcz', '/data/x.vcz', 's3://b/x')
+    """
+    url = urlparse(path)
+    if url.scheme != "file":
+        return path
+    if url.netloc not in ("", "localhost"):
+        raise QueryError(f"vcf_zarr: {path}: a file: URI of another host ({url.netloc})")
+    return unquote(url.path)
+
+
+def _dataset(options: Mapping[str, str]) -> VczDataset:
     path = options.get("path")
     if not path:
-        raise QueryError("vcf_zarr: give the store's path: spark.read.format('vcf_zarr').load(path)")
+        raise QueryError(
+            "vcf_zarr: no path: give one with load(path) or OPTIONS (path '...') of a TEMP VIEW"
+            " (Spark 4.3 passes a catalog table's LOCATION and OPTIONS to no query)"
+        )
     samples = options.get("samples")
     return dataset(
-        path,
+        _local_path(path),
         options.get("table", "variants"),
         None if samples is None else [s.strip() for s in samples.split(",") if s.strip()],
         options.get("region"),
@@ -171,6 +251,11 @@ def _dataset(options: dict[str, str]) -> Any:
 class VczSparkSource(DataSource):
     """The ``vcf_zarr`` data source: the ``variants`` or ``calls`` table of a store."""
 
+    def __init__(self, options: dict[str, str]):
+        super().__init__(options)
+        #: Names this relation: Spark makes the source once per relation (see "Shared plans").
+        self.relation = uuid.uuid4().hex
+
     @classmethod
     def name(cls) -> str:
         return NAME
@@ -179,7 +264,7 @@ class VczSparkSource(DataSource):
         return from_arrow_schema(plain_schema(_dataset(self.options).schema))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return _Reader(dict(self.options), schema)
+        return _Reader(dict(self.options), schema, self.relation)
 
 
 def read(

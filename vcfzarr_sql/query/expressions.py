@@ -350,3 +350,11 @@ def conjunction(*expressions: pc.Expression | None) -> pc.Expression | None:
     for e in present[1:]:
         result = result & e
     return result
+
+
+def disjunction(*expressions: pc.Expression) -> pc.Expression:
+    """The OR of the given filters (at least one)."""
+    result = expressions[0]
+    for e in expressions[1:]:
+        result = result | e
+    return result
