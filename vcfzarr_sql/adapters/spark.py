@@ -31,7 +31,8 @@ sides of a self-join (each side pushes its filters, the last one's plan runs for
 - :func:`read` gives a DataFrame whose every query pushes a sentinel filter (``pos`` above a
   bound no position reaches below), so every query plans anew. Its scan prunes chunks with
   the OR of the filters every scan of the relation has pushed so far (kept per relation in a
-  file under the temporary directory, where Spark plans: the driver), so a plan run by the
+  file of a private directory :func:`read` makes, removed when the process that called it
+  exits; Spark plans on the driver), so a plan run by the
   other side of a self-join still holds that side's rows; Spark applies each scan's filters.
 
 With ``VCFZARR_SQL_SPARK_LOG`` naming a file (in the driver's environment when Spark starts),
@@ -48,10 +49,12 @@ is refused, as Spark's cast would disable pushdown.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import os
 import pickle
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -124,6 +127,8 @@ def _arrow_filter(f: Filter, columns: Sequence[str]) -> pc.Expression | None:
 #: written by hand, so a query that pushes it comes from a DataFrame that pushes it every time.
 _SENTINEL_BOUND = -(2**62) + 1
 _SENTINEL = GreaterThan(("pos",), _SENTINEL_BOUND)
+#: The option naming where :func:`read`'s relations keep the filters their scans pushed.
+_STATE_OPTION = "vcfzarr_sql_state_dir"
 
 
 class _Partition(InputPartition):
@@ -134,11 +139,20 @@ class _Partition(InputPartition):
         self.task = task
 
 
-def _relation_filters(relation: str, scan_filter: pc.Expression) -> pc.Expression:
+def _state_directory(options: Mapping[str, str]) -> Path:
+    """The directory :func:`read` made for its relations' filters: made by this user with
+    ``mkdtemp`` (mode 0700), checked again before a file in it is unpickled, so no other
+    user's file is ever loaded."""
+    directory = Path(options.get(_STATE_OPTION, ""))
+    info = os.stat(directory) if directory.is_absolute() else None
+    if info is None or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        raise QueryError(f"vcf_zarr: {_STATE_OPTION} {str(directory)!r} is not a private directory of this user")
+    return directory
+
+
+def _relation_filters(directory: Path, relation: str, scan_filter: pc.Expression) -> pc.Expression:
     """The OR of every filter the scans of ``relation`` pushed, ``scan_filter`` added (kept in
     a file: each pushdown runs in a new worker process of the driver)."""
-    directory = Path(tempfile.gettempdir()) / f"vcfzarr_sql-spark-{os.getuid()}"
-    directory.mkdir(mode=0o700, exist_ok=True)
     with open(directory / relation, "a+b") as file:
         fcntl.flock(file, fcntl.LOCK_EX)
         file.seek(0)
@@ -191,7 +205,7 @@ class _Reader(DataSourceReader):
         self._pushed = [repr(f) for f, e in pushed if e is not None]
         scan_filter = conjunction(*(e for _, e in pushed))
         assert scan_filter is not None  # the sentinel is one
-        self._filter = _relation_filters(self._relation, scan_filter)
+        self._filter = _relation_filters(_state_directory(self._options), self._relation, scan_filter)
 
     def partitions(self) -> list[InputPartition]:
         table = _dataset(self._options)
@@ -286,6 +300,7 @@ def read(
     """
     reader = spark.read.format(NAME).option("table", table)
     reader = reader.option("min_tasks", str(spark.sparkContext.defaultParallelism))
+    reader = reader.option(_STATE_OPTION, _private_directory())
     if region is not None:
         reader = reader.option("region", region)
     if samples is not None:
@@ -299,6 +314,14 @@ def read(
     if "pos" not in columns:  # the sentinel filter needs it; dropped after
         struct = StructType([*struct.fields, StructField("pos", LongType())])
     return reader.schema(struct).load(path).where(f"pos > {_SENTINEL_BOUND}").select(*columns)
+
+
+def _private_directory() -> str:
+    """A new directory (mode 0700) for one relation's pushed filters, removed when this
+    process exits."""
+    directory = tempfile.mkdtemp(prefix="vcfzarr_sql-spark-")
+    atexit.register(shutil.rmtree, directory, True)
+    return directory
 
 
 def register(spark: SparkSession) -> None:
