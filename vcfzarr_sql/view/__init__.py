@@ -65,22 +65,18 @@ def vcf_lines(store: VczStore, selection: Selection = Selection()) -> Iterator[s
     options = RecordOptions(samples, selection.update_counts)
     names = list(store.samples) if samples is None else [store.samples[k] for k in samples]
     counts = options.subsets and options.update_counts and "GT" in store.format_fields
+    added = tuple(n for n in ("AC", "AN") if counts and n not in store.info_fields)
+    expression = ExpressionFilter.of(store, selection.include, selection.exclude, added)
     yield header_text(store, names, add_counts=counts)
-    expression = None
-    try:
-        expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
-        schema = table_schema(store, "variants")
-        for selected in _passes(regions, targets):
-            request = ScanRequest("variants", schema, columns=(),
-                                  filter=None if selected is None else selected.expression(),
-                                  samples=None if samples is None else np.unique(samples))
-            plan = plan_scan(store, request)
-            source = scan_source(store, plan)
-            for lines in run_plan(source, plan, _chunk_lines(source, plan, expression, options)):
-                yield from lines
-    finally:
-        if expression is not None:
-            expression.close()
+    schema = table_schema(store, "variants")
+    for selected in _passes(regions, targets):
+        request = ScanRequest("variants", schema, columns=(),
+                              filter=None if selected is None else selected.expression(),
+                              samples=None if samples is None else np.unique(samples))
+        plan = plan_scan(store, request)
+        source = scan_source(store, plan)
+        for lines in run_plan(source, plan, _chunk_lines(source, plan, expression, options)):
+            yield from lines
 
 
 def _chunk_lines(source: ChunkSource, plan: ScanPlan,
