@@ -17,6 +17,7 @@ import pysam.bcftools as bcftools
 import pytest
 from corpus import CORPUS
 
+from vcfzarr_sql.cli import main
 from vcfzarr_sql.converter import convert
 from vcfzarr_sql.errors import NotSupportedError, QueryError
 from vcfzarr_sql.store import open_store
@@ -129,7 +130,7 @@ def test_samples_subset_on_a_file_with_info_counts(args, convert_once):
         ("MEDIAN(FMT/DP)>1", "MEDIAN"),
         ("sMAX(FMT/AD)>2", "Number=1"),
         ("FMT/AD[*:1]>2", "only a single 0-based index"),
-        ('TYPE="bnd"', "TYPE is compared"),
+        ('TYPE="snv"', "TYPE is compared"),
     ],
 )
 def test_unsupported_constructs_are_named(expression, message, cases):
@@ -149,3 +150,43 @@ def test_refused_expression_writes_nothing(cases):
     assert "GT is compared" in run.stderr
     with pytest.raises(QueryError, match="no field"):
         next(vcf_lines(open_store(store), Selection(include="INFO/NOPE>1")))
+
+
+OPTIONS = [  # item 6: bcftools view's record filters besides -i/-e
+    "-g hom", "-g ^hom", "-g het", "-g ^het", "-g miss", "-g ^miss", "-p", "-P", "-s C -p",
+    "-s A -P", "-f PASS", "-f .", "-f q10", "-f PASS,.", "-U", "-u", "-s C -U", "-s C -u",
+    "-s C -x", "-s B -x", "-s B -X", "-s C -X", "-c 2", "-c 4", "-C 2", "-c 2:minor",
+    "-c 1:major", "-C 3:nonmajor", "-q 0.3:minor", "-q 0.5", "-Q 0.4", "-q 0.3 -s C",
+    "-Q 0.4 -s C", "-q 0.1:minor -s C", "-c 1 -s C", "-C 0 -s C", "-m 3", "-M 2", "-m 2 -M 2",
+    "-v snps", "-v indels", "-v mnps", "-v snps,indels", "-V snps", "-V indels,mnps", "-k", "-n",
+    "-c 2 -i FMT/DP>10 -s B",
+]
+
+
+def _cli_positions(store, args: list[str], out) -> list[int]:
+    assert main(["view", str(store), *args, "-o", str(out)]) == 0
+    return [int(line.split("\t")[1]) for line in out.read_text().splitlines() if not line.startswith("#")]
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_record_options_keep_what_bcftools_keeps(options, cases, tmp_path):
+    vcf, store = cases
+    args = options.split()
+    assert _cli_positions(store, args, tmp_path / "out.vcf") == _bcftools_positions(vcf, *args)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-a"], "-a/--trim-alt-alleles is not implemented"),
+        (["-x"], "-x/-X need -s"),
+        (["-c", "2:most"], "the allele is one of"),
+        (["-v", "snp"], "unknown type 'snp'"),
+        (["-g", "hap"], "expected one of hom, het, miss"),
+    ],
+)
+def test_record_options_refused_before_output(args, message, cases, capfd):
+    _, store = cases
+    assert main(["view", str(store), *args]) != 0
+    out, err = capfd.readouterr()
+    assert out == "" and message in err

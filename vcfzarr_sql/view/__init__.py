@@ -29,13 +29,15 @@ from vcfzarr_sql.view.output import OUTPUT_TYPES, open_output
 from vcfzarr_sql.view.records import RecordOptions, chunk_lines
 from vcfzarr_sql.view.rows import ExpressionFilter
 from vcfzarr_sql.view.select import Intervals, intervals, sample_indexes
+from vcfzarr_sql.view.sites import SiteFilters
 
-__all__ = ["OUTPUT_TYPES", "Selection", "view", "vcf_lines"]
+__all__ = ["OUTPUT_TYPES", "Selection", "SiteFilters", "view", "vcf_lines"]
 
 
 @dataclass(frozen=True)
 class Selection:
-    """What to write: bcftools' ``-r/-R``, ``-t/-T``, ``-s/-S``, ``-i``/``-e``, ``-I``."""
+    """What to write: bcftools' ``-r/-R``, ``-t/-T``, ``-s/-S``, ``-i``/``-e``, ``-I``, and
+    the record filters of :class:`~vcfzarr_sql.view.sites.SiteFilters`."""
 
     regions: str | None = None
     regions_file: str | None = None
@@ -46,6 +48,8 @@ class Selection:
     include: str | None = None
     exclude: str | None = None
     update_counts: bool = True
+    #: -c/-C, -q/-Q, -m/-M, -v/-V, -u/-U, -k/-n, -f, -g, -p/-P, -x/-X
+    sites: SiteFilters = SiteFilters()
 
 
 def vcf_lines(store: VczStore, selection: Selection = Selection()) -> Iterator[str]:
@@ -67,6 +71,7 @@ def vcf_lines(store: VczStore, selection: Selection = Selection()) -> Iterator[s
     counts = options.subsets and options.update_counts and "GT" in store.format_fields
     added = tuple(n for n in ("AC", "AN") if counts and n not in store.info_fields)
     expression = ExpressionFilter.of(store, selection.include, selection.exclude, added)
+    selection.sites.check(samples is not None, "GT" in store.format_fields)
     yield header_text(store, names, add_counts=counts)
     schema = table_schema(store, "variants")
     for selected in _passes(regions, targets):
@@ -75,15 +80,16 @@ def vcf_lines(store: VczStore, selection: Selection = Selection()) -> Iterator[s
                               samples=None if samples is None else np.unique(samples))
         plan = plan_scan(store, request)
         source = scan_source(store, plan)
-        for lines in run_plan(source, plan, _chunk_lines(source, plan, expression, options)):
+        work = _chunk_lines(source, plan, expression, selection.sites, options)
+        for lines in run_plan(source, plan, work):
             yield from lines
 
 
 def _chunk_lines(source: ChunkSource, plan: ScanPlan,
-                 expression: ExpressionFilter | None,
+                 expression: ExpressionFilter | None, sites: SiteFilters,
                  options: RecordOptions) -> Callable[[range], Iterator[str]]:
     """The executor's work: the lines of the records of a task (one variant chunk) that its
-    residual filter and ``expression`` keep (its chunks read now, the lines joined as they
+    residual filter, ``expression`` and ``sites`` keep (its chunks read now, the lines joined as they
     are taken: :func:`.records.chunk_lines`)."""
     tree = None if plan.filter is None else parse_or_none(plan.filter)
 
@@ -94,6 +100,8 @@ def _chunk_lines(source: ChunkSource, plan: ScanPlan,
             keep = np.ones(task.num_rows, bool)
         if expression is not None and keep.any():
             keep &= expression.mask(source, task.variant_chunk)
+        if sites and keep.any():
+            keep &= sites.mask(source, task.variant_chunk, options.samples)
         return chunk_lines(source, task.variant_chunk, np.flatnonzero(keep), options)
 
     return work

@@ -4,7 +4,7 @@ The supported subset: comparisons (``= == != < <= > >= ~ !~``) of a value with a
 quoted string. Values: ``QUAL``, ``POS``, ``CHROM``, ``ID``, ``REF``, ``ALT``, ``FILTER``,
 ``INFO/TAG`` (or a bare ``TAG``), ``FORMAT/TAG`` (``FMT/TAG``), ``TAG[i]`` (one element of an
 INFO vector), ``GT`` (with ``"het"``, ``"hom"``, ``"alt"``, ``"ref"``, ``"mis"``, ``"hap"``),
-``TYPE`` (``"snp"``, ``"mnp"``, ``"indel"``, ``"ref"``, ``"other"``), ``ILEN``, ``N_ALT``,
+``TYPE`` (``"snp"``, ``"mnp"``, ``"indel"``, ``"ref"``, ``"other"``, ``"bnd"``, ``"overlap"``), ``ILEN``, ``N_ALT``,
 ``N_SAMPLES``, ``AC``, ``AN``, ``AF``, ``MAF``, ``MAC`` (computed from GT when the INFO tag
 is absent), ``N_MISSING``, ``F_MISSING``, and the functions ``N_PASS(expr)``,
 ``F_PASS(expr)``, ``MIN/MAX/AVG/SUM(value)`` (over every value of the record) and
@@ -43,7 +43,7 @@ SITE = ("QUAL", "POS", "CHROM", "ID", "REF", "ALT", "FILTER", "TYPE", "ILEN", "N
 #: allele counts bcftools computes from GT when the INFO tag is absent
 COUNTS = ("AC", "AN", "AF", "MAF", "MAC")
 GT_CLASSES = ("het", "hom", "alt", "ref", "mis", "hap")
-TYPES = ("snp", "mnp", "indel", "ref", "other")
+TYPES = ("snp", "mnp", "indel", "ref", "other", "bnd", "overlap")
 _FUNCTIONS = ("N_PASS", "F_PASS", "MIN", "MAX", "AVG", "MEAN", "SUM", "sMIN", "sMAX", "sAVG",
               "sMEAN", "sSUM")
 

@@ -67,8 +67,9 @@ def _operand(values: np.ndarray, valid: np.ndarray, missing: np.ndarray) -> Oper
     return Operand(values, valid, missing)
 
 
-class _Chunk:
-    """The values an expression reads from one variant chunk (every sample)."""
+class ValueReader:
+    """The values an expression (or an option of :mod:`.sites`) reads from one variant
+    chunk (every sample, read once)."""
 
     def __init__(self, source: ChunkSource, chunk: int):
         self.store: VczStore = source.store
@@ -153,23 +154,35 @@ class _Chunk:
 
     # -- genotypes and allele counts
 
-    def genotypes(self) -> np.ndarray:
+    def genotypes(self, samples: np.ndarray | None = None) -> np.ndarray:
+        """``(rows, samples, ploidy)`` alleles of every sample (or of ``samples``)."""
         if "GT" not in self.store.format_fields:
             raise NotSupportedError(f"{self.store.path}: the store has no FORMAT/GT for the filter expression")
         genotypes = self.read(spec.CALL_GENOTYPE)
-        return genotypes if genotypes.ndim == 3 else genotypes[..., None]
+        genotypes = genotypes if genotypes.ndim == 3 else genotypes[..., None]
+        return genotypes if samples is None else genotypes[:, samples]
 
-    def gt_missing(self) -> np.ndarray:
+    def gt_missing(self, samples: np.ndarray | None = None) -> np.ndarray:
         """Per sample: some allele of its genotype is missing (bcftools ``GT="mis"``)."""
-        genotypes = self.genotypes()
+        genotypes = self.genotypes(samples)
         return ((genotypes == spec.INT_MISSING).any(axis=2)
                 | (genotypes == spec.INT_FILL).all(axis=2))
 
-    def gt_class(self, name: str) -> np.ndarray:
-        genotypes = self.genotypes()
+    def phased(self, samples: np.ndarray | None = None) -> np.ndarray:
+        """Per sample: its genotype is phased (a haploid one counts as phased)."""
+        genotypes = self.genotypes(samples)
+        haploid = (genotypes != spec.INT_FILL).sum(axis=2) == 1
+        if not self.store.has_array(spec.CALL_GENOTYPE_PHASED):
+            return haploid
+        flags = self.read(spec.CALL_GENOTYPE_PHASED)
+        return np.asarray((flags if samples is None else flags[:, samples]).astype(bool) | haploid)
+
+    def gt_class(self, name: str, samples: np.ndarray | None = None) -> np.ndarray:
+        """Per sample: its genotype is of class ``name`` (bcftools ``GT="het"``...)."""
+        genotypes = self.genotypes(samples)
         called = genotypes >= 0
         ploidy = (genotypes != spec.INT_FILL).sum(axis=2)
-        missing = self.gt_missing()
+        missing = self.gt_missing(samples)
         if name == "mis":
             return missing
         if name == "hap":
@@ -185,18 +198,20 @@ class _Chunk:
             return diploid & (high == 0)
         return ~missing & (high > 0)  # alt
 
-    def allele_counts(self) -> tuple[np.ndarray, np.ndarray]:
+    def allele_counts(self, samples: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """(AC per ALT ``(rows, alts)``, AN ``(rows,)``): INFO/AC and INFO/AN where the store
         has both and the record has AN, else counted from the genotypes of every sample (as
-        htslib's ``bcf_calc_ac``)."""
+        htslib's ``bcf_calc_ac``); with ``samples``, counted from theirs."""
         alleles = self.alleles()
         alts = max(alleles.shape[1] - 1, 1)
         counted_an = counted_ac = None
         info = self.store.info_fields
         if "GT" in self.store.format_fields:
-            genotypes = self.genotypes()
+            genotypes = self.genotypes(samples)
             counted_an = (genotypes >= 0).sum(axis=(1, 2))
             counted_ac = np.stack([(genotypes == a).sum(axis=(1, 2)) for a in range(1, alts + 1)], axis=1)
+            if samples is not None:
+                return counted_ac, counted_an
         if "AC" in info and "AN" in info:
             an = self.read(info["AN"].array).astype(np.int64).reshape(self.rows)
             ac = self.read(info["AC"].array).astype(np.int64).reshape(self.rows, -1)[:, :alts]
@@ -300,11 +315,15 @@ def _symbolic(allele: str) -> bool:
 
 
 def _allele_type(ref: str, alt: str) -> str:
-    """htslib's type of one ALT against REF (``bcf_set_variant_type``, simplified to what
-    bcftools' TYPE names)."""
-    if alt in ("<*>", "<NON_REF>", "<X>") or alt == ref:
+    """htslib's type of one ALT against REF (``bcf_set_variant_type``, as bcftools' TYPE
+    names it)."""
+    if alt in ("<*>", "<NON_REF>", "<X>", ".") or alt == ref:
         return "ref"
-    if _symbolic(alt):
+    if alt == "*":
+        return "overlap"
+    if "[" in alt or "]" in alt or alt.startswith(".") or alt.endswith("."):
+        return "bnd"
+    if alt.startswith("<"):
         return "other"
     if len(ref) == len(alt):
         differ = sum(a != b for a, b in zip(ref.upper(), alt.upper()))
@@ -320,7 +339,7 @@ def _any_sample(result: np.ndarray) -> np.ndarray:
     return result if result.ndim == 1 else np.asarray(result.any(axis=1))
 
 
-def _evaluate(node: Node, chunk: _Chunk) -> np.ndarray:
+def _evaluate(node: Node, chunk: ValueReader) -> np.ndarray:
     if isinstance(node, Not):
         return ~_any_sample(_evaluate(node.inner, chunk))
     if isinstance(node, Logic):
@@ -334,7 +353,7 @@ def _evaluate(node: Node, chunk: _Chunk) -> np.ndarray:
     return _compare(node, chunk)
 
 
-def _compare(node: Compare, chunk: _Chunk) -> np.ndarray:
+def _compare(node: Compare, chunk: ValueReader) -> np.ndarray:
     value, op, literal = node.value, node.op, node.literal
     if isinstance(value, Format) and value.tag == "GT":
         test = chunk.gt_class(str(literal))
@@ -364,7 +383,7 @@ def _compare(node: Compare, chunk: _Chunk) -> np.ndarray:
     return np.asarray(test.any(axis=-1))
 
 
-def _value(value: Value, chunk: _Chunk) -> Operand:
+def _value(value: Value, chunk: ValueReader) -> Operand:
     if isinstance(value, Site):
         return chunk.site(value)
     if isinstance(value, (Info, Format)):
@@ -385,7 +404,7 @@ def _value(value: Value, chunk: _Chunk) -> Operand:
     return _operand(reduced[..., None], has[..., None], ~has[..., None])
 
 
-def _filter_test(chunk: _Chunk, op: str, literal: str) -> np.ndarray:
+def _filter_test(chunk: ValueReader, op: str, literal: str) -> np.ndarray:
     """``FILTER="A;B"``: exactly those filters; ``~``: all of them among others; ``"."``:
     no FILTER at all."""
     store = chunk.store
@@ -434,5 +453,5 @@ class ExpressionFilter:
     def mask(self, source: ChunkSource, chunk: int) -> np.ndarray:
         """Per record of variant chunk ``chunk`` (read through ``source``): whether it is
         kept (the expression holds under ``-i``, does not under ``-e``)."""
-        holds = _any_sample(_evaluate(self.tree, _Chunk(source, chunk)))
+        holds = _any_sample(_evaluate(self.tree, ValueReader(source, chunk)))
         return holds if self.include else ~holds
