@@ -315,20 +315,36 @@ def _symbolic(allele: str) -> bool:
 
 
 def _allele_type(ref: str, alt: str) -> str:
-    """htslib's type of one ALT against REF (``bcf_set_variant_type``, as bcftools' TYPE
-    names it)."""
-    if alt in ("<*>", "<NON_REF>", "<X>", ".") or alt == ref:
-        return "ref"
+    """htslib's type of one ALT against REF (``bcf_set_variant_type``: after the common
+    prefix and suffix, what is left), as bcftools' TYPE names it."""
     if alt == "*":
         return "overlap"
-    if "[" in alt or "]" in alt or alt.startswith(".") or alt.endswith("."):
-        return "bnd"
+    if alt in (".", "X", "<X>", "<*>", "<NON_REF>") or (len(ref) == 1 and alt.upper() == ref.upper()):
+        return "ref"
     if alt.startswith("<"):
         return "other"
-    if len(ref) == len(alt):
-        differ = sum(a != b for a, b in zip(ref.upper(), alt.upper()))
-        return "ref" if differ == 0 else "snp" if differ == 1 else "mnp"
-    return "indel"
+    if alt.startswith(("[", "]")):
+        return "bnd"
+    r, a = ref.upper(), alt.upper()
+    k = 0
+    while k < len(r) and k < len(a) and r[k] == a[k]:
+        k += 1
+    if k == len(r) or k == len(a):
+        if k == len(r) and k == len(a):
+            return "ref"
+        if k == len(r) and a[k] in "[]":
+            return "bnd"
+        return "indel"
+    re_, ae = len(r) - 1, len(a) - 1  # trim the common suffix of what is left
+    while re_ > k and ae > k and r[re_] == a[ae]:
+        re_, ae = re_ - 1, ae - 1
+    if ae == k:
+        if re_ == k:
+            return "snp"
+        return "indel" if r[re_] == a[ae] else "other"
+    if re_ == k:
+        return "indel" if r[re_] == a[ae] else "other"
+    return "mnp" if re_ - k == ae - k else "other"
 
 
 # ---------------------------------------------------------------------------------------------
