@@ -30,13 +30,15 @@ from vcfzarr_sql.view.output import OUTPUT_TYPES, open_output, resolved_type
 from vcfzarr_sql.view.records import RecordOptions, chunk_text
 from vcfzarr_sql.view.rows import ExpressionFilter
 from vcfzarr_sql.view.select import Intervals, intervals, sample_indexes
+from vcfzarr_sql.view.sites import SiteFilters
 
-__all__ = ["OUTPUT_TYPES", "Selection", "view", "vcf_lines", "vcf_texts"]
+__all__ = ["OUTPUT_TYPES", "Selection", "SiteFilters", "view", "vcf_lines", "vcf_texts"]
 
 
 @dataclass(frozen=True)
 class Selection:
-    """What to write: bcftools' ``-r/-R``, ``-t/-T``, ``-s/-S``, ``-i``/``-e``, ``-I``."""
+    """What to write: bcftools' ``-r/-R``, ``-t/-T``, ``-s/-S``, ``-i``/``-e``, ``-I``, and
+    the record filters of :class:`~vcfzarr_sql.view.sites.SiteFilters`."""
 
     regions: str | None = None
     regions_file: str | None = None
@@ -47,6 +49,8 @@ class Selection:
     include: str | None = None
     exclude: str | None = None
     update_counts: bool = True
+    #: -c/-C, -q/-Q, -m/-M, -v/-V, -u/-U, -k/-n, -f, -g, -p/-P, -x/-X
+    sites: SiteFilters = SiteFilters()
 
 
 def vcf_lines(store: VczStore, selection: Selection = Selection(), *,
@@ -79,29 +83,27 @@ def vcf_texts(store: VczStore, selection: Selection = Selection(), *,
     options = RecordOptions(samples, selection.update_counts, genotypes)
     names = list(store.samples) if samples is None else [store.samples[k] for k in samples]
     counts = options.subsets and options.update_counts and "GT" in store.format_fields
-    header = header_text(store, names, add_counts=counts, genotypes=genotypes).encode()
-    # the expression is checked before the header is given: a refused one writes nothing
-    expression = ExpressionFilter.of(store, selection.include, selection.exclude, samples)
-    try:
-        yield header
-        schema = table_schema(store, "variants")
-        for selected in _passes(regions, targets):
-            request = ScanRequest("variants", schema, columns=(),
-                                  filter=None if selected is None else selected.expression(),
-                                  samples=None if samples is None else np.unique(samples))
-            plan = plan_scan(store, request)
-            source = scan_source(store, plan)
-            yield from run_plan(source, plan, _chunk_texts(source, plan, expression, options))
-    finally:
-        if expression is not None:
-            expression.close()
+    added = tuple(n for n in ("AC", "AN") if counts and n not in store.info_fields)
+    # the expression and options are checked before the header is given: a refused one
+    # writes nothing
+    expression = ExpressionFilter.of(store, selection.include, selection.exclude, added)
+    selection.sites.check(samples is not None, "GT" in store.format_fields)
+    yield header_text(store, names, add_counts=counts, genotypes=genotypes).encode()
+    schema = table_schema(store, "variants")
+    for selected in _passes(regions, targets):
+        request = ScanRequest("variants", schema, columns=(),
+                              filter=None if selected is None else selected.expression(),
+                              samples=None if samples is None else np.unique(samples))
+        plan = plan_scan(store, request)
+        source = scan_source(store, plan)
+        yield from run_plan(source, plan, _chunk_texts(source, plan, expression, selection.sites, options))
 
 
 def _chunk_texts(source: ChunkSource, plan: ScanPlan,
-                 expression: ExpressionFilter | None,
+                 expression: ExpressionFilter | None, sites: SiteFilters,
                  options: RecordOptions) -> Callable[[range], bytes]:
     """The executor's work: the text of the records of a task (one variant chunk) that its
-    residual filter and ``expression`` keep (:func:`.records.chunk_text`)."""
+    residual filter, ``expression`` and ``sites`` keep (:func:`.records.chunk_text`)."""
     tree = None if plan.filter is None else parse_or_none(plan.filter)
 
     def work(run: range) -> bytes:
@@ -111,6 +113,8 @@ def _chunk_texts(source: ChunkSource, plan: ScanPlan,
             keep = np.ones(task.num_rows, bool)
         if expression is not None and keep.any():
             keep &= expression.mask(source, task.variant_chunk)
+        if sites and keep.any():
+            keep &= sites.mask(source, task.variant_chunk, options.samples)
         return chunk_text(source, task.variant_chunk, np.flatnonzero(keep), options)
 
     return work

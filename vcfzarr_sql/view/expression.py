@@ -1,36 +1,118 @@
-"""bcftools ``-i``/``-e`` filter expressions -> a SQL condition over the ``vcf_zarr`` columns.
+"""bcftools ``-i``/``-e`` filter expressions -> a tree that :mod:`.rows` evaluates.
 
-The supported subset: comparisons (``= == != < <= > >=``) of ``QUAL``, ``POS``, ``CHROM``,
-``ID``, ``REF``, ``INFO/TAG`` (or a bare ``TAG``) and ``FORMAT/TAG`` (``FMT/TAG``) with
-numbers or quoted strings (a Flag: ``INFO/DB=1``); ``FILTER="PASS"`` (``=``/``!=`` an exact set such as ``"q10;s50"``,
-``~``/``!~`` containment, ``"."`` for no filter); ``&&``, ``||``
-(``&``/``|`` too), ``!( )`` and parentheses. As in bcftools, a comparison with a vector
-(``INFO/AF``, ``FORMAT/DP``) holds when any value satisfies it, and a missing value satisfies
-nothing. Anything else is a :class:`~vcfzarr_sql.errors.NotSupportedError` naming it.
+The supported subset: comparisons (``= == != < <= > >= ~ !~``) of a value with a number or a
+quoted string. Values: ``QUAL``, ``POS``, ``CHROM``, ``ID``, ``REF``, ``ALT``, ``FILTER``,
+``INFO/TAG`` (or a bare ``TAG``), ``FORMAT/TAG`` (``FMT/TAG``), ``TAG[i]`` (one element of an
+INFO vector), ``GT`` (with ``"het"``, ``"hom"``, ``"alt"``, ``"ref"``, ``"mis"``, ``"hap"``),
+``TYPE`` (``"snp"``, ``"mnp"``, ``"indel"``, ``"ref"``, ``"other"``, ``"bnd"``, ``"overlap"``), ``ILEN``, ``N_ALT``,
+``N_SAMPLES``, ``AC``, ``AN``, ``AF``, ``MAF``, ``MAC`` (computed from GT when the INFO tag
+is absent), ``N_MISSING``, ``F_MISSING``, and the functions ``N_PASS(expr)``,
+``F_PASS(expr)``, ``MIN/MAX/AVG/SUM(value)`` (over every value of the record) and
+``sMIN/sMAX/sAVG/sSUM(FMT/TAG)`` (per sample, Number=1 fields). They combine with ``&&`` and ``||`` (over the
+record) and ``&`` and ``|`` (within one sample, for FORMAT values), ``!( )`` and parentheses.
 
->>> fields = {"DP": ("INFO", "1", "Integer"), "AF": ("INFO", "A", "Float")}
->>> to_sql('QUAL>=30 && (INFO/DP>10 || AF<0.1) && FILTER="PASS"', fields)
-"(coalesce(qual >= 30, false) AND (coalesce(info_DP > 10, false) OR coalesce(list_min(info_AF) < 0.1, false)) AND coalesce(filters = ['PASS'], false))"
+Anything else is a :class:`~vcfzarr_sql.errors.NotSupportedError` naming the construct,
+raised by :func:`parse` before anything is read or written.
+
+>>> fields = {"DP": [("INFO", "1", "Integer")], "AF": [("INFO", "A", "Float")]}
+>>> parse('QUAL>=30 && (INFO/DP>10 || AF<0.1)', fields)
+Logic(op='&&', left=Compare(value=Site(name='QUAL', index=None), op='>=', literal=30.0), right=Logic(op='||', left=Compare(value=Info(tag='DP', number='1', vcf_type='Integer', index=None), op='>', literal=10.0), right=Compare(value=Info(tag='AF', number='A', vcf_type='Float', index=None), op='<', literal=0.1)))
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from vcfzarr_sql.errors import NotSupportedError, QueryError
 from vcfzarr_sql.store.vcz import VczStore
 
-#: name -> (category "INFO"/"FORMAT", Number, Type), or a list of them (INFO and FORMAT
-#: fields of one name)
-Fields = Mapping[str, tuple[str, str, str] | list[tuple[str, str, str]]]
+#: name -> its INFO and/or FORMAT definitions (category "INFO"/"FORMAT", Number, Type)
+Fields = Mapping[str, list[tuple[str, str, str]]]
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<string>\"[^\"]*\"|'[^']*')|(?P<number>[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)"
-    r"|(?P<op>&&|\|\||==|!=|<=|>=|!~|[=<>~!&|()])|(?P<name>[A-Za-z_][\w/.]*(?:\[[^\]]*\])?))"
+    r"|(?P<op>&&|\|\||==|!=|<=|>=|!~|[=<>~!&|(),])"
+    r"|(?P<name>%?[A-Za-z_][\w/.]*(?:\[[^\]]*\])?))"
 )
-_SQL_OP = {"=": "=", "==": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
-_SITE = {"QUAL": "qual", "POS": "pos", "CHROM": "contig", "ID": "id", "REF": "ref"}
+COMPARISONS = ("=", "==", "!=", "<", "<=", ">", ">=", "~", "!~")
+#: values of the record itself (not INFO or FORMAT fields)
+SITE = ("QUAL", "POS", "CHROM", "ID", "REF", "ALT", "FILTER", "TYPE", "ILEN", "N_ALT",
+        "N_SAMPLES", "N_MISSING", "F_MISSING")
+#: allele counts bcftools computes from GT when the INFO tag is absent
+COUNTS = ("AC", "AN", "AF", "MAF", "MAC")
+GT_CLASSES = ("het", "hom", "alt", "ref", "mis", "hap")
+TYPES = ("snp", "mnp", "indel", "ref", "other", "bnd", "overlap")
+_FUNCTIONS = ("N_PASS", "F_PASS", "MIN", "MAX", "AVG", "MEAN", "SUM", "sMIN", "sMAX", "sAVG",
+              "sMEAN", "sSUM")
+
+
+@dataclass(frozen=True)
+class Site:
+    """A value of the record: one of :data:`SITE`, or a count of :data:`COUNTS`."""
+
+    name: str
+    index: int | None = None
+
+
+@dataclass(frozen=True)
+class Info:
+    tag: str
+    number: str
+    vcf_type: str
+    index: int | None = None
+
+
+@dataclass(frozen=True)
+class Format:
+    tag: str
+    number: str
+    vcf_type: str
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """``MIN/MAX/AVG/SUM`` of every value (``per_sample``: ``sMIN``... of each sample's)."""
+
+    how: str
+    value: Info | Format
+    per_sample: bool
+
+
+@dataclass(frozen=True)
+class Passing:
+    """``N_PASS(expr)`` (``fraction``: ``F_PASS``): samples for which ``expr`` holds."""
+
+    condition: Node
+    fraction: bool
+
+
+Value = Site | Info | Format | Reduce | Passing
+
+
+@dataclass(frozen=True)
+class Compare:
+    value: Value
+    op: str
+    literal: float | str
+
+
+@dataclass(frozen=True)
+class Logic:
+    """``&&``/``||`` (over the record) or ``&``/``|`` (within a sample)."""
+
+    op: str
+    left: Node
+    right: Node
+
+
+@dataclass(frozen=True)
+class Not:
+    inner: Node
+
+
+Node = Compare | Logic | Not
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
@@ -46,18 +128,15 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     return out
 
 
-def _literal(kind: str, text: str) -> str:
-    if kind == "number":
-        return text
-    return "'" + text[1:-1].replace("'", "''") + "'"
-
-
 class _Parser:
     def __init__(self, text: str, fields: Fields):
         self.text = text
         self.fields = fields
         self.tokens = _tokens(text)
         self.k = 0
+
+    def refuse(self, what: str) -> NotSupportedError:
+        return NotSupportedError(f"filter expression {self.text!r}: {what}")
 
     def peek(self) -> tuple[str, str] | None:
         return self.tokens[self.k] if self.k < len(self.tokens) else None
@@ -73,127 +152,164 @@ class _Parser:
         if self.take() != ("op", value):
             raise QueryError(f"filter expression {self.text!r}: expected {value!r}")
 
-    def parse(self) -> str:
-        sql = self.disjunction()
+    def parse(self) -> Node:
+        node = self.logic(0)
         following = self.peek()
         if following is not None:
             raise QueryError(f"filter expression {self.text!r}: unexpected {following[1]!r}")
-        return sql
+        return node
 
-    def disjunction(self) -> str:
-        parts = [self.conjunction()]
-        while self.peek() in (("op", "||"), ("op", "|")):
+    #: operator precedence, loosest first (as bcftools: || then && then | then &)
+    _LEVELS = ("||", "&&", "|", "&")
+
+    def logic(self, level: int) -> Node:
+        if level == len(self._LEVELS):
+            return self.unary()
+        op = self._LEVELS[level]
+        node = self.logic(level + 1)
+        while self.peek() == ("op", op):
             self.take()
-            parts.append(self.conjunction())
-        return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
+            node = Logic(op, node, self.logic(level + 1))
+        return node
 
-    def conjunction(self) -> str:
-        parts = [self.unary()]
-        while self.peek() in (("op", "&&"), ("op", "&")):
-            self.take()
-            parts.append(self.unary())
-        return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
-
-    def unary(self) -> str:
+    def unary(self) -> Node:
         if self.peek() == ("op", "!"):
             self.take()
             self.expect("(")
-            inner = self.disjunction()
+            inner = self.logic(0)
             self.expect(")")
-            return f"(NOT {inner})"
+            return Not(inner)
         if self.peek() == ("op", "("):
             self.take()
-            inner = self.disjunction()
+            inner = self.logic(0)
             self.expect(")")
             return inner
         return self.comparison()
 
-    def comparison(self) -> str:
-        kind, left = self.take()
-        if kind != "name":
-            raise NotSupportedError(f"filter expression {self.text!r}: a comparison must start with a field name, got {left!r}")
+    def comparison(self) -> Node:
+        value = self.value()
         following = self.peek()
-        if following is None or following[0] != "op" or following[1] not in (*_SQL_OP, "~", "!~"):
-            raise NotSupportedError(
-                f"filter expression {self.text!r}: {left} alone is not supported (write {left}=1 for a Flag)"
-            )
+        if following is None or following[0] != "op" or following[1] not in COMPARISONS:
+            name = getattr(value, "tag", getattr(value, "name", "a value"))
+            raise self.refuse(f"{name} alone is not supported (write {name}=1 for a Flag)")
         _, op = self.take()
-        value_kind, value = self.take()
-        if value_kind not in ("number", "string"):
-            raise NotSupportedError(f"filter expression {self.text!r}: only numbers and quoted strings can be compared with, got {value!r}")
-        return f"coalesce({self.compare(left, op, value_kind, value)}, false)"
+        kind, text = self.take()
+        if kind == "name":
+            raise self.refuse(f"comparing two values ({text}) is not supported")
+        if kind not in ("number", "string"):
+            raise self.refuse(f"only numbers and quoted strings can be compared with, got {text!r}")
+        literal: float | str = float(text) if kind == "number" else text[1:-1]
+        return self.checked(Compare(value, "=" if op == "==" else op, literal))
+
+    def value(self) -> Value:
+        kind, name = self.take()
+        if kind != "name":
+            raise self.refuse(f"a comparison must start with a value, got {name!r}")
+        if name.startswith("%"):
+            raise self.refuse(f"{name} is not supported (bcftools' -i/-e reject it too; write {name[1:]})")
+        if self.peek() == ("op", "("):
+            return self.function(name)
+        base, index = _index(name, self)
+        upper = base.upper()
+        if "/" not in base and upper in SITE:
+            if index is not None:
+                raise self.refuse(f"{name}: an index is not supported on {upper}")
+            return Site(upper)
+        if "/" not in base and upper in COUNTS and not self.declared(upper, "INFO"):
+            if index is not None:  # (bcftools 1.16 indexes ALTs, 1.24 ignores the index)
+                raise self.refuse(f"{name}: an index on {upper} computed from GT is not supported")
+            return Site(upper)
+        if "/" not in base and upper == "GT" or base.upper() in ("FMT/GT", "FORMAT/GT"):
+            return Format("GT", "1", "String")
+        category, number, vcf_type = self.field(base)
+        tag = base.rpartition("/")[2]
+        if category == "INFO":
+            return Info(tag, number, vcf_type, index)
+        if index is not None:
+            raise self.refuse(f"{name}: FORMAT indexes ([sample:i]) are not supported")
+        return Format(tag, number, vcf_type)
+
+    def function(self, name: str) -> Value:
+        upper = name.upper()
+        if name not in _FUNCTIONS:
+            raise self.refuse(f"the function {name}() is not supported")
+        self.expect("(")
+        if upper in ("N_PASS", "F_PASS"):
+            condition = self.logic(0)
+            self.expect(")")
+            return Passing(condition, upper == "F_PASS")
+        argument = self.value()
+        self.expect(")")
+        if not isinstance(argument, (Info, Format)) or argument.tag == "GT" or argument.vcf_type not in ("Integer", "Float"):
+            raise self.refuse(f"{name}() takes a numeric INFO or FORMAT field")
+        per_sample = name[0] == "s"
+        if per_sample and (not isinstance(argument, Format) or argument.number != "1"):
+            raise self.refuse(f"{name}() takes a FORMAT field of Number=1")
+        how = {"MEAN": "AVG"}.get(upper[per_sample:], upper[per_sample:])
+        return Reduce(how, argument, per_sample)
+
+    def declared(self, tag: str, category: str) -> bool:
+        return any(c == category for c, _, _ in self.fields.get(tag, ()))
 
     def field(self, name: str) -> tuple[str, str, str]:
         prefix, _, tag = name.rpartition("/")
         category = {"INFO": "INFO", "FMT": "FORMAT", "FORMAT": "FORMAT", "": None}.get(prefix.upper(), "?")
-        if "[" in name or category == "?":
-            raise NotSupportedError(f"filter expression {self.text!r}: {name} is not supported")
-        found = self.fields.get(tag)
-        candidates = [found] if found and not isinstance(found, list) else (found or [])
-        for candidate in candidates:
+        if category == "?":
+            raise self.refuse(f"{name} is not supported")
+        for candidate in self.fields.get(tag, ()):
             if category is None or candidate[0] == category:
                 return candidate
         raise QueryError(f"filter expression {self.text!r}: no field {name} in the store")
 
-    def compare(self, name: str, op: str, value_kind: str, value: str) -> str:
-        upper = name.upper()
-        if upper == "FILTER":
-            return self.filter_test(op, value_kind, value)
-        if upper in ("TYPE", "GT", "N_ALT", "N_SAMPLES", "AC", "AF") and upper not in self.fields:
-            raise NotSupportedError(f"filter expression {self.text!r}: {name} is not supported (not a stored field)")
-        if op in ("~", "!~"):
-            raise NotSupportedError(f"filter expression {self.text!r}: regular expressions (~) are supported for FILTER only")
-        literal = _literal(value_kind, value)
-        if upper in _SITE:
-            if upper == "ID" and value in ('"."', "'.'"):
-                return "id IS NULL" if op in ("=", "==") else "id IS NOT NULL"
-            return f"{_SITE[upper]} {_SQL_OP[op]} {literal}"
-        category, number, vcf_type = self.field(name)
-        tag = name.split("/")[-1]
-        if category == "INFO":
-            column = f"info_{tag}"
-            if number == "1" or vcf_type == "Flag":
-                return f"{column} {_SQL_OP[op]} {literal}"
-            return _any(column, op, literal)
-        if number != "1" or tag == "GT":
-            raise NotSupportedError(f"filter expression {self.text!r}: FORMAT/{tag} (Number={number}) comparisons are not supported")
-        return _any(f"fmt_{tag}", op, literal)
-
-    def filter_test(self, op: str, value_kind: str, value: str) -> str:
-        if value_kind != "string":
-            raise QueryError(f"filter expression {self.text!r}: FILTER is compared with a quoted string")
-        names = [n for n in value[1:-1].split(";") if n]
-        if names == ["."]:
-            test = "filters IS NULL"
+    def checked(self, node: Compare) -> Compare:
+        """``node``, refused when bcftools would compare it otherwise than :mod:`.rows` does."""
+        value, op, literal = node.value, node.op, node.literal
+        name = getattr(value, "tag", getattr(value, "name", ""))
+        text = isinstance(literal, str)
+        if isinstance(value, Format) and value.tag == "GT":
+            if not text or literal not in GT_CLASSES or op not in ("=", "!="):
+                raise self.refuse(f'GT is compared (= or !=) with one of {", ".join(GT_CLASSES)} only, got GT{op}{literal!r}')
+        elif isinstance(value, Site) and value.name == "TYPE":
+            if not text or literal not in TYPES or op not in ("=", "!=", "~", "!~"):
+                raise self.refuse(f"TYPE is compared with one of {', '.join(TYPES)}, got TYPE{op}{literal!r}")
+        elif isinstance(value, Site) and value.name == "FILTER":
+            if not text or op not in ("=", "!=", "~", "!~"):
+                raise QueryError(f"filter expression {self.text!r}: FILTER is compared (=, !=, ~, !~) with a quoted string")
         elif op in ("~", "!~"):
-            listed = ", ".join(_literal("string", f"'{n}'") for n in names)
-            test = f"list_has_all(coalesce(filters, []), [{listed}])"
-        elif op in ("=", "==", "!="):
-            listed = ", ".join(_literal("string", f"'{n}'") for n in sorted(names))
-            test = f"list_sort(filters) = [{listed}]" if len(names) > 1 else f"filters = [{listed}]"
-        else:
-            raise NotSupportedError(f"filter expression {self.text!r}: FILTER {op} is not supported")
-        return f"NOT coalesce({test}, false)" if op in ("!=", "!~") else test
+            if not _is_text(value) or not text:
+                raise self.refuse(f"regular expressions (~) apply to strings, not {name}")
+        elif text and literal != "." and not _is_text(value):
+            raise QueryError(f"filter expression {self.text!r}: {name} is a number, compared with {literal!r}")
+        elif not text and _is_text(value):
+            raise QueryError(f"filter expression {self.text!r}: {name} is a string, compared with a number")
+        elif text and op not in ("=", "!=") and literal != ".":
+            raise self.refuse(f"{name}{op}{literal!r}: strings are compared with = and != only")
+        return node
 
 
-def _any(column: str, op: str, literal: str) -> str:
-    """Some non-missing value of list ``column`` satisfies ``op literal``."""
-    if op in (">", ">="):
-        return f"list_max({column}) {op} {literal}"
-    if op in ("<", "<="):
-        return f"list_min({column}) {op} {literal}"
-    if op in ("=", "=="):
-        return f"list_contains({column}, {literal})"
-    return f"(list_min({column}) <> {literal} OR list_max({column}) <> {literal})"
+def _is_text(value: Value) -> bool:
+    if isinstance(value, Site):
+        return value.name in ("CHROM", "ID", "REF", "ALT", "FILTER", "TYPE")
+    return isinstance(value, (Info, Format)) and value.vcf_type in ("String", "Character")
 
 
-def to_sql(expression: str, fields: Fields) -> str:
-    """The SQL condition of a bcftools filter expression (see the module docstring)."""
+def _index(name: str, parser: _Parser) -> tuple[str, int | None]:
+    base, bracket, rest = name.partition("[")
+    if not bracket:
+        return name, None
+    inner = rest.rstrip("]")
+    if not inner.isdigit():
+        raise parser.refuse(f"{name}: only a single 0-based index ([2]) is supported")
+    return base, int(inner)
+
+
+def parse(expression: str, fields: Fields) -> Node:
+    """The tree of a bcftools filter expression (see the module docstring)."""
     return _Parser(expression, fields).parse()
 
 
 def store_fields(store: VczStore) -> dict[str, list[tuple[str, str, str]]]:
-    """Field name -> its INFO and/or FORMAT definitions, as :func:`to_sql` wants them."""
+    """Field name -> its INFO and/or FORMAT definitions, as :func:`parse` wants them."""
     out: dict[str, list[tuple[str, str, str]]] = {}
     for category in (store.info_fields, store.format_fields):
         for name, field in category.items():
