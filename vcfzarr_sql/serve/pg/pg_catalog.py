@@ -26,14 +26,20 @@ import re
 from collections.abc import Callable
 
 import duckdb
+from duckdb import sqltypes
 
 from vcfzarr_sql.engine import sql_text
+from vcfzarr_sql.engine.functions import TABLE_FUNCTIONS
 from vcfzarr_sql.serve.pg import types as pg
 from vcfzarr_sql.serve.pg.types import PgType
 
 __all__ = ["install", "mentions_catalog", "rewrite", "session_setup"]
 
 log = logging.getLogger("vcfzarr_sql.serve.pg")
+
+#: The schema of the adapter's bookkeeping in database files written by older versions
+#: (:mod:`vcfzarr_sql.engine.saved_calls`): never listed to clients.
+HIDDEN_SCHEMA = "vcfzarr_sql"
 
 #: The PostgreSQL version clients see (SQLAlchemy and pgJDBC parse ``version()``).
 POSTGRES_VERSION = "PostgreSQL 15.0 (vcfzarr-sql) on DuckDB"
@@ -43,7 +49,18 @@ SESSION_SETUP: tuple[str, ...] = (
     f"CREATE OR REPLACE TEMP MACRO version() AS '{POSTGRES_VERSION}'",
     "CREATE OR REPLACE TEMP MACRO pg_get_userbyid(role) AS 'vcfzarr'",
     "CREATE OR REPLACE TEMP MACRO pg_encoding_to_char(encoding) AS 'UTF8'",
-    "CREATE OR REPLACE TEMP MACRO pg_get_indexdef(index_oid, column_no := 0, pretty := false) AS ''",
+    # DuckDB's primary keys and unique constraints as the indexes PostgreSQL makes for them
+    # (pg_index, pg_class: what pgJDBC's getPrimaryKeys and getIndexInfo read)
+    ("CREATE OR REPLACE TEMP MACRO pg_key_indexes() AS TABLE SELECT "
+     "table_oid * 1000000 + constraint_index AS oid, constraint_name AS relname, "
+     "table_oid, schema_oid, constraint_type = 'PRIMARY KEY' AS is_primary, "
+     "list_transform(constraint_column_indexes, lambda i: (i + 1)::INTEGER) AS indkey, "
+     "constraint_column_names AS column_names, table_name FROM duckdb_constraints() "
+     "WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE')"),
+    ("CREATE OR REPLACE TEMP MACRO pg_get_indexdef(index_oid, column_no := 0, pretty := false) AS "
+     "coalesce((SELECT CASE WHEN column_no > 0 THEN k.column_names[column_no] ELSE "
+     "format('CREATE UNIQUE INDEX {} ON {} USING art ({})', k.relname, k.table_name, "
+     "array_to_string(k.column_names, ', ')) END FROM pg_key_indexes() k WHERE k.oid = index_oid), '')"),
     "CREATE OR REPLACE TEMP MACRO to_regtype(name) AS (SELECT oid FROM pg_type WHERE typname = name)",
     "CREATE OR REPLACE TEMP MACRO pg_get_statisticsobjdef_columns(oid) AS NULL",
     "CREATE OR REPLACE TEMP MACRO pg_get_serial_sequence(table_name, column_name) AS NULL::VARCHAR",
@@ -61,6 +78,32 @@ SESSION_SETUP: tuple[str, ...] = (
      "JOIN pg_namespace n ON n.oid = c.relnamespace "
      "WHERE c.relname = parse_ident_last(name) "
      "AND (parse_ident_schema(name) IS NULL OR n.nspname = parse_ident_schema(name)) LIMIT 1)"),
+    # psql's \\df and \\d+, pgJDBC's getPrimaryKeys and getIndexInfo (a set-returning function
+    # in the select list: DuckDB's UNNEST there is PostgreSQL's)
+    ("CREATE OR REPLACE TEMP MACRO pg_get_function_result(proc_oid) AS (SELECT "
+     "lower(coalesce(f.return_type, CASE WHEN f.function_type LIKE '%table%' THEN 'table' END)) "
+     "FROM duckdb_functions() f WHERE f.function_oid = proc_oid LIMIT 1)"),
+    ("CREATE OR REPLACE TEMP MACRO pg_get_function_arguments(proc_oid) AS (SELECT "
+     "array_to_string(list_transform(range(1, len(f.parameters) + 1), lambda i: f.parameters[i] "
+     "|| coalesce(' ' || lower(f.parameter_types[i]), '')), ', ') "
+     "FROM duckdb_functions() f WHERE f.function_oid = proc_oid LIMIT 1)"),
+    ("CREATE OR REPLACE TEMP MACRO pg_get_function_identity_arguments(proc_oid) AS "
+     "pg_get_function_arguments(proc_oid)"),
+    ("CREATE OR REPLACE TEMP MACRO _pg_expandarray(items) AS "
+     "unnest(list_transform(range(1, len(items) + 1), lambda i: {'x': items[i], 'n': i}))"),
+    # The schemas clients see: the session's own (``memory``), its temporary objects and the
+    # served database file's schemas under one name each (``main`` for all three ``main``:
+    # unqualified and ``main.`` names reach them all, as the session's search path does);
+    # DuckDB's system catalog and the adapter's bookkeeping schema are left out.
+    ("CREATE OR REPLACE TEMP MACRO pg_schema_namespaces() AS TABLE SELECT s.oid AS schema_oid, "
+     "first_value(s.oid) OVER (PARTITION BY s.schema_name ORDER BY CASE "
+     "WHEN s.database_name = current_database() THEN 0 WHEN s.database_name = 'temp' THEN 1 "
+     "ELSE 2 END, s.oid) AS oid, s.schema_name AS nspname FROM duckdb_schemas() s "
+     f"WHERE s.database_name <> 'system' AND s.schema_name <> '{HIDDEN_SCHEMA}'"),
+    ("CREATE OR REPLACE TEMP MACRO pg_namespace_of(nsp) AS coalesce((SELECT n.oid "
+     "FROM pg_schema_namespaces() n WHERE n.schema_oid = nsp), nsp)"),
+    ("CREATE OR REPLACE TEMP VIEW pg_namespace AS SELECT DISTINCT oid, nspname, 10 AS nspowner, "
+     "NULL::VARCHAR[] AS nspacl FROM pg_schema_namespaces()"),
     ("CREATE OR REPLACE TEMP VIEW pg_roles AS SELECT 10::BIGINT AS oid, 'vcfzarr' AS rolname, "
      "false AS rolsuper, false AS rolinherit, false AS rolcreaterole, false AS rolcreatedb, "
      "true AS rolcanlogin, -1 AS rolconnlimit, NULL::TIMESTAMP AS rolvaliduntil, "
@@ -155,7 +198,16 @@ def _type_macros() -> tuple[str, ...]:
 #: DuckDB's catalog views that clients need more of: columns DuckDB lacks (name: SQL value,
 #: added only when missing), columns to replace, and rows to hide.
 _VIEW_PATCHES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
-    "pg_class": ({"relforcerowsecurity": "false", "relhasoids": "false"}, {}, "true"),
+    "pg_class": ({"relforcerowsecurity": "false", "relhasoids": "false"},
+                 {"relnamespace": "pg_namespace_of(relnamespace)",
+                  "reloptions": "NULL::VARCHAR[]", "relacl": "NULL::VARCHAR[]"},
+                 ("oid NOT IN (SELECT view_oid FROM duckdb_views() WHERE database_name = 'temp' "
+                 "AND (view_name IN ({emulated}) OR regexp_full_match(view_name, "
+                 f"'({'|'.join(TABLE_FUNCTIONS)})_[0-9a-f]{{{{12}}}}'))) AND relnamespace NOT IN "
+                 f"(SELECT oid FROM duckdb_schemas() WHERE schema_name = '{HIDDEN_SCHEMA}')")),
+    "pg_proc": ({}, {"pronamespace": "pg_namespace_of(pronamespace)"},
+                "pronamespace NOT IN (SELECT oid FROM duckdb_schemas() WHERE database_name = 'temp')"),
+    "pg_constraint": ({}, {"connamespace": "pg_namespace_of(connamespace)"}, "true"),
     "pg_database": ({
         "datdba": "10", "encoding": "6", "datcollate": "'C'", "datctype": "'C'",
         "daticulocale": "NULL::VARCHAR", "datlocprovider": "'c'", "datacl": "NULL::VARCHAR[]",
@@ -170,21 +222,41 @@ _VIEW_PATCHES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
 }
 
 
+#: Rows DuckDB's catalog views lack, as a query whose columns are named as the view's (the
+#: rest are NULL).
+_VIEW_ROWS: dict[str, str] = {
+    "pg_class": "SELECT oid, relname, pg_namespace_of(schema_oid) AS relnamespace, 'i' AS relkind, "
+                "0 AS relam, 0 AS reltuples, 0 AS relpages, len(indkey) AS relnatts, "
+                "'p' AS relpersistence, false AS relhasindex FROM pg_key_indexes()",
+    "pg_index": "SELECT oid AS indexrelid, table_oid AS indrelid, len(indkey) AS indnatts, "
+                "len(indkey) AS indnkeyatts, true AS indisunique, is_primary AS indisprimary, "
+                "false AS indisclustered, true AS indisvalid, true AS indimmediate, "
+                "true AS indisready, true AS indislive, false AS indisreplident, indkey, "
+                "list_transform(indkey, lambda i: 0) AS indoption, false AS indnullsnotdistinct "
+                "FROM pg_key_indexes()",
+}
+
+_TEMP_VIEW = re.compile(r"CREATE OR REPLACE TEMP VIEW (\w+)")
+
+
 def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
     """The statements a session runs once: :data:`SESSION_SETUP`, then temporary views that
     extend DuckDB's catalog views (``columns_of(view)``: the columns DuckDB's view has).
 
-    >>> [s for s in session_setup(lambda view: ["oid", "relhasoids"]) if "VIEW pg_class" in s]
-    ['CREATE OR REPLACE TEMP VIEW pg_class AS SELECT *, false AS relforcerowsecurity FROM pg_catalog.pg_class WHERE true']
+    >>> [s[:94] for s in session_setup(lambda view: ["oid", "relhasoids"]) if "VIEW pg_class" in s]
+    ['CREATE OR REPLACE TEMP VIEW pg_class AS SELECT *, false AS relforcerowsecurity FROM pg_catalog']
     """
     statements = [*SESSION_SETUP, *_type_macros()]
+    views = [m.group(1) for m in map(_TEMP_VIEW.match, SESSION_SETUP) if m] + list(_VIEW_PATCHES)
+    emulated = ", ".join(f"'{view}'" for view in views)
     for view, (extra, replaced, where) in _VIEW_PATCHES.items():
         existing = set(columns_of(view) or ())
         added = "".join(f", {value} AS {name}" for name, value in extra.items() if name not in existing)
         replace = ", ".join(f"{value} AS {name}" for name, value in replaced.items() if name in existing)
         star = f"* REPLACE ({replace})" if replace else "*"
+        rows = f" UNION ALL BY NAME {_VIEW_ROWS[view]}" if view in _VIEW_ROWS else ""
         statements.append(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {star}{added} "
-                          f"FROM pg_catalog.{view} WHERE {where}")
+                          f"FROM pg_catalog.{view} WHERE {where.format(emulated=emulated)}{rows}")
     statements[-len(_VIEW_PATCHES) + list(_VIEW_PATCHES).index("pg_type")] += (
         " UNION ALL BY NAME SELECT *, 0 AS typrelid, 'b' AS typtype, ',' AS typdelim, "
         "(SELECT typnamespace FROM pg_catalog.pg_type WHERE oid = 20) AS typnamespace "
@@ -216,6 +288,7 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(::|\bAS)\s*(?:pg_catalog\.)?reg(?:class|type|proc|procedure|namespace|role|oper|"
                 r"operator|config|dictionary|collation)\b", re.IGNORECASE), r"\1 BIGINT"),
     (re.compile(r"\bjson_build_object\s*\(", re.IGNORECASE), "json_object("),
+    (re.compile(r"\binformation_schema\s*\.\s*(?=_pg_expandarray\b)", re.IGNORECASE), ""),
     # psql's third argument (pretty printing) to DuckDB's two-argument pg_get_expr
     (re.compile(r"\bpg_get_expr\s*\(([^(),]+),([^(),]+),\s*(?:true|false)\s*\)", re.IGNORECASE),
      r"pg_get_expr(\1,\2)"),
@@ -225,10 +298,19 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def install(con: duckdb.DuckDBPyConnection) -> None:
+#: ``signal(pid, terminate)``: cancel the query of the session with that process id (or end the
+#: session when ``terminate``) if the caller may; whether it did.
+Signal = Callable[[int, bool], bool]
+
+
+def install(con: duckdb.DuckDBPyConnection, backend_pid: int = 0, signal: Signal | None = None) -> None:
     """Run :func:`session_setup` on a session's connection; a statement this DuckDB version
     cannot run is skipped (what it defines stays missing). Run it when the session starts:
-    made inside a client's transaction, the temporary objects would go with its rollback."""
+    made inside a client's transaction, the temporary objects would go with its rollback.
+
+    ``pg_backend_pid()`` is ``backend_pid``; ``pg_cancel_backend(pid)`` and
+    ``pg_terminate_backend(pid)`` call ``signal`` (without it they do nothing and are false).
+    """
     def columns_of(view: str) -> list[str]:
         return con.sql(f"SELECT * FROM pg_catalog.{view} LIMIT 0").columns
 
@@ -237,6 +319,16 @@ def install(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(statement)
         except duckdb.Error as err:
             log.debug("catalog emulation skipped %r: %s", statement, err)
+    con.execute(f"CREATE OR REPLACE TEMP MACRO pg_backend_pid() AS {int(backend_pid)}")
+    for name, terminate in (("pg_cancel_backend", False), ("pg_terminate_backend", True)):
+        con.create_function(name, _signaller(signal, terminate), [sqltypes.BIGINT],
+                            sqltypes.BOOLEAN, null_handling=duckdb.func.SPECIAL, side_effects=True)
+
+
+def _signaller(signal: Signal | None, terminate: bool) -> Callable[[int | None], bool]:
+    def signalled(pid: int | None) -> bool:
+        return signal is not None and pid is not None and signal(int(pid), terminate)
+    return signalled
 
 
 def mentions_catalog(sql: str) -> bool:

@@ -8,26 +8,63 @@ count), so a billion-row result never sits in memory.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
 
+from vcfzarr_sql.serve.pg.copy_out import CopyOut
 from vcfzarr_sql.serve.pg.rows import WireValues, wire_values
 from vcfzarr_sql.serve.pg.sqlstate import PgError
 from vcfzarr_sql.serve.pg.types import ColumnCodec, PgType, column_codec
 
+#: PostgreSQL's aggregate functions: a call without an alias is labelled by the function's name.
+AGGREGATES = frozenset((
+    "count", "sum", "avg", "min", "max", "stddev", "stddev_pop", "stddev_samp", "variance",
+    "var_pop", "var_samp", "bool_and", "bool_or", "every", "string_agg", "array_agg", "bit_and",
+    "bit_or", "bit_xor", "corr", "covar_pop", "covar_samp", "regr_slope", "regr_intercept",
+    "regr_count", "regr_r2", "regr_avgx", "regr_avgy", "regr_sxx", "regr_syy", "regr_sxy",
+    "mode", "percentile_cont", "percentile_disc", "json_agg", "jsonb_agg", "json_object_agg",
+))
+_CALL = re.compile(r"([a-z_][a-z0-9_]*)\(.*\)", re.IGNORECASE | re.DOTALL)
+
+
+def postgres_label(name: str, sql: str) -> str:
+    """The label PostgreSQL gives a column DuckDB labels ``name`` in the result of ``sql``:
+    an aggregate call without an alias is named by its function (DuckDB labels ``count(*)``
+    ``count_star()`` and ``sum(x)`` ``sum(x)``); a name the query itself quotes (an alias) is
+    kept.
+
+    >>> postgres_label("count_star()", "SELECT count(*) FROM t")
+    'count'
+    >>> postgres_label("sum(qual)", "SELECT sum(qual) FROM t"), postgres_label("lower(a)", "")
+    ('sum', 'lower(a)')
+    >>> postgres_label("sum(qual)", 'SELECT 1 AS "sum(qual)"')
+    'sum(qual)'
+    """
+    call = _CALL.fullmatch(name)
+    if call is None or f'"{name}"' in sql:
+        return name
+    function = call.group(1).lower()
+    if function == "count_star":
+        return "count"
+    return function if function in AGGREGATES else name
+
 
 class RowStream:
-    """The rows of one result, taken in order; ``columns`` describes them."""
+    """The rows of one result, taken in order; ``columns`` describes them (labelled as
+    PostgreSQL labels the result of ``sql``, when it is given: :func:`postgres_label`)."""
 
-    def __init__(self, reader: pa.RecordBatchReader):
+    def __init__(self, reader: pa.RecordBatchReader, sql: str | None = None):
         self._reader: pa.RecordBatchReader | None = reader
         self._batches: Iterator[pa.RecordBatch] = iter(reader)
         self._pending: pa.RecordBatch | None = None
         #: Bytes of rows read from DuckDB ahead of the client (by :meth:`detach`).
         self.held_bytes = 0
         self.schema = reader.schema
+        self.labels = [field.name if sql is None else postgres_label(field.name, sql)
+                       for field in self.schema]
         self.codecs: list[ColumnCodec] = [column_codec(field.type) for field in self.schema]
         self.formats: list[int] = [0] * len(self.codecs)
         self.wire: list[WireValues] = [wire_values(codec, field.type, False)
@@ -47,8 +84,8 @@ class RowStream:
     @property
     def columns(self) -> list[tuple[str, PgType, int]]:
         """(name, PostgreSQL type, format code) of each column."""
-        return [(field.name, codec.pg_type, code)
-                for field, codec, code in zip(self.schema, self.codecs, self.formats)]
+        return [(label, codec.pg_type, code)
+                for label, codec, code in zip(self.labels, self.codecs, self.formats)]
 
     def _next(self) -> pa.RecordBatch | None:
         if self._pending is not None:
@@ -112,7 +149,9 @@ class RowStream:
 
 @dataclass
 class Result:
-    """What one statement gave: rows to stream, or just a command tag."""
+    """What one statement gave: rows to stream, or just a command tag; rows to send as
+    ``copy`` says (a ``COPY ... TO STDOUT``)."""
 
     tag: str
     rows: RowStream | None = None
+    copy: CopyOut | None = None
