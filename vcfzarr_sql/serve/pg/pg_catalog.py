@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable
 
 import duckdb
+import duckdb.func
 from duckdb import sqltypes
 
 from vcfzarr_sql.engine import sql_text
