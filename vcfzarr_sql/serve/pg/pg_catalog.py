@@ -45,6 +45,10 @@ HIDDEN_SCHEMA = "vcfzarr_sql"
 #: The PostgreSQL version clients see (SQLAlchemy and pgJDBC parse ``version()``).
 POSTGRES_VERSION = "PostgreSQL 15.0 (vcfzarr-sql) on DuckDB"
 
+#: ``current_setting`` of PostgreSQL settings DuckDB lacks, in catalog queries (SQLAlchemy's
+#: table reflection compares the access method with the default).
+PG_SETTINGS = {"default_table_access_method": "art", "server_version_num": "150000"}
+
 #: Statements each session runs once: macros and views for what DuckDB's pg_catalog lacks.
 SESSION_SETUP: tuple[str, ...] = (
     f"CREATE OR REPLACE TEMP MACRO version() AS '{POSTGRES_VERSION}'",
@@ -59,9 +63,10 @@ SESSION_SETUP: tuple[str, ...] = (
      "constraint_column_names AS column_names, table_name FROM duckdb_constraints() "
      "WHERE constraint_type IN ('PRIMARY KEY', 'UNIQUE')"),
     ("CREATE OR REPLACE TEMP MACRO pg_get_indexdef(index_oid, column_no := 0, pretty := false) AS "
-     "coalesce((SELECT CASE WHEN column_no > 0 THEN k.column_names[column_no] ELSE "
-     "format('CREATE UNIQUE INDEX {} ON {} USING art ({})', k.relname, k.table_name, "
-     "array_to_string(k.column_names, ', ')) END FROM pg_key_indexes() k WHERE k.oid = index_oid), '')"),
+     "coalesce((SELECT CASE WHEN column_no > 0 THEN key_k.column_names[column_no] ELSE "
+     "format('CREATE UNIQUE INDEX {} ON {} USING art ({})', key_k.relname, key_k.table_name, "
+     "array_to_string(key_k.column_names, ', ')) END FROM pg_key_indexes() key_k "
+     "WHERE key_k.oid = index_oid), '')"),
     "CREATE OR REPLACE TEMP MACRO to_regtype(name) AS (SELECT oid FROM pg_type WHERE typname = name)",
     "CREATE OR REPLACE TEMP MACRO pg_get_statisticsobjdef_columns(oid) AS NULL",
     "CREATE OR REPLACE TEMP MACRO pg_get_serial_sequence(table_name, column_name) AS NULL::VARCHAR",
@@ -82,12 +87,12 @@ SESSION_SETUP: tuple[str, ...] = (
     # psql's \\df and \\d+, pgJDBC's getPrimaryKeys and getIndexInfo (a set-returning function
     # in the select list: DuckDB's UNNEST there is PostgreSQL's)
     ("CREATE OR REPLACE TEMP MACRO pg_get_function_result(proc_oid) AS (SELECT "
-     "lower(coalesce(f.return_type, CASE WHEN f.function_type LIKE '%table%' THEN 'table' END)) "
-     "FROM duckdb_functions() f WHERE f.function_oid = proc_oid LIMIT 1)"),
+     "lower(coalesce(fn_f.return_type, CASE WHEN fn_f.function_type LIKE '%table%' THEN 'table' END)) "
+     "FROM duckdb_functions() fn_f WHERE fn_f.function_oid = proc_oid LIMIT 1)"),
     ("CREATE OR REPLACE TEMP MACRO pg_get_function_arguments(proc_oid) AS (SELECT "
-     "array_to_string(list_transform(range(1, len(f.parameters) + 1), lambda i: f.parameters[i] "
-     "|| coalesce(' ' || lower(f.parameter_types[i]), '')), ', ') "
-     "FROM duckdb_functions() f WHERE f.function_oid = proc_oid LIMIT 1)"),
+     "array_to_string(list_transform(range(1, len(fn_f.parameters) + 1), lambda i: fn_f.parameters[i] "
+     "|| coalesce(' ' || lower(fn_f.parameter_types[i]), '')), ', ') "
+     "FROM duckdb_functions() fn_f WHERE fn_f.function_oid = proc_oid LIMIT 1)"),
     ("CREATE OR REPLACE TEMP MACRO pg_get_function_identity_arguments(proc_oid) AS "
      "pg_get_function_arguments(proc_oid)"),
     ("CREATE OR REPLACE TEMP MACRO _pg_expandarray(items) AS "
@@ -101,8 +106,12 @@ SESSION_SETUP: tuple[str, ...] = (
      "WHEN s.database_name = current_database() THEN 0 WHEN s.database_name = 'temp' THEN 1 "
      "ELSE 2 END, s.oid) AS oid, s.schema_name AS nspname FROM duckdb_schemas() s "
      f"WHERE s.database_name <> 'system' AND s.schema_name <> '{HIDDEN_SCHEMA}'"),
-    ("CREATE OR REPLACE TEMP MACRO pg_namespace_of(nsp) AS coalesce((SELECT n.oid "
-     "FROM pg_schema_namespaces() n WHERE n.schema_oid = nsp), nsp)"),
+    ("CREATE OR REPLACE TEMP MACRO pg_namespace_of(nsp) AS coalesce((SELECT min(ns_map.oid) "
+     "FROM pg_schema_namespaces() ns_map WHERE ns_map.schema_oid = nsp), nsp)"),
+    # visible without a schema name: the relations of ``main`` (and DuckDB's own)
+    ("CREATE OR REPLACE TEMP MACRO pg_table_is_visible(rel) AS coalesce((SELECT bool_or(vis_n.nspname = 'main') "
+     "FROM pg_class vis_c JOIN pg_namespace vis_n ON vis_n.oid = vis_c.relnamespace "
+     "WHERE vis_c.oid = rel), true)"),
     ("CREATE OR REPLACE TEMP VIEW pg_namespace AS SELECT DISTINCT oid, nspname, 10 AS nspowner, "
      "NULL::VARCHAR[] AS nspacl FROM pg_schema_namespaces()"),
     ("CREATE OR REPLACE TEMP VIEW pg_roles AS SELECT 10::BIGINT AS oid, 'vcfzarr' AS rolname, "
@@ -208,7 +217,13 @@ _VIEW_PATCHES: dict[str, tuple[dict[str, str], dict[str, str], str]] = {
                  f"(SELECT oid FROM duckdb_schemas() WHERE schema_name = '{HIDDEN_SCHEMA}')")),
     "pg_proc": ({}, {"pronamespace": "pg_namespace_of(pronamespace)"},
                 "pronamespace NOT IN (SELECT oid FROM duckdb_schemas() WHERE database_name = 'temp')"),
-    "pg_constraint": ({}, {"connamespace": "pg_namespace_of(connamespace)"}, "true"),
+    # (keys: named as DuckDB names them, columns counted from 1 as attnum is, and their index)
+    "pg_constraint": ({}, {"connamespace": "pg_namespace_of(connamespace)",
+                           "conname": "coalesce((SELECT key_c.relname FROM pg_key_indexes() key_c "
+                                      "WHERE key_c.oid = pg_catalog.pg_constraint.oid), conname)",
+                           "conkey": "list_transform(conkey, lambda i: (i + 1)::SMALLINT)",
+                           "conindid": "CASE WHEN contype IN ('p', 'u') THEN oid ELSE conindid END"},
+                      "true"),
     "pg_database": ({
         "datdba": "10", "encoding": "6", "datcollate": "'C'", "datctype": "'C'",
         "daticulocale": "NULL::VARCHAR", "datlocprovider": "'c'", "datacl": "NULL::VARCHAR[]",
@@ -290,6 +305,8 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"operator|config|dictionary|collation)\b", re.IGNORECASE), r"\1 BIGINT"),
     (re.compile(r"\bjson_build_object\s*\(", re.IGNORECASE), "json_object("),
     (re.compile(r"\binformation_schema\s*\.\s*(?=_pg_expandarray\b)", re.IGNORECASE), ""),
+    # (DuckDB's fails at binding for a name it does not know, even one a parameter brings)
+    (re.compile(r"\b(?:pg_catalog\s*\.\s*)?current_setting\s*\(", re.IGNORECASE), "pg_current_setting("),
     # psql's third argument (pretty printing) to DuckDB's two-argument pg_get_expr
     (re.compile(r"\bpg_get_expr\s*\(([^(),]+),([^(),]+),\s*(?:true|false)\s*\)", re.IGNORECASE),
      r"pg_get_expr(\1,\2)"),
@@ -321,6 +338,11 @@ def install(con: duckdb.DuckDBPyConnection, backend_pid: int = 0, signal: Signal
         except duckdb.Error as err:
             log.debug("catalog emulation skipped %r: %s", statement, err)
     con.execute(f"CREATE OR REPLACE TEMP MACRO pg_backend_pid() AS {int(backend_pid)}")
+    settings = {name.lower(): value for name, value in
+                con.execute("SELECT name, value FROM duckdb_settings()").fetchall()}
+    settings.update(PG_SETTINGS)
+    con.create_function("pg_current_setting", lambda name: settings.get(str(name).lower()),
+                        [sqltypes.VARCHAR], sqltypes.VARCHAR)
     for name, terminate in (("pg_cancel_backend", False), ("pg_terminate_backend", True)):
         con.create_function(name, _signaller(signal, terminate), [sqltypes.BIGINT],
                             sqltypes.BOOLEAN, null_handling=duckdb.func.SPECIAL, side_effects=True)
