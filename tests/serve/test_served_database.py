@@ -188,6 +188,23 @@ def test_cancel_and_terminate_backend_only_for_the_same_user(server) -> None:
     victim.close()
 
 
+def test_signals_name_their_caller_in_a_shared_database(serving, tmp_path) -> None:
+    """A writable database's sessions share one DuckDB instance (and its Python functions):
+    each session's call still names its own session, with a secret no other one knows."""
+    server = serving(data_dirs=[tmp_path], database=str(tmp_path / "team.duckdb"), writable=True)
+    victim, pid, thread, ended = _running_query(server, "analyst")
+    with _connect(server, "mallory") as mallory:
+        assert mallory.execute("SELECT pg_cancel_backend(%s)", [pid]).fetchall() == [(False,)]
+        forged = "SELECT vcfzarr_signal_backend(%s, 0, %s, false)"  # the victim's key, guessed
+        assert mallory.execute(forged, [pid, pid]).fetchall() == [(False,)]
+    assert thread.is_alive()
+    with _connect(server) as same_user:
+        assert same_user.execute("SELECT pg_cancel_backend(%s)", [pid]).fetchall() == [(True,)]
+    thread.join(10)
+    assert isinstance(ended[0], psycopg.errors.QueryCanceled)
+    victim.close()
+
+
 # -- SQLAlchemy (2 with psycopg 3; 1.4 with psycopg2) and pandas ------------------------------
 
 

@@ -103,16 +103,18 @@ class PgServer(socketserver.ThreadingTCPServer):
         if session is not None:
             session.interrupt()
 
-    def signal_backend(self, caller: ClientSession, pid: int, terminate: bool) -> bool:
-        """``pg_cancel_backend(pid)`` (or ``pg_terminate_backend``) from ``caller``: only a
-        session of the same user name from the same address (user names are the client's
-        claim, the password is shared), as PostgreSQL lets a role signal only its own."""
+    def signal_backend(self, caller_key: tuple[int, int], pid: int, terminate: bool) -> bool:
+        """``pg_cancel_backend(pid)`` (or ``pg_terminate_backend``) from the session whose
+        BackendKeyData is ``caller_key``: only a session of the same user name from the same
+        address (user names are the client's claim, the password is shared), as PostgreSQL
+        lets a role signal only its own."""
         with self.sessions_lock:
+            caller = self.sessions.get(caller_key)
             targets = [s for (number, _), s in self.sessions.items() if number == pid]
         target = targets[0] if targets else None
-        if target is None or not target.logged_in or target.user != caller.user \
+        if caller is None or target is None or not target.logged_in or target.user != caller.user \
                 or target.peer != caller.peer:
-            log.warning("session %d may not signal session %d", caller.key[0], pid)
+            log.warning("session %d may not signal session %d", caller_key[0], pid)
             return False
         if terminate:
             target.terminate()

@@ -21,6 +21,7 @@ SELECT version() WHERE c.relname ~ '^(t)$' AND c.oid = regclass_oid('main.t')
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import Callable
@@ -316,18 +317,23 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-#: ``signal(pid, terminate)``: cancel the query of the session with that process id (or end the
-#: session when ``terminate``) if the caller may; whether it did.
-Signal = Callable[[int, bool], bool]
+#: ``signal(caller, pid, terminate)``: from the session whose BackendKeyData is ``caller``,
+#: cancel the query of the session with that process id (or end the session when
+#: ``terminate``) if the caller may; whether it did.
+Signal = Callable[[tuple[int, int], int, bool], bool]
 
 
-def install(con: duckdb.DuckDBPyConnection, backend_pid: int = 0, signal: Signal | None = None) -> None:
+def install(con: duckdb.DuckDBPyConnection, key: tuple[int, int] = (0, 0),
+            signal: Signal | None = None) -> None:
     """Run :func:`session_setup` on a session's connection; a statement this DuckDB version
     cannot run is skipped (what it defines stays missing). Run it when the session starts:
     made inside a client's transaction, the temporary objects would go with its rollback.
 
-    ``pg_backend_pid()`` is ``backend_pid``; ``pg_cancel_backend(pid)`` and
-    ``pg_terminate_backend(pid)`` call ``signal`` (without it they do nothing and are false).
+    ``pg_backend_pid()`` is the process id of ``key`` (the session's BackendKeyData);
+    ``pg_cancel_backend(pid)`` and ``pg_terminate_backend(pid)`` call ``signal`` with ``key``
+    (without ``signal`` they do nothing and are false). The Python functions behind them are
+    the DuckDB instance's, shared by the sessions of a writable database: each session's
+    temporary macros pass its own key, a secret no other session knows.
     """
     def columns_of(view: str) -> list[str]:
         return con.sql(f"SELECT * FROM pg_catalog.{view} LIMIT 0").columns
@@ -337,20 +343,28 @@ def install(con: duckdb.DuckDBPyConnection, backend_pid: int = 0, signal: Signal
             con.execute(statement)
         except duckdb.Error as err:
             log.debug("catalog emulation skipped %r: %s", statement, err)
-    con.execute(f"CREATE OR REPLACE TEMP MACRO pg_backend_pid() AS {int(backend_pid)}")
     settings = {name.lower(): value for name, value in
                 con.execute("SELECT name, value FROM duckdb_settings()").fetchall()}
     settings.update(PG_SETTINGS)
-    con.create_function("pg_current_setting", lambda name: settings.get(str(name).lower()),
-                        [sqltypes.VARCHAR], sqltypes.VARCHAR)
-    for name, terminate in (("pg_cancel_backend", False), ("pg_terminate_backend", True)):
-        con.create_function(name, _signaller(signal, terminate), [sqltypes.BIGINT],
+    # (Python functions are the DuckDB instance's: the first session of a shared one makes them)
+    with contextlib.suppress(duckdb.CatalogException):
+        con.create_function("pg_current_setting", lambda name: settings.get(str(name).lower()),
+                            [sqltypes.VARCHAR], sqltypes.VARCHAR)
+    with contextlib.suppress(duckdb.CatalogException):
+        con.create_function("vcfzarr_signal_backend", _signaller(signal),
+                            [sqltypes.BIGINT, sqltypes.BIGINT, sqltypes.BIGINT, sqltypes.BOOLEAN],
                             sqltypes.BOOLEAN, null_handling=duckdb.func.SPECIAL, side_effects=True)
+    pid, secret = (int(part) for part in key)
+    con.execute(f"CREATE OR REPLACE TEMP MACRO pg_backend_pid() AS {pid}")
+    for name, terminate in (("pg_cancel_backend", "false"), ("pg_terminate_backend", "true")):
+        con.execute(f"CREATE OR REPLACE TEMP MACRO {name}(pid) AS "
+                    f"vcfzarr_signal_backend({pid}, {secret}, pid, {terminate})")
 
 
-def _signaller(signal: Signal | None, terminate: bool) -> Callable[[int | None], bool]:
-    def signalled(pid: int | None) -> bool:
-        return signal is not None and pid is not None and signal(int(pid), terminate)
+def _signaller(signal: Signal | None) -> Callable[[int, int, int | None, bool], bool]:
+    def signalled(caller_pid: int, caller_secret: int, pid: int | None, terminate: bool) -> bool:
+        return signal is not None and pid is not None and \
+            signal((int(caller_pid), int(caller_secret)), int(pid), bool(terminate))
     return signalled
 
 

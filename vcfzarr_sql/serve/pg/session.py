@@ -114,7 +114,7 @@ class ClientSession:
     the password's SCRAM secret (then required) and the login throttle; ``limits``: sizes and
     timeouts. ``key``: (process id, secret) sent in BackendKeyData; a connection that brings a
     CancelRequest instead of a StartupMessage passes the key it names to ``cancel``.
-    ``peer``: the client's address (for the log and the login throttle). ``signal(caller, pid,
+    ``peer``: the client's address (for the log and the login throttle). ``signal(key, pid,
     terminate)``: what ``pg_cancel_backend(pid)``/``pg_terminate_backend(pid)`` run.
     """
 
@@ -122,7 +122,7 @@ class ClientSession:
                  security: Security | None = None, limits: Limits | None = None,
                  key: tuple[int, int] = (0, 0),
                  cancel: Callable[[tuple[int, int]], None] | None = None, peer: str = "",
-                 signal: Callable[[ClientSession, int, bool], bool] | None = None):
+                 signal: pg_catalog.Signal | None = None):
         self._sock = sock
         # unbuffered until logged in: nothing a client sends early is read past a TLS switch
         self._in: socket.SocketIO | io.BufferedReader = sock.makefile("rb", buffering=0)
@@ -300,9 +300,7 @@ class ClientSession:
         self.logged_in = True
         self._in.close()
         self._in = self._sock.makefile("rb")
-        signal = self._signal
-        pg_catalog.install(self._con.duckdb_connection, self.key[0],
-                           None if signal is None else lambda pid, end: signal(self, pid, end))
+        pg_catalog.install(self._con.duckdb_connection, self.key, self._signal)
         self._duckdb_settings = {
             name.lower() for (name,) in self._con.duckdb_connection.sql(
                 "SELECT name FROM duckdb_settings()").fetchall()
