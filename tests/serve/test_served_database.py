@@ -149,6 +149,23 @@ def test_column_labels_are_postgres_s_unless_aliased(server) -> None:
             "count", "count", "sum", "avg", "min", "max", "total", "sum(pos)", "lower(contig)"]
 
 
+def test_information_schema_lists_the_file_and_the_sessions_own(server, database) -> None:
+    with _connect(server) as con:
+        con.execute("CREATE TEMP VIEW mine AS SELECT 1 AS one")
+        con.execute("CREATE TABLE scratch AS SELECT 1 AS one")
+        tables = con.execute("SELECT table_catalog, table_schema, table_name, table_type "
+                             "FROM information_schema.tables ORDER BY 3").fetchall()
+        schemata = con.execute("SELECT catalog_name, schema_name FROM information_schema.schemata "
+                               "WHERE catalog_name = %s ORDER BY 2", [database.stem]).fetchall()
+        columns = con.execute("SELECT column_name FROM information_schema.columns "
+                              "WHERE table_name = 'sites' ORDER BY ordinal_position").fetchall()
+    assert tables == [("dashboards", "main", "good_sites", "VIEW"), ("temp", "main", "mine", "VIEW"),
+                      ("dashboards", "extra", "notes", "BASE TABLE"), ("memory", "main", "scratch", "BASE TABLE"),
+                      ("dashboards", "main", "sites", "BASE TABLE")]
+    assert schemata == [("dashboards", "extra"), ("dashboards", "main")]
+    assert columns == [(c,) for c, *_ in COLUMNS]
+
+
 def _running_query(server, user: str) -> tuple[psycopg.Connection, int, threading.Thread, list]:
     """A session of ``user`` running a 30 s query in a thread: (its connection, pid, thread,
     what the query ended with)."""

@@ -253,6 +253,11 @@ _VIEW_ROWS: dict[str, str] = {
                 "FROM pg_key_indexes()",
 }
 
+#: ``information_schema`` views clients read (Grafana's query builder, BI tools' table lists),
+#: with what the session's emulation, the engine's relations and its bookkeeping add hidden
+#: (``information_schema.tables`` in a query is read from ``information_schema_tables``).
+_INFORMATION_SCHEMA = ("tables", "views", "columns", "schemata")
+
 _TEMP_VIEW = re.compile(r"CREATE OR REPLACE TEMP VIEW (\w+)")
 
 
@@ -265,7 +270,15 @@ def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
     """
     statements = [*SESSION_SETUP, *_type_macros()]
     views = [m.group(1) for m in map(_TEMP_VIEW.match, SESSION_SETUP) if m] + list(_VIEW_PATCHES)
+    views += [f"information_schema_{view}" for view in _INFORMATION_SCHEMA]
     emulated = ", ".join(f"'{view}'" for view in views)
+    relations = (f"NOT (table_catalog = 'temp' AND (table_name IN ({emulated}) OR regexp_full_match("
+                 f"table_name, '({'|'.join(TABLE_FUNCTIONS)})_[0-9a-f]{{12}}'))) "
+                 f"AND table_schema <> '{HIDDEN_SCHEMA}'")
+    statements += [f"CREATE OR REPLACE TEMP VIEW information_schema_{view} AS SELECT * FROM "
+                   f"information_schema.{view} WHERE "
+                   + (relations if view != "schemata" else f"schema_name <> '{HIDDEN_SCHEMA}'")
+                   for view in _INFORMATION_SCHEMA]
     for view, (extra, replaced, where) in _VIEW_PATCHES.items():
         existing = set(columns_of(view) or ())
         added = "".join(f", {value} AS {name}" for name, value in extra.items() if name not in existing)
@@ -283,7 +296,7 @@ def session_setup(columns_of: Callable[[str], list[str] | None]) -> list[str]:
 
 
 #: Words showing that a statement reads the catalog (only those are rewritten).
-_CATALOG_WORDS = re.compile(r"pg_catalog|::\s*reg|\bISOLATION\b|OPERATOR\s*\(|\bCOLLATE\b|\bversion\s*\(|json_build",
+_CATALOG_WORDS = re.compile(r"pg_catalog|information_schema|::\s*reg|\bISOLATION\b|OPERATOR\s*\(|\bCOLLATE\b|\bversion\s*\(|json_build",
                             re.IGNORECASE)
 #: A literal cast to ``regclass``: ``'t'::regclass`` (what follows the literal), and
 #: ``CAST('t' AS regclass)`` (what precedes it, and what follows). Literals are sqlglot's
@@ -306,6 +319,8 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
                 r"operator|config|dictionary|collation)\b", re.IGNORECASE), r"\1 BIGINT"),
     (re.compile(r"\bjson_build_object\s*\(", re.IGNORECASE), "json_object("),
     (re.compile(r"\binformation_schema\s*\.\s*(?=_pg_expandarray\b)", re.IGNORECASE), ""),
+    (re.compile(r"\binformation_schema\s*\.\s*(tables|views|columns|schemata)\b", re.IGNORECASE),
+     r"information_schema_\1"),
     # (DuckDB's fails at binding for a name it does not know, even one a parameter brings)
     (re.compile(r"\b(?:pg_catalog\s*\.\s*)?current_setting\s*\(", re.IGNORECASE), "pg_current_setting("),
     # psql's third argument (pretty printing) to DuckDB's two-argument pg_get_expr
