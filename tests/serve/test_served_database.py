@@ -149,6 +149,17 @@ def test_column_labels_are_postgres_s_unless_aliased(server) -> None:
             "count", "count", "sum", "avg", "min", "max", "total", "sum(pos)", "lower(contig)"]
 
 
+def test_set_search_path_keeps_the_files_tables_in_reach(server) -> None:
+    """Superset runs ``SET search_path = "main"`` before a dataset's query."""
+    with _connect(server) as con:
+        con.execute('SET search_path = "main"')
+        assert con.execute("SELECT count(*) FROM main.sites").fetchall() == [(len(SITES),)]
+        assert con.execute("SELECT count(*) FROM sites").fetchall() == [(len(SITES),)]
+        assert con.execute("SELECT count(*) FROM extra.notes").fetchall() == [(0,)]
+        con.execute("SET search_path TO extra")
+        assert con.execute("SELECT count(*) FROM notes").fetchall() == [(0,)]
+
+
 def test_information_schema_lists_the_file_and_the_sessions_own(server, database) -> None:
     with _connect(server) as con:
         con.execute("CREATE TEMP VIEW mine AS SELECT 1 AS one")

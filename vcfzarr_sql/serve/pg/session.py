@@ -29,6 +29,7 @@ from vcfzarr_sql.serve.pg.lockdown import LockedDatabase
 from vcfzarr_sql.serve.pg.protocol import Payload, ProtocolError
 from vcfzarr_sql.serve.pg.results import Result, RowStream
 from vcfzarr_sql.serve.pg.rows import data_rows
+from vcfzarr_sql.serve.pg.search_path import duckdb_search_path
 from vcfzarr_sql.serve.pg.sqlstate import PgError, sql_error
 from vcfzarr_sql.serve.pg.statements import (
     IGNORED,
@@ -445,6 +446,8 @@ class ClientSession:
         if command is not None:
             return self._run_cursor_command(command, parameters)
         statement = duckdb_equivalent(statement, self._duckdb_settings) or statement
+        if statement.kind == "SET" and self._con is not None:
+            statement = duckdb_search_path(self._con.duckdb_connection, statement) or statement
         answer = postgres_answer(statement, self._settings, self._duckdb_settings)
         if answer is not None:
             if answer.column is None:
