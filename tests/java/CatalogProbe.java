@@ -6,8 +6,9 @@ import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
 
 /**
- * What a JDBC BI tool (DBeaver, Metabase, Tableau) asks first: the schemas, tables, columns and
- * types of DatabaseMetaData. Prints each result set as tab-separated lines under a "== name"
+ * What a JDBC BI tool (DBeaver, Metabase, Tableau) asks first: the schemas, tables, columns,
+ * keys, indexes and types of DatabaseMetaData (DBeaver reads the keys and indexes when a table
+ * is opened). Prints each result set as tab-separated lines under a "== name"
  * header, for the test to compare. Usage: java CatalogProbe.java URL USER PASSWORD TABLE [SETUP...]
  * (the SETUP statements run first, on the same connection).
  */
@@ -38,6 +39,10 @@ public class CatalogProbe {
                     "TABLE_SCHEM", "TABLE_NAME", "TABLE_TYPE");
             print("columns", meta.getColumns(null, null, args[3], "%"),
                     "TABLE_NAME", "COLUMN_NAME", "TYPE_NAME", "DATA_TYPE", "ORDINAL_POSITION");
+            print("primary keys", meta.getPrimaryKeys(null, null, args[3]),
+                    "TABLE_NAME", "COLUMN_NAME", "KEY_SEQ", "PK_NAME");
+            print("index info", meta.getIndexInfo(null, null, args[3], false, false),
+                    "TABLE_NAME", "INDEX_NAME", "NON_UNIQUE", "COLUMN_NAME", "ORDINAL_POSITION");
             print("types", meta.getTypeInfo(), "TYPE_NAME", "DATA_TYPE");
             print("catalogs", meta.getCatalogs(), "TABLE_CAT");
             try (var statement = con.prepareStatement("SELECT * FROM " + args[3] + " LIMIT ?")) {

@@ -291,6 +291,9 @@ def test_saved_calls_cannot_lock_out_later_sessions(serving, data_dir, tmp_path)
     server = serving(data_dirs=[data_dir], database=str(tmp_path / "team.duckdb"), writable=True)
     with _connect(server) as mallory:
         mallory.execute("CREATE VIEW v AS SELECT count(*) AS n FROM vcf_zarr('sample.zarr')")
+        mallory.execute("CREATE SCHEMA vcfzarr_sql")  # (where older versions kept the calls)
+        mallory.execute("CREATE TABLE vcfzarr_sql.table_function_calls (name VARCHAR PRIMARY KEY, "
+                        "function VARCHAR, path VARCHAR, region VARCHAR, samples VARCHAR[])")
         mallory.execute("INSERT INTO vcfzarr_sql.table_function_calls "
                         "VALUES ('x', 'no_such_function', 'sample.zarr', NULL, NULL)")
     with _connect(server) as alice:  # FATAL internal error: KeyError: 'no_such_function'

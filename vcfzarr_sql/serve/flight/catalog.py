@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import duckdb
 import pyarrow as pa
 
+from vcfzarr_sql.engine.saved_calls import SCHEMA as HIDDEN_SCHEMA
+
 __all__ = ["CATALOGS", "DB_SCHEMAS", "PRIMARY_KEYS", "TABLE_TYPES", "catalogs", "db_schemas",
            "keys", "sql_info", "table_types", "tables"]
 
@@ -72,14 +74,29 @@ def db_schemas(con: duckdb.DuckDBPyConnection, catalog: str | None, pattern: str
     rows = con.sql("SELECT catalog_name, schema_name FROM information_schema.schemata "
                    f"{where} ORDER BY 1, 2", params=params).fetchall()
     return pa.Table.from_pylist(
-        [{"catalog_name": c, "db_schema_name": s} for c, s in rows if c not in ("system", "temp")],
+        [{"catalog_name": c, "db_schema_name": s} for c, s in rows
+         if c not in ("system", "temp") and s != HIDDEN_SCHEMA],
         DB_SCHEMAS)
 
 
+#: Flight SQL's column metadata keys (what ADBC's ``get_objects`` reports as ``xdbc_*``).
+TYPE_NAME = b"ARROW:FLIGHT:SQL:TYPE_NAME"
+_WHERE_FROM = (b"ARROW:FLIGHT:SQL:CATALOG_NAME", b"ARROW:FLIGHT:SQL:SCHEMA_NAME",
+               b"ARROW:FLIGHT:SQL:TABLE_NAME")
+
+
 def _arrow_schema(con: duckdb.DuckDBPyConnection, catalog: str, schema: str, table: str) -> bytes:
-    """The Arrow schema of a table or view (IPC-serialized), from a query reading no rows."""
+    """The Arrow schema of a table or view (IPC-serialized), from a query reading no rows;
+    each field's metadata names DuckDB's type of the column (``TYPE_NAME``) and where it is."""
     name = ".".join('"' + part.replace('"', '""') + '"' for part in (catalog, schema, table))
-    return con.sql(f"SELECT * FROM {name} LIMIT 0").to_arrow_table().schema.serialize().to_pybytes()
+    arrow = con.sql(f"SELECT * FROM {name} LIMIT 0").to_arrow_table().schema
+    types = dict(con.sql("SELECT column_name, data_type FROM duckdb_columns() WHERE database_name = ? "
+                         "AND schema_name = ? AND table_name = ?",
+                         params=[catalog, schema, table]).fetchall())
+    fields = [field.with_metadata({**dict(zip(_WHERE_FROM, (catalog, schema, table))),
+                                   TYPE_NAME: types.get(field.name, str(field.type)).encode()})
+              for field in arrow]
+    return pa.schema(fields, arrow.metadata).serialize().to_pybytes()
 
 
 def tables(con: duckdb.DuckDBPyConnection, catalog: str | None, schema_pattern: str | None,
@@ -93,7 +110,8 @@ def tables(con: duckdb.DuckDBPyConnection, catalog: str | None, schema_pattern: 
     out = []
     for catalog_name, schema_name, table_name, table_type in rows:
         kind = _TABLE_TYPES.get(table_type, table_type)
-        if catalog_name in ("system", "temp") or (table_types and kind not in table_types):
+        if catalog_name in ("system", "temp") or schema_name == HIDDEN_SCHEMA \
+                or (table_types and kind not in table_types):
             continue
         row = {"catalog_name": catalog_name, "db_schema_name": schema_name,
                "table_name": table_name, "table_type": kind}

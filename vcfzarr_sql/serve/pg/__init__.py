@@ -50,7 +50,8 @@ class _Connection(socketserver.BaseRequestHandler):
         key = (next(self.server.process_ids), secrets.randbelow(1 << 31))
         session = ClientSession(self.request, sessions=self.server.database,
                                 security=self.server.security, limits=self.server.limits,
-                                key=key, cancel=self.server.cancel, peer=self.client_address[0])
+                                key=key, cancel=self.server.cancel, peer=self.client_address[0],
+                                signal=self.server.signal_backend)
         with self.server.sessions_lock:
             self.server.sessions[key] = session
         try:
@@ -101,6 +102,25 @@ class PgServer(socketserver.ThreadingTCPServer):
             session = self.sessions.get(key)
         if session is not None:
             session.interrupt()
+
+    def signal_backend(self, caller_key: tuple[int, int], pid: int, terminate: bool) -> bool:
+        """``pg_cancel_backend(pid)`` (or ``pg_terminate_backend``) from the session whose
+        BackendKeyData is ``caller_key``: only a session of the same user name from the same
+        address (user names are the client's claim, the password is shared), as PostgreSQL
+        lets a role signal only its own."""
+        with self.sessions_lock:
+            caller = self.sessions.get(caller_key)
+            targets = [s for (number, _), s in self.sessions.items() if number == pid]
+        target = targets[0] if targets else None
+        if caller is None or target is None or not target.logged_in or target.user != caller.user \
+                or target.peer != caller.peer:
+            log.warning("session %d may not signal session %d", caller_key[0], pid)
+            return False
+        if terminate:
+            target.terminate()
+        else:
+            target.interrupt()
+        return True
 
     def _sessions(self) -> list[ClientSession]:
         with self.sessions_lock:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from vcfzarr_sql.engine import saved_calls
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.serve.pg.config import ServerConfigError
 from vcfzarr_sql.store.confined import DataDirs
@@ -149,7 +150,12 @@ class LockedDatabase:
             return
         name = _catalog_name(self.policy.database)
         con.execute(f"ATTACH {_literal(self.policy.database)} AS {_quoted(name)} (READ_ONLY)")
-        con.execute(f"SET search_path = {_literal(f'memory.main,{_quoted(name)}.main')}")
+        # the file's other schemas too, so that ``schema.table`` names reach them
+        others = [schema for (schema,) in con.execute(
+            "SELECT schema_name FROM duckdb_schemas() WHERE database_name = ? "
+            "AND schema_name NOT IN ('main', ?) ORDER BY 1", [name, saved_calls.SCHEMA]).fetchall()]
+        path = ",".join(["memory.main", *(f"{_quoted(name)}.{_quoted(s)}" for s in ["main", *others])])
+        con.execute(f"SET search_path = {_literal(path)}")
 
     def close(self) -> None:
         if self._shared is not None:

@@ -21,7 +21,7 @@ import duckdb
 import pyarrow as pa
 
 from vcfzarr_sql.engine.connection import Connection
-from vcfzarr_sql.serve.pg import pg_catalog, protocol
+from vcfzarr_sql.serve.pg import copy_out, pg_catalog, protocol
 from vcfzarr_sql.serve.pg.auth import MECHANISM, AuthenticationFailed, ScramExchange
 from vcfzarr_sql.serve.pg.config import Limits, Security
 from vcfzarr_sql.serve.pg.cursors import CursorCommand, cursor_command
@@ -29,6 +29,7 @@ from vcfzarr_sql.serve.pg.lockdown import LockedDatabase
 from vcfzarr_sql.serve.pg.protocol import Payload, ProtocolError
 from vcfzarr_sql.serve.pg.results import Result, RowStream
 from vcfzarr_sql.serve.pg.rows import data_rows
+from vcfzarr_sql.serve.pg.search_path import duckdb_search_path
 from vcfzarr_sql.serve.pg.sqlstate import PgError, sql_error
 from vcfzarr_sql.serve.pg.statements import (
     IGNORED,
@@ -114,13 +115,15 @@ class ClientSession:
     the password's SCRAM secret (then required) and the login throttle; ``limits``: sizes and
     timeouts. ``key``: (process id, secret) sent in BackendKeyData; a connection that brings a
     CancelRequest instead of a StartupMessage passes the key it names to ``cancel``.
-    ``peer``: the client's address (for the log and the login throttle).
+    ``peer``: the client's address (for the log and the login throttle). ``signal(key, pid,
+    terminate)``: what ``pg_cancel_backend(pid)``/``pg_terminate_backend(pid)`` run.
     """
 
     def __init__(self, sock: socket.socket, *, sessions: LockedDatabase,
                  security: Security | None = None, limits: Limits | None = None,
                  key: tuple[int, int] = (0, 0),
-                 cancel: Callable[[tuple[int, int]], None] | None = None, peer: str = ""):
+                 cancel: Callable[[tuple[int, int]], None] | None = None, peer: str = "",
+                 signal: pg_catalog.Signal | None = None):
         self._sock = sock
         # unbuffered until logged in: nothing a client sends early is read past a TLS switch
         self._in: socket.SocketIO | io.BufferedReader = sock.makefile("rb", buffering=0)
@@ -131,6 +134,9 @@ class ClientSession:
         self.key = key
         self._cancel = cancel
         self.peer = peer
+        self._signal = signal
+        #: The user name the client logged in with.
+        self.user = ""
         #: When the connection was made, and whether the client logged in (the auth timeout).
         self.connected_at = time.monotonic()
         self.logged_in = False
@@ -221,6 +227,13 @@ class ClientSession:
             with contextlib.suppress(duckdb.Error):  # the session closed meanwhile
                 con.duckdb_connection.interrupt()
 
+    def terminate(self) -> None:
+        """End the session (``pg_terminate_backend``; from another thread): its query is
+        cancelled and its connection shut."""
+        self.interrupt("administrator command")
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+
     def close(self) -> None:
         self._close_portals()
         if self._con is not None:
@@ -276,7 +289,7 @@ class ClientSession:
         unknown = [name for name in params if name.startswith("_pq_.")]
         if code & 0xFFFF or unknown:
             self._send(protocol.negotiate_protocol_version(0, unknown))
-        user = params.get("user", "")
+        user = self.user = params.get("user", "")
         if self._security.secret is not None and not self._authenticate(user):
             return False
         try:
@@ -288,7 +301,7 @@ class ClientSession:
         self.logged_in = True
         self._in.close()
         self._in = self._sock.makefile("rb")
-        pg_catalog.install(self._con.duckdb_connection)
+        pg_catalog.install(self._con.duckdb_connection, self.key, self._signal)
         self._duckdb_settings = {
             name.lower() for (name,) in self._con.duckdb_connection.sql(
                 "SELECT name FROM duckdb_settings()").fetchall()
@@ -433,6 +446,8 @@ class ClientSession:
         if command is not None:
             return self._run_cursor_command(command, parameters)
         statement = duckdb_equivalent(statement, self._duckdb_settings) or statement
+        if statement.kind == "SET" and self._con is not None:
+            statement = duckdb_search_path(self._con.duckdb_connection, statement) or statement
         answer = postgres_answer(statement, self._settings, self._duckdb_settings)
         if answer is not None:
             if answer.column is None:
@@ -441,6 +456,10 @@ class ClientSession:
             return Result(answer.tag, RowStream(table.to_reader()))
         assert self._con is not None
         self._free_connection(rolling_back=verb == "ROLLBACK")
+        copy = copy_out.parse(statement.sql) if statement.keyword == "COPY" else None
+        if copy is not None:
+            reader = self._con.sql(copy.query, params=list(parameters) or None).to_arrow_reader(BATCH_ROWS)
+            return Result("COPY", RowStream(reader), copy)
         relation = self._con.sql(statement.sql, params=list(parameters) or None)
         self._status = transaction_status(statement, self._status)
         if relation is None:
@@ -450,7 +469,7 @@ class ClientSession:
             rows = relation.fetchall()
             count = rows[0][0] if rows and relation.columns == ["Count"] else None
             return Result(command_tag(statement, count))
-        return Result("SELECT", RowStream(relation.to_arrow_reader(BATCH_ROWS)))
+        return Result("SELECT", RowStream(relation.to_arrow_reader(BATCH_ROWS), statement.sql))
 
     def _end_failed_transaction(self, statement: Statement) -> Result:
         """In a failed transaction block only its end is accepted, and it rolls back."""
@@ -506,8 +525,24 @@ class ClientSession:
         else:
             self._send(protocol.command_complete(f"{result.tag} {count}"))
 
+    def _send_copy(self, result: Result) -> None:
+        """CopyOutResponse, a CopyData a row, CopyDone, CommandComplete."""
+        rows, copy = result.rows, result.copy
+        assert rows is not None and copy is not None
+        self._send(copy_out.out_response(len(rows.schema)))
+        if copy.header:
+            self._send(copy_out.copy_data(pa.array([copy_out.header_line(rows.schema.names, copy)])))
+        count = 0
+        for batch in rows.take():
+            self._send(copy_out.copy_data(copy_out.lines(batch, copy)))
+            count += batch.num_rows
+        self._send(protocol.message(b"c"))
+        self._send(protocol.command_complete(f"COPY {count}"))
+
     def _send_result(self, result: Result, limit: int = 0) -> None:
-        if result.rows is None:
+        if result.copy is not None:
+            self._send_copy(result)
+        elif result.rows is None:
             self._send(protocol.command_complete(result.tag))
         else:
             self._send_rows(result, limit)
@@ -522,8 +557,12 @@ class ClientSession:
             self._send(protocol.EMPTY_QUERY_RESPONSE)
         for statement in statements:
             result = self._run(statement, ())
-            if result.rows is None:
-                self._send_result(result)
+            if result.rows is None or result.copy is not None:
+                try:
+                    self._send_result(result)
+                finally:
+                    if result.rows is not None:
+                        result.rows.close()
                 continue
             try:
                 self._send(protocol.row_description(result.rows.columns))
@@ -551,7 +590,8 @@ class ClientSession:
     def _answerable(self, statement: Statement) -> bool:
         """Whether a statement DuckDB cannot parse is one this server runs anyway."""
         return (statement.keyword in IGNORED or cursor_command(statement) is not None
-                or duckdb_equivalent(statement, self._duckdb_settings) is not None)
+                or duckdb_equivalent(statement, self._duckdb_settings) is not None
+                or (statement.keyword == "COPY" and copy_out.parse(statement.sql) is not None))
 
     def _bind(self, payload: Payload) -> None:
         portal, name = payload.cstring(), payload.cstring()
@@ -596,7 +636,7 @@ class ClientSession:
         if portal is None:
             raise PgError("34000", f'portal "{name}" does not exist')
         result = self._started(portal)
-        if result.rows is None:
+        if result.rows is None or result.copy is not None:
             self._send(protocol.NO_DATA)
         else:
             self._send(protocol.row_description(result.rows.columns))
