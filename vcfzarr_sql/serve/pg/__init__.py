@@ -26,6 +26,7 @@ import socket
 import socketserver
 import struct
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,8 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Limits", "PgServer", "make_server", 
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5433
+#: Seconds a stopping server waits for its sessions to end.
+CLOSE_WAIT = 5.0
 
 log = logging.getLogger("vcfzarr_sql.serve.pg")
 
@@ -156,8 +159,15 @@ class PgServer(socketserver.ThreadingTCPServer):
                 self._connections -= 1
 
     def server_close(self) -> None:
+        """Stop listening, end every session (waiting up to :data:`CLOSE_WAIT` seconds for
+        them: a process that exits while a session's thread is inside DuckDB aborts)."""
         super().server_close()
         self._stop_watching.set()
+        for session in self._sessions():
+            session.hang_up()
+        deadline = time.monotonic() + CLOSE_WAIT
+        while self._sessions() and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.database.close()
 
 

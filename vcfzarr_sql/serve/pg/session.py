@@ -241,6 +241,13 @@ class ClientSession:
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RD)
 
+    def hang_up(self) -> None:
+        """End the session from another thread (the server stops): its statement is
+        cancelled and its pending read ends."""
+        self.interrupt("server shutdown")
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+
     def _start(self) -> bool:
         """The startup phase; False when the client only probed (SSL, cancel) or failed."""
         self._sock.settimeout(self._limits.auth_timeout or None)

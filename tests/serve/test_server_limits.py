@@ -1,0 +1,57 @@
+"""The server as a whole under a hostile client: its memory, its connection slots, its signals
+(issue 23). Servers run as ``vcfzarr-sql serve`` processes where the process itself matters."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import psycopg
+import pytest
+from server_sessions import data_dir, serve_process  # noqa: F401 (a fixture)
+
+
+def _status(pid: int, field: str) -> int:
+    """A ``kB`` field of /proc/PID/status, in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def _connect(port: int) -> psycopg.Connection:
+    return psycopg.connect(host="127.0.0.1", port=port, user="tester", autocommit=True,
+                           connect_timeout=30)
+
+
+def test_one_value_cannot_take_the_server_past_its_memory(data_dir) -> None:  # noqa: F811
+    """Issue 23 item 1: DuckDB neither counts nor interrupts a string built in one call; the
+    server's cap on itself (3 x --memory-limit + 1GB) makes it fail at once."""
+    with serve_process("--data-dir", str(data_dir), "--memory-limit", "300MB",
+                       "--statement-timeout", "5") as (process, port), _connect(port) as con:
+        started = time.monotonic()
+        with pytest.raises(psycopg.errors.OutOfMemory):
+            con.execute("SELECT length(repeat('x', 2000000000))")
+        assert time.monotonic() - started < 5 + 10
+        assert _status(process.pid, "VmHWM") < 1 << 30
+        with _connect(port) as other:  # the server goes on, for the others and this client
+            assert other.execute("SELECT 42").fetchone() == (42,)
+        assert con.execute("SELECT length(repeat('x', 1000))").fetchone() == (1000,)
+
+
+def test_serve_stops_on_sigint_even_when_started_with_it_ignored(data_dir) -> None:  # noqa: F811
+    """Issue 23 item 10: ``serve &`` from a script inherits an ignored SIGINT."""
+    with serve_process("--data-dir", str(data_dir), ignore_sigint=True) as (process, port):
+        with _connect(port) as con:
+            assert con.execute("SELECT 1").fetchone() == (1,)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0
+        assert process.stderr is not None
+        assert process.stderr.read().strip().splitlines()[-1] == "vcfzarr-sql serve: stopped"
+
+
+def test_serve_stops_on_sigterm(data_dir) -> None:  # noqa: F811
+    with serve_process("--data-dir", str(data_dir)) as (process, port):
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
