@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 
 import psycopg
 import pytest
 from server_sessions import data_dir, serve_process  # noqa: F401 (a fixture)
+
+from vcfzarr_sql.serve.pg.auth import LoginThrottle
+from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy
+from vcfzarr_sql.store.confined import DataDirs
 
 
 def _status(pid: int, field: str) -> int:
@@ -55,3 +60,25 @@ def test_serve_stops_on_sigterm(data_dir) -> None:  # noqa: F811
     with serve_process("--data-dir", str(data_dir)) as (process, port):
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
+
+
+def test_a_success_does_not_reset_the_login_back_off() -> None:
+    """Issue 23 item 9: a guesser who also logs in now and then got 68 guesses in 40 s."""
+    throttle = LoginThrottle(base_delay=0.5, max_delay=8)
+    for _ in range(5):
+        throttle.failed("10.0.0.9")
+    throttle.succeeded("10.0.0.9")
+    assert throttle.delay("10.0.0.9") == 8.0
+
+
+def test_settings_show_no_server_directory(data_dir) -> None:  # noqa: F811
+    """Issue 23 item 9: current_setting('secret_directory') showed the server's home."""
+    policy = SessionPolicy(DataDirs.of([data_dir]))
+    con = LockedDatabase(policy).connect()
+    try:
+        values = [value for (value,) in con.duckdb_connection.sql(
+            "SELECT value FROM duckdb_settings()").fetchall() if value]
+    finally:
+        con.close()
+    home = os.path.expanduser("~")
+    assert not [value for value in values if home in value or str(data_dir) in value]

@@ -56,6 +56,8 @@ _INSTANCE_CONFIG: _Config = {
     # extensions name no directory of the server's
     "allow_persistent_secrets": False,
     "extension_directory": "/nonexistent/vcfzarr-sql-serves-no-extensions",
+    # (and current_setting('secret_directory') shows no directory of the server's either)
+    "secret_directory": "/nonexistent/vcfzarr-sql-keeps-no-secrets",
     # no scans of the server's Python objects by name (as a SET, cursors would not inherit it)
     "python_enable_replacements": False,
 }
