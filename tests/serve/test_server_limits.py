@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 
 import psycopg
 import pytest
-from server_sessions import data_dir, serve_process  # noqa: F401 (a fixture)
+from server_sessions import data_dir, serve_process, serving  # noqa: F401 (fixtures)
 
 from vcfzarr_sql.serve.pg.auth import LoginThrottle
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy
@@ -82,3 +83,17 @@ def test_settings_show_no_server_directory(data_dir) -> None:  # noqa: F811
         con.close()
     home = os.path.expanduser("~")
     assert not [value for value in values if home in value or str(data_dir) in value]
+
+
+def test_idle_sockets_do_not_lock_real_users_out(serving, data_dir) -> None:  # noqa: F811
+    """Issue 23 item 2: 32 silent connections took every slot for the 15 s login timeout."""
+    server = serving(data_dirs=[data_dir])
+    silent = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(40)]
+    try:
+        time.sleep(1)  # (each silent connection's thread has started)
+        for _ in range(3):
+            with _connect(server.port) as con:
+                assert con.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        for sock in silent:
+            sock.close()

@@ -53,7 +53,8 @@ class _Connection(socketserver.BaseRequestHandler):
         key = (next(self.server.process_ids), secrets.randbelow(1 << 31))
         session = ClientSession(self.request, sessions=self.server.database,
                                 security=self.server.security, limits=self.server.limits,
-                                key=key, cancel=self.server.cancel, peer=self.client_address[0])
+                                key=key, cancel=self.server.cancel, peer=self.client_address[0],
+                                admit=lambda: self.server.admit(key))
         with self.server.sessions_lock:
             self.server.sessions[key] = session
         try:
@@ -61,6 +62,7 @@ class _Connection(socketserver.BaseRequestHandler):
         finally:
             with self.server.sessions_lock:
                 del self.server.sessions[key]
+                self.server.admitted.discard(key)
 
 
 class PgServer(socketserver.ThreadingTCPServer):
@@ -68,8 +70,10 @@ class PgServer(socketserver.ThreadingTCPServer):
 
     A CancelRequest interrupts the query of the session whose key it names. A watchdog
     thread enforces the auth and statement timeouts and cancels the statement of a client
-    that hung up (:mod:`.watchdog`). Connections beyond ``limits.max_connections`` are
-    refused at once.
+    that hung up (:mod:`.watchdog`). Logged-in clients beyond ``limits.max_connections`` are
+    refused (at once when the server is full). Connections still logging in have slots of
+    their own (``limits.max_logins``, ``limits.max_logins_per_address``): a new one past them
+    ends the oldest, so idle sockets cannot lock real users out.
     """
 
     daemon_threads = True
@@ -86,7 +90,8 @@ class PgServer(socketserver.ThreadingTCPServer):
         self.process_ids = itertools.count(1)
         self.sessions: dict[tuple[int, int], ClientSession] = {}
         self.sessions_lock = threading.Lock()
-        self._connections = 0
+        #: The keys of the sessions logged in (counted against ``limits.max_connections``).
+        self.admitted: set[tuple[int, int]] = set()
         self._refusing = threading.BoundedSemaphore(self.max_refusing)
         self._stop_watching = threading.Event()
         if ":" in host:
@@ -118,11 +123,31 @@ class PgServer(socketserver.ThreadingTCPServer):
         finally:
             self._stop_watching.set()
 
+    def admit(self, key: tuple[int, int]) -> bool:
+        """Count the session ``key`` as logged in, unless ``limits.max_connections`` are."""
+        with self.sessions_lock:
+            if len(self.admitted) >= self.limits.max_connections:
+                return False
+            self.admitted.add(key)
+            return True
+
+    def _make_room_for_login(self, address: str) -> None:
+        """End the oldest connections still logging in: from ``address`` when it has
+        ``max_logins_per_address``, then of all when there are ``max_logins``."""
+        with self.sessions_lock:
+            waiting = [s for key, s in self.sessions.items() if key not in self.admitted]
+        waiting.sort(key=lambda session: session.connected_at)
+        same = [session for session in waiting if session.peer == address]
+        ended = same[:len(same) - self.limits.max_logins_per_address + 1]
+        rest = [session for session in waiting if session not in ended]
+        for session in ended + rest[:len(rest) - self.limits.max_logins + 1]:
+            session.drop()
+
     def process_request(self, request: socket.socket, client_address: tuple) -> None:  # type: ignore[override]
         with self.sessions_lock:
-            full = self._connections >= self.limits.max_connections
-            if not full:
-                self._connections += 1
+            full = len(self.admitted) >= self.limits.max_connections
+        if not full:
+            self._make_room_for_login(client_address[0])
         if full:
             log.warning("refused a connection from %s: %d clients already", client_address[0],
                         self.limits.max_connections)
@@ -150,13 +175,6 @@ class PgServer(socketserver.ThreadingTCPServer):
             request.sendall(protocol.error_response("FATAL", "53300", "sorry, too many clients already"))
         self.shutdown_request(request)
         self._refusing.release()
-
-    def process_request_thread(self, request: socket.socket, client_address: tuple) -> None:  # type: ignore[override]
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            with self.sessions_lock:
-                self._connections -= 1
 
     def server_close(self) -> None:
         """Stop listening, end every session (waiting up to :data:`CLOSE_WAIT` seconds for

@@ -114,13 +114,16 @@ class ClientSession:
     the password's SCRAM secret (then required) and the login throttle; ``limits``: sizes and
     timeouts. ``key``: (process id, secret) sent in BackendKeyData; a connection that brings a
     CancelRequest instead of a StartupMessage passes the key it names to ``cancel``.
-    ``peer``: the client's address (for the log and the login throttle).
+    ``peer``: the client's address (for the log and the login throttle). ``admit``: asked
+    once the password is right, whether a logged-in client may be added (False: "too many
+    clients").
     """
 
     def __init__(self, sock: socket.socket, *, sessions: LockedDatabase,
                  security: Security | None = None, limits: Limits | None = None,
                  key: tuple[int, int] = (0, 0),
-                 cancel: Callable[[tuple[int, int]], None] | None = None, peer: str = ""):
+                 cancel: Callable[[tuple[int, int]], None] | None = None, peer: str = "",
+                 admit: Callable[[], bool] | None = None):
         self._sock = sock
         # unbuffered until logged in: nothing a client sends early is read past a TLS switch
         self._in: socket.SocketIO | io.BufferedReader = sock.makefile("rb", buffering=0)
@@ -131,6 +134,7 @@ class ClientSession:
         self.key = key
         self._cancel = cancel
         self.peer = peer
+        self._admit = admit
         #: When the connection was made, and whether the client logged in (the auth timeout).
         self.connected_at = time.monotonic()
         self.logged_in = False
@@ -285,6 +289,9 @@ class ClientSession:
             self._send(protocol.negotiate_protocol_version(0, unknown))
         user = params.get("user", "")
         if self._security.secret is not None and not self._authenticate(user):
+            return False
+        if self._admit is not None and not self._admit():
+            self._end_with("53300", "sorry, too many clients already")
             return False
         try:
             self._con = self._sessions.connect()
