@@ -97,3 +97,13 @@ def test_idle_sockets_do_not_lock_real_users_out(serving, data_dir) -> None:  # 
     finally:
         for sock in silent:
             sock.close()
+
+
+@pytest.mark.parametrize("path", ["missing.zarr", "sub/../missing.zarr", "empty.zarr"])
+def test_a_missing_store_is_not_answered_with_the_servers_path(serving, data_dir, path) -> None:  # noqa: F811
+    """Issue 23 item 9: the error named the data directory's absolute path."""
+    (data_dir / "empty.zarr").mkdir(exist_ok=True)
+    server = serving(data_dirs=[data_dir])
+    with _connect(server.port) as con, pytest.raises(psycopg.Error) as raised:
+        con.execute(f"SELECT * FROM vcf_zarr('{path}')")
+    assert path in str(raised.value) and str(data_dir) not in str(raised.value)

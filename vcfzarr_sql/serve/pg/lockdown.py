@@ -30,14 +30,20 @@ Permission Error: Cannot access file "/etc/hostname" - file system operations ar
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.serve.pg.config import ServerConfigError
 from vcfzarr_sql.store.confined import DataDirs
+
+if TYPE_CHECKING:
+    from vcfzarr_sql.store import VczStore
 
 #: DuckDB's memory limit per session unless the server is told otherwise.
 DEFAULT_MEMORY_LIMIT = "1GB"
@@ -144,7 +150,7 @@ class LockedDatabase:
                 con.close()
                 raise
         dirs = self.policy.data_dirs
-        return Connection(con, dirs.open_store, expand=dirs.glob)
+        return Connection(con, functools.partial(_open_store, dirs), expand=dirs.glob)
 
     def _attach(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.policy.database is None:
@@ -157,6 +163,18 @@ class LockedDatabase:
         if self._shared is not None:
             self._shared.close()
             self._shared = None
+
+
+def _open_store(dirs: DataDirs, path: str) -> VczStore:
+    """The store at ``path`` under ``dirs``; its errors name the path as the client wrote it,
+    never the server's directory it resolves to."""
+    try:
+        return dirs.open_store(path)
+    except VcfZarrError as err:
+        real = dirs.resolve(path)
+        if real != path and err.args and isinstance(err.args[0], str) and real in err.args[0]:
+            err.args = (err.args[0].replace(real, path), *err.args[1:])
+        raise
 
 
 def _literal(text: str) -> str:
