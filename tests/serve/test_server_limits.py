@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -106,4 +107,25 @@ def test_a_missing_store_is_not_answered_with_the_servers_path(serving, data_dir
     server = serving(data_dirs=[data_dir])
     with _connect(server.port) as con, pytest.raises(psycopg.Error) as raised:
         con.execute(f"SELECT * FROM vcf_zarr('{path}')")
-    assert path in str(raised.value) and str(data_dir) not in str(raised.value)
+    assert os.path.basename(path) in str(raised.value) and str(data_dir) not in str(raised.value)
+
+
+def test_views_of_a_writable_database_name_the_data_directorys_stores(serving, data_dir,  # noqa: F811
+                                                                     tmp_path) -> None:
+    """Issue 23 item 5: a view's store was taken from the server's working directory (not
+    the data directory), broke at the next login, then read a table another client made
+    under the relation's name."""
+    assert Path.cwd() != data_dir
+    server = serving(data_dirs=[data_dir], database=str(tmp_path / "shared.duckdb"), writable=True)
+    with _connect(server.port) as con:
+        con.execute("CREATE VIEW counted AS SELECT count(*) AS n FROM vcf_zarr('sample.zarr')")
+        row = con.execute("SELECT n FROM counted").fetchone()
+        assert row is not None and row[0] > 0
+        [(name,)] = con.execute("SELECT name FROM vcfzarr_sql.table_function_calls").fetchall()
+    with _connect(server.port) as later:
+        assert later.execute("SELECT n FROM counted").fetchone() == row
+        with pytest.raises(psycopg.Error, match="reserved"):
+            later.execute(f"CREATE TABLE {name} AS SELECT 0 AS n")
+        with pytest.raises(psycopg.Error, match="reserved"):
+            later.execute(f'CREATE VIEW "{name.upper()}" AS SELECT 0 AS n')
+        assert later.execute("SELECT n FROM counted").fetchone() == row

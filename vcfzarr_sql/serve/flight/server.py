@@ -41,7 +41,7 @@ from vcfzarr_sql.serve.pg import watchdog
 from vcfzarr_sql.serve.pg.config import Limits
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase
 from vcfzarr_sql.serve.pg.sqlstate import PgError
-from vcfzarr_sql.serve.pg.statements import UNPARSED, split
+from vcfzarr_sql.serve.pg.statements import UNPARSED, refuse_relation_names, split
 
 __all__ = ["FlightSqlServer", "pack", "unpack", "unpack_as"]
 
@@ -288,6 +288,7 @@ class FlightSqlServer(flight.FlightServerBase):
             if len(parsed) != 1 or parsed[0].kind == UNPARSED:
                 con.duckdb_connection.extract_statements(query)  # raises DuckDB's syntax error
                 raise flight.FlightServerError(f"one statement expected, got {len(parsed)}")
+            refuse_relation_names(parsed[0])
             statement = _Statement(query, con, parsed[0].kind, client_of(context), parsed[0].parameters)
             return self._statements.add(statement), statement
         except BaseException:

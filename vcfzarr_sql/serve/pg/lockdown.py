@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
 from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.serve.pg.config import ServerConfigError
 from vcfzarr_sql.store.confined import DataDirs
@@ -150,7 +151,8 @@ class LockedDatabase:
                 con.close()
                 raise
         dirs = self.policy.data_dirs
-        return Connection(con, functools.partial(_open_store, dirs), expand=dirs.glob)
+        return Connection(con, functools.partial(_open_store, dirs), ScanDefaults(base=dirs.roots[0]),
+                          expand=dirs.glob)
 
     def _attach(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.policy.database is None:
@@ -166,14 +168,14 @@ class LockedDatabase:
 
 
 def _open_store(dirs: DataDirs, path: str) -> VczStore:
-    """The store at ``path`` under ``dirs``; its errors name the path as the client wrote it,
-    never the server's directory it resolves to."""
+    """The store at ``path`` under ``dirs`` (a relative path is made absolute under the first
+    data directory before it gets here: :class:`ScanDefaults`); its errors name it relative to
+    that directory, as the client wrote it, never with the server's path of the directory."""
     try:
         return dirs.open_store(path)
     except VcfZarrError as err:
-        real = dirs.resolve(path)
-        if real != path and err.args and isinstance(err.args[0], str) and real in err.args[0]:
-            err.args = (err.args[0].replace(real, path), *err.args[1:])
+        root = dirs.roots[0].rstrip(os.sep) + os.sep
+        err.args = tuple(arg.replace(root, "") if isinstance(arg, str) else arg for arg in err.args)
         raise
 
 

@@ -37,6 +37,7 @@ from vcfzarr_sql.serve.pg.statements import (
     command_tag,
     duckdb_equivalent,
     postgres_answer,
+    refuse_relation_names,
     split,
     transaction_status,
     transaction_verb,
@@ -453,6 +454,7 @@ class ClientSession:
                 return Result(answer.tag)
             table = pa.table({answer.column: pa.array([answer.value], pa.string())})
             return Result(answer.tag, RowStream(table.to_reader()))
+        refuse_relation_names(statement)
         assert self._con is not None
         self._free_connection(rolling_back=verb == "ROLLBACK")
         relation = self._con.sql(statement.sql, params=list(parameters) or None)
