@@ -39,7 +39,7 @@ class Limits:
     #: Connections not yet logged in, in all and from one address; past either, a new
     #: connection ends the oldest such connection (of that address, first).
     max_logins: int = 16
-    max_logins_per_address: int = 4
+    max_logins_per_address: int = 8
     #: A logged-in client that sends nothing for this long is disconnected.
     idle_timeout: float = 3600.0
     #: A statement running (or sending its rows) longer than this is cancelled.

@@ -151,8 +151,8 @@ class LockedDatabase:
                 con.close()
                 raise
         dirs = self.policy.data_dirs
-        return Connection(con, functools.partial(_open_store, dirs), ScanDefaults(base=dirs.roots[0]),
-                          expand=dirs.glob)
+        return Connection(con, functools.partial(_open_store, dirs),
+                          ScanDefaults(base=os.path.join(dirs.roots[0], ".")), expand=dirs.glob)
 
     def _attach(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.policy.database is None:
@@ -168,14 +168,16 @@ class LockedDatabase:
 
 
 def _open_store(dirs: DataDirs, path: str) -> VczStore:
-    """The store at ``path`` under ``dirs`` (a relative path is made absolute under the first
-    data directory before it gets here: :class:`ScanDefaults`); its errors name it relative to
-    that directory, as the client wrote it, never with the server's path of the directory."""
+    """The store at ``path`` under ``dirs``. A relative path the client wrote is made
+    ``ROOT/./path`` under the first data directory before it gets here (:class:`ScanDefaults`):
+    its errors name it relative to that directory, never with the server's path of it."""
     try:
         return dirs.open_store(path)
     except VcfZarrError as err:
         root = dirs.roots[0].rstrip(os.sep) + os.sep
-        err.args = tuple(arg.replace(root, "") if isinstance(arg, str) else arg for arg in err.args)
+        if path.startswith(root + "." + os.sep):
+            err.args = tuple(arg.replace(root + "." + os.sep, "").replace(root, "")
+                             if isinstance(arg, str) else arg for arg in err.args)
         raise
 
 
