@@ -3,10 +3,17 @@ directory holding one store, and what tests say to it (psycopg, raw protocol mes
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
 import shutil
+import signal
 import struct
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import oracle
@@ -70,3 +77,31 @@ def _wait_for(condition, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return condition()
+
+
+def _default_signals(ignore_sigint: bool) -> Callable[[], None]:
+    def reset() -> None:  # in the child, before exec: a test's own dispositions do not leak
+        signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_sigint else signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return reset
+
+
+@contextlib.contextmanager
+def serve_process(*args: str, ignore_sigint: bool = False) -> Iterator[tuple[subprocess.Popen, int]]:
+    """``vcfzarr-sql serve --port 0 ARGS`` in a process of its own (with default signal
+    dispositions, or SIGINT ignored as under ``serve &`` from a script) and its port; killed
+    when the block ends, however it ends."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "vcfzarr_sql", "serve", "--port", "0", *args], stderr=subprocess.PIPE,
+        text=True, restore_signals=True, preexec_fn=_default_signals(ignore_sigint),
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    try:
+        assert process.stderr is not None
+        banner = process.stderr.readline()
+        found = re.search(r":(\d+) \(Ctrl-C stops\)", banner)
+        assert found is not None, banner
+        yield process, int(found.group(1))
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(60)

@@ -22,6 +22,7 @@ from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql  # noqa: E402 (the fli
 from vcfzarr_sql.serve.flight import FlightSqlServer, make_flight_server  # noqa: E402
 from vcfzarr_sql.serve.flight.auth import PasswordAuth, Tokens  # noqa: E402
 from vcfzarr_sql.serve.flight.server import MAX_STATEMENTS_PER_CLIENT, pack, unpack  # noqa: E402
+from vcfzarr_sql.serve.pg.config import Limits  # noqa: E402
 
 PASSWORD = "correct horse battery staple"
 
@@ -48,8 +49,8 @@ def _basic(user: bytes, password: bytes) -> tuple[bytes, bytes]:
     return b"authorization", b"Basic " + base64.b64encode(user + b":" + password)
 
 
-def _logged_in(client: flight.FlightClient) -> flight.FlightCallOptions:
-    return flight.FlightCallOptions(headers=[client.authenticate_basic_token(b"me", PASSWORD.encode())])
+def _logged_in(client: flight.FlightClient, user: bytes = b"me") -> flight.FlightCallOptions:
+    return flight.FlightCallOptions(headers=[client.authenticate_basic_token(user, PASSWORD.encode())])
 
 
 def _query(query: str) -> flight.FlightDescriptor:
@@ -120,12 +121,13 @@ def test_failed_logins_are_slowed_and_logged(flight_serving, tmp_path, caplog) -
 
 
 def test_tokens_expire_and_are_bounded() -> None:
-    tokens = Tokens(idle_timeout=0.2, limit=2)
+    now = [0.0]  # a fake clock: no sleeps a loaded machine could stretch (issue 23 item 10)
+    tokens = Tokens(idle_timeout=0.2, limit=2, clock=lambda: now[0])
     first, second, third = (tokens.issue(user) for user in ("ann", "bob", "cy"))
     assert (tokens.user(first), tokens.user(second), tokens.user(third)) == (None, "bob", "cy")
-    time.sleep(0.1)
+    now[0] += 0.1
     assert tokens.user(second) == "bob"  # a use keeps it alive
-    time.sleep(0.15)
+    now[0] += 0.15
     assert (tokens.user(second), tokens.user(third)) == ("bob", None)
 
 
@@ -138,7 +140,7 @@ def test_without_a_password_logins_keep_no_token() -> None:
 
 def test_open_statements_are_bounded_per_client(flight_serving, tmp_path) -> None:
     server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD)
-    mallory, alice = _logged_in(client), _logged_in(client)
+    mallory, alice = _logged_in(client, b"mallory"), _logged_in(client, b"alice")
     handles = [_prepare(client, mallory) for _ in range(MAX_STATEMENTS_PER_CLIENT)]
     with pytest.raises(flight.FlightServerError, match="too many open statements"):
         _prepare(client, mallory)
@@ -147,6 +149,55 @@ def test_open_statements_are_bounded_per_client(flight_serving, tmp_path) -> Non
     assert _prepare(client, alice)  # another client is not held back
     _close(client, mallory, handles.pop())
     assert _prepare(client, mallory)  # closing freed its place
+
+
+def test_logging_in_again_gives_no_more_statements(flight_serving, tmp_path) -> None:
+    """Issue 23 item 4: the cap is per user and address, not per bearer token."""
+    server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD)
+    for _ in range(MAX_STATEMENTS_PER_CLIENT // 2):
+        _prepare(client, _logged_in(client, b"mallory"))
+    with pytest.raises(flight.FlightServerError, match="too many open statements"):
+        for _ in range(MAX_STATEMENTS_PER_CLIENT // 2 + 1):
+            _prepare(client, _logged_in(client, b"mallory"))
+
+
+def test_clients_with_open_statements_are_bounded(flight_serving, tmp_path) -> None:
+    """Issue 23 item 4: --max-connections counts clients (users at an address) with open
+    statements; a client that closes its statements frees its place."""
+    server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD,
+                                    limits=Limits(max_connections=3))
+    handles = {user: _prepare(client, _logged_in(client, user)) for user in (b"a", b"b", b"c")}
+    with pytest.raises(flight.FlightServerError, match="too many clients"):
+        _prepare(client, _logged_in(client, b"d"))
+    _close(client, _logged_in(client, b"a"), handles[b"a"])
+    assert _prepare(client, _logged_in(client, b"d"))
+
+
+def test_statement_timeout_cancels_flight_queries(flight_serving, tmp_path) -> None:
+    """Issue 23 item 4: Flight SQL statements end at the statement timeout, and the server
+    goes on."""
+    server, client = flight_serving(data_dirs=[tmp_path], limits=Limits(statement_timeout=1))
+    options = flight.FlightCallOptions()
+    started = time.monotonic()
+    with pytest.raises(flight.FlightCancelledError, match="statement timeout"):
+        info = client.get_flight_info(_query(
+            "SELECT count(*) FROM range(100000000000) a WHERE a.range % 7 = 3"), options)
+        client.do_get(info.endpoints[0].ticket, options).read_all()
+    assert time.monotonic() - started < 1 + 15
+    info = client.get_flight_info(_query("SELECT 42 AS answer"), options)
+    assert client.do_get(info.endpoints[0].ticket, options).read_all().to_pylist() == [{"answer": 42}]
+
+
+def test_idle_statements_are_closed_by_the_idle_timeout(flight_serving, tmp_path) -> None:
+    server, client = flight_serving(data_dirs=[tmp_path], limits=Limits(idle_timeout=0.5))
+    options = flight.FlightCallOptions()
+    handle = _prepare(client, options)
+    deadline = time.monotonic() + 30
+    while handle in server._statements._open and time.monotonic() < deadline:  # (not a use)
+        time.sleep(0.2)
+    with pytest.raises(flight.FlightServerError, match="unknown or closed statement"):
+        client.get_flight_info(flight.FlightDescriptor.for_command(
+            pack(sql.CommandPreparedStatementQuery(prepared_statement_handle=handle))), options)
 
 
 def test_failed_queries_leave_no_statement_open(flight_serving, tmp_path) -> None:

@@ -4,6 +4,8 @@ Flight SQL clients (ADBC, the Flight SQL JDBC driver) with ``--protocol flight-s
 from __future__ import annotations
 
 import logging
+import signal
+from types import FrameType
 from typing import TypedDict
 
 import click
@@ -12,6 +14,7 @@ from vcfzarr_sql.cli import options
 from vcfzarr_sql.serve.pg import DEFAULT_HOST, DEFAULT_PORT, Limits, make_server
 from vcfzarr_sql.serve.pg.auth import PASSWORD_ENV, read_password
 from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT
+from vcfzarr_sql.serve.pg.memory import MemorySizeError, default_cap, parse_size
 
 
 class _Served(TypedDict):
@@ -28,8 +31,6 @@ class _Served(TypedDict):
 
 
 _LIMITS = Limits()
-#: Options that only the PostgreSQL protocol applies (Flight SQL has no client sessions).
-_POSTGRES_ONLY = ("max_connections", "statement_timeout", "idle_timeout")
 
 
 def _refuse_password_argument(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
@@ -65,18 +66,23 @@ def _refuse_password_argument(ctx: click.Context, param: click.Parameter, value:
 @click.option("--insecure", is_flag=True,
               help="Allow a --host other machines reach without TLS and a password.")
 @click.option("--max-connections", type=click.IntRange(min=1), default=_LIMITS.max_connections,
-              show_default=True, help="Clients connected at once (postgres).")
+              show_default=True,
+              help="Clients connected at once (flight-sql: clients with open statements).")
 @click.option("--memory-limit", default=DEFAULT_MEMORY_LIMIT, show_default=True,
               help="DuckDB memory limit of each session (of all, with --writable).")
+@click.option("--max-memory", default=None, metavar="SIZE",
+              help="Memory of the whole server process (the kernel refuses allocations past it; "
+                   "a statement that needs more fails) [default: 3 x --memory-limit + 1GB, at "
+                   "most 3/4 of the machine's memory].")
 @click.option("--statement-timeout", type=click.FloatRange(min=0), default=_LIMITS.statement_timeout,
-              show_default=True, help="Seconds a statement may run (0: no limit; postgres).")
+              show_default=True, help="Seconds a statement may run (0: no limit).")
 @click.option("--idle-timeout", type=click.FloatRange(min=0), default=_LIMITS.idle_timeout,
-              show_default=True, help="Seconds a client may stay silent (0: no limit; postgres).")
-@click.pass_context
-def command(ctx: click.Context, host: str, port: int | None, protocol: str,
+              show_default=True, help="Seconds a client may stay silent (0: no limit; flight-sql: a statement unused).")
+def command(host: str, port: int | None, protocol: str,
             data_dirs: tuple[str, ...], database: str, writable: bool, password_file: str | None,
             tls_cert: str | None, tls_key: str | None, insecure: bool, max_connections: int,
-            memory_limit: str, statement_timeout: float, idle_timeout: float) -> None:
+            memory_limit: str, max_memory: str | None, statement_timeout: float,
+            idle_timeout: float) -> None:
     """Serve SQL over the VCF Zarr stores under --data-dir on the PostgreSQL wire protocol
     (or Arrow Flight SQL) until interrupted (Ctrl-C).
 
@@ -85,22 +91,22 @@ def command(ctx: click.Context, host: str, port: int | None, protocol: str,
     psql -h 127.0.0.1 -p 5433 -c "SELECT count(*) FROM vcf_zarr('calls.zarr')"
     vcfzarr-sql serve --protocol flight-sql --data-dir /data --tls-cert cert.pem --tls-key key.pem
     """
+    _stop_on_signals()
     logging.basicConfig(format="%(asctime)s vcfzarr-sql serve: %(message)s")
     logging.getLogger("vcfzarr_sql.serve.pg").setLevel(logging.INFO)
     common = _Served(data_dirs=data_dirs or None, database=database, writable=writable,
                      memory_limit=memory_limit, password=read_password(password_file),
                      tls_cert=tls_cert, tls_key=tls_key, insecure=insecure)
     try:
+        cap = default_cap(memory_limit) if max_memory is None else parse_size(max_memory)
+    except MemorySizeError as err:
+        raise click.BadParameter(str(err), param_hint="--max-memory") from None
+    limits = Limits(max_connections=max_connections, statement_timeout=statement_timeout,
+                    idle_timeout=idle_timeout, max_memory=cap)
+    try:
         if protocol == "flight-sql":
-            given = [name for name in _POSTGRES_ONLY
-                     if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT]
-            if given:
-                raise click.UsageError(
-                    f"--{given[0].replace('_', '-')} applies to --protocol postgres only")
-            _serve_flight_sql(host, port, common)
+            _serve_flight_sql(host, port, common, limits)
             return
-        limits = Limits(max_connections=max_connections, statement_timeout=statement_timeout,
-                        idle_timeout=idle_timeout)
         with make_server(host, DEFAULT_PORT if port is None else port, limits=limits,
                          **common) as server:
             roots = ", ".join(server.database.policy.data_dirs.roots)
@@ -111,13 +117,25 @@ def command(ctx: click.Context, host: str, port: int | None, protocol: str,
         click.echo("vcfzarr-sql serve: stopped", err=True)
 
 
-def _serve_flight_sql(host: str, port: int | None, common: _Served) -> None:
+def _stop(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _stop_on_signals() -> None:
+    """SIGINT and SIGTERM stop the server cleanly, even when it was started with them ignored
+    (``serve &`` from a script inherits an ignored SIGINT)."""
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+
+
+def _serve_flight_sql(host: str, port: int | None, common: _Served, limits: Limits) -> None:
     try:
         from vcfzarr_sql.serve.flight import DEFAULT_FLIGHT_PORT, make_flight_server
     except ImportError as err:
         raise click.ClickException(
             f"Flight SQL needs the flight extra: pip install 'vcfzarr-sql[flight]' ({err})") from err
-    server = make_flight_server(host, DEFAULT_FLIGHT_PORT if port is None else port, **common)
+    server = make_flight_server(host, DEFAULT_FLIGHT_PORT if port is None else port, limits=limits,
+                                **common)
     roots = ", ".join(server.sessions.policy.data_dirs.roots)
     scheme = "grpc+tls" if common["tls_cert"] else "grpc"
     click.echo(f"vcfzarr-sql serving the stores under {roots} to Flight SQL clients on "

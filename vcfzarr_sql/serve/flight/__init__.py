@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow.flight as flight
 
 from vcfzarr_sql.serve.flight.server import FlightSqlServer
-from vcfzarr_sql.serve.pg.config import ServerConfigError, check_exposure
+from vcfzarr_sql.serve.pg.config import Limits, ServerConfigError, check_exposure
 from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, LockedDatabase, SessionPolicy
 from vcfzarr_sql.store.confined import DataDirs
 
@@ -34,7 +34,7 @@ def make_flight_server(host: str = "127.0.0.1", port: int = DEFAULT_FLIGHT_PORT,
                        database: str | None = None, writable: bool = False,
                        memory_limit: str = DEFAULT_MEMORY_LIMIT, password: str | None = None,
                        tls_cert: str | Path | None = None, tls_key: str | Path | None = None,
-                       insecure: bool = False) -> FlightSqlServer:
+                       insecure: bool = False, limits: Limits | None = None) -> FlightSqlServer:
     """A Flight SQL server listening on ``host:port`` (``port=0``: a free one, see ``.port``);
     ``serve()`` blocks until ``shutdown()``.
 
@@ -43,7 +43,9 @@ def make_flight_server(host: str = "127.0.0.1", port: int = DEFAULT_FLIGHT_PORT,
     current directory); ``database`` is shared read-only unless ``writable`` (without it, each
     statement has only tables of its own); with ``tls_cert`` and ``tls_key`` (PEM files) it
     speaks ``grpc+tls``; with ``password`` clients must log in. A ``host`` other machines reach
-    needs TLS and a password unless ``insecure``.
+    needs TLS and a password unless ``insecure``. ``limits``: the PostgreSQL server's
+    :class:`~vcfzarr_sql.serve.pg.config.Limits` (``max_connections``: clients with statements
+    open).
     """
     if (tls_cert is None) != (tls_key is None):
         raise ServerConfigError("TLS needs both a certificate and its key")
@@ -57,4 +59,4 @@ def make_flight_server(host: str = "127.0.0.1", port: int = DEFAULT_FLIGHT_PORT,
                            database=None if database in (None, ":memory:") else database,
                            writable=writable, memory_limit=memory_limit)
     return FlightSqlServer(f"{scheme}://{host}:{port}", LockedDatabase(policy), password=password,
-                           tls_certificates=certificates)
+                           tls_certificates=certificates, limits=limits)

@@ -20,6 +20,7 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable
 
 import pyarrow.flight as flight
 
@@ -66,8 +67,8 @@ class _Authenticated(flight.ServerMiddleware):
 
 
 class Tokens:
-    """Bearer tokens and their users, each forgotten after ``idle_timeout`` seconds unused;
-    at most ``limit`` of them (a new one forgets the least recently used).
+    """Bearer tokens and their users, each forgotten after ``idle_timeout`` seconds unused
+    (by ``clock``); at most ``limit`` of them (a new one forgets the least recently used).
 
     >>> tokens = Tokens(idle_timeout=60, limit=1)
     >>> first, second = tokens.issue("ann"), tokens.issue("bob")
@@ -75,9 +76,11 @@ class Tokens:
     (None, 'bob')
     """
 
-    def __init__(self, idle_timeout: float = TOKEN_IDLE_TIMEOUT, limit: int = MAX_TOKENS):
+    def __init__(self, idle_timeout: float = TOKEN_IDLE_TIMEOUT, limit: int = MAX_TOKENS,
+                 clock: Callable[[], float] = time.monotonic):
         self.idle_timeout = idle_timeout
         self.limit = limit
+        self._clock = clock
         self._users: dict[str, tuple[str, float]] = {}  # least recently used first
         self._lock = threading.Lock()
 
@@ -88,7 +91,7 @@ class Tokens:
             self._forget_expired()
             while len(self._users) >= self.limit:
                 del self._users[next(iter(self._users))]
-            self._users[token] = (user, time.monotonic())
+            self._users[token] = (user, self._clock())
         return token
 
     def user(self, token: str) -> str | None:
@@ -97,11 +100,11 @@ class Tokens:
             self._forget_expired()
             user, _ = self._users.pop(token, (None, 0.0))
             if user is not None:
-                self._users[token] = (user, time.monotonic())
+                self._users[token] = (user, self._clock())
         return user
 
     def _forget_expired(self) -> None:
-        oldest = time.monotonic() - self.idle_timeout
+        oldest = self._clock() - self.idle_timeout
         for token, (_, used) in list(self._users.items()):
             if used > oldest:
                 break
@@ -178,9 +181,6 @@ def user_of(context: flight.ServerCallContext) -> str:
 
 
 def client_of(context: flight.ServerCallContext) -> str:
-    """Who the call counts against: its bearer token, else (without a password) the host it
-    comes from."""
-    middleware = context.get_middleware("auth")
-    if middleware is not None and middleware.token:
-        return middleware.token
-    return context.peer().rpartition(":")[0]
+    """Who the call counts against: its user and the address it comes from (every login of a
+    user from one address is one client, however many tokens it holds)."""
+    return f"{user_of(context)}@{context.peer().rpartition(':')[0]}"

@@ -5,6 +5,9 @@ Every statement runs on its own connection (a locked-down session of
 :class:`~vcfzarr_sql.serve.pg.lockdown.LockedDatabase`), so clients and their statements never
 wait on each other and one can be cancelled alone; tables and views created by one statement
 are there for the next only in a shared writable database (``--database FILE --writable``).
+The PostgreSQL server's :class:`~vcfzarr_sql.serve.pg.config.Limits` hold here too, counted
+per client (user and address): clients with open statements, statement and idle timeouts, and
+the memory of the whole process, kept by the same watchdog (:mod:`~vcfzarr_sql.serve.pg.watchdog`).
 
 Flight SQL messages are protobufs (``google.protobuf.Any`` around the Flight SQL commands) read
 and written with the classes ``protoc`` generated from Apache Arrow's ``FlightSql.proto``.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import secrets
 import threading
 import time
@@ -33,8 +37,11 @@ from vcfzarr_sql.serve.flight import Flight_pb2, catalog
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql
 from vcfzarr_sql.serve.flight.auth import HandshakeAccepted, PasswordAuth, client_of
 from vcfzarr_sql.serve.flight.errors import answered, answering
+from vcfzarr_sql.serve.pg import watchdog
+from vcfzarr_sql.serve.pg.config import Limits
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase
-from vcfzarr_sql.serve.pg.statements import UNPARSED, split
+from vcfzarr_sql.serve.pg.sqlstate import PgError
+from vcfzarr_sql.serve.pg.statements import UNPARSED, refuse_relation_names, split
 
 __all__ = ["FlightSqlServer", "pack", "unpack", "unpack_as"]
 
@@ -47,8 +54,8 @@ BATCH_ROWS = 1 << 16
 
 #: Statements (prepared, or queries not yet fetched) one client may have open at once.
 MAX_STATEMENTS_PER_CLIENT = 32
-#: A statement unused for this long is closed (the PostgreSQL server's idle timeout).
-STATEMENT_IDLE_TIMEOUT = 3600.0
+#: Statements open at once on the server, per client ``Limits.max_connections`` allows.
+STATEMENTS_PER_CONNECTION = 4
 
 #: Statement types that return rows (anything else is an update, run when it is executed).
 _QUERIES = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "SHOW", "RELATION"}
@@ -105,6 +112,11 @@ class _Statement:
     closed: bool = False
     used: float = field(default_factory=time.monotonic)  # when a call last named it
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: What the watchdog reads (:class:`~vcfzarr_sql.serve.pg.watchdog.Watched`).
+    connected_at: float = field(default_factory=time.monotonic)
+    logged_in: bool = True
+    busy_since: float | None = None
+    cancel_reason: str | None = None
 
     @property
     def is_query(self) -> bool:
@@ -130,6 +142,19 @@ class _Statement:
         return self.con.sql(f"SELECT * FROM ({self.query}) LIMIT 0", params=bound or None) \
             .to_arrow_table().schema
 
+    def fileno(self) -> None:
+        """No socket of its own (gRPC's calls have none the server sees)."""
+        return None
+
+    def interrupt(self, reason: str = "user request") -> None:
+        """Cancel its running query (from another thread)."""
+        self.cancel_reason = reason
+        with contextlib.suppress(duckdb.Error):  # closed meanwhile
+            self.con.duckdb_connection.interrupt()
+
+    def drop(self) -> None:
+        """(Statements are never logging in.)"""
+
     def close(self) -> None:
         """Free its connection (now, or when the stream reading it ends)."""
         with self.lock:
@@ -143,27 +168,52 @@ class _Statement:
 
 
 class _Statements:
-    """Open statements by handle: at most ``limit`` per client, each closed once unused for
-    ``idle_timeout`` seconds (unless it is running)."""
+    """Open statements by handle: at most ``limit`` per client, ``clients`` clients with
+    statements open and ``total`` statements in all; each closed once unused for
+    ``idle_timeout`` seconds unless it is running. Running ones (open or not: a
+    fetched query's stream) are in :meth:`running_now` for the watchdog."""
 
-    def __init__(self, limit: int = MAX_STATEMENTS_PER_CLIENT,
-                 idle_timeout: float = STATEMENT_IDLE_TIMEOUT):
+    def __init__(self, limit: int = MAX_STATEMENTS_PER_CLIENT, idle_timeout: float = math.inf,
+                 clients: int = Limits.max_connections, total: int | None = None):
         self.limit = limit
         self.idle_timeout = idle_timeout
+        self.clients = clients
+        self.total = STATEMENTS_PER_CONNECTION * clients if total is None else total
         self._open: dict[bytes, _Statement] = {}
+        self._running: dict[int, _Statement] = {}
         self._lock = threading.Lock()
 
     def add(self, statement: _Statement) -> bytes:
-        """The new statement's handle; FlightServerError when its client has ``limit`` open."""
-        self._close_idle()
+        """The new statement's handle; FlightServerError when its client has ``limit`` open,
+        or the server ``total``, or ``clients`` other clients have some open."""
+        self.close_idle()
         with self._lock:
+            owners = {other.client for other in self._open.values()}
             if sum(other.client == statement.client for other in self._open.values()) >= self.limit:
                 raise flight.FlightServerError(
                     f"too many open statements ({self.limit}): close prepared statements "
                     "and fetch queries before opening more")
+            if len(self._open) >= self.total or (
+                    statement.client not in owners and len(owners) >= self.clients):
+                raise PgError("53300", "sorry, too many clients already")
             handle = secrets.token_bytes(16)
             self._open[handle] = statement
         return handle
+
+    def started(self, statement: _Statement) -> None:
+        """``statement`` runs (or streams) now."""
+        with self._lock:
+            self._running[id(statement)] = statement
+
+    def ended(self, statement: _Statement) -> None:
+        with self._lock:
+            self._running.pop(id(statement), None)
+
+    def running_now(self) -> list[_Statement]:
+        """The statements running or streaming now (idle ones closed first)."""
+        self.close_idle()
+        with self._lock:
+            return list(self._running.values())
 
     def get(self, handle: bytes) -> _Statement | None:
         """The statement of ``handle`` (None: unknown or closed), now used."""
@@ -190,7 +240,7 @@ class _Statements:
         for statement in statements:
             statement.close()
 
-    def _close_idle(self) -> None:
+    def close_idle(self) -> None:
         """Close the statements unused for ``idle_timeout`` seconds, unless running."""
         oldest = time.monotonic() - self.idle_timeout
         with self._lock:
@@ -208,18 +258,26 @@ class FlightSqlServer(flight.FlightServerBase):
     policy: which database, which files; ``close()`` at shutdown).
 
     ``password``: clients must log in with it (any user name). ``tls_certificates``: a list of
-    :class:`pyarrow.flight.CertKeyPair` for a ``grpc+tls`` location.
+    :class:`pyarrow.flight.CertKeyPair` for a ``grpc+tls`` location. ``limits``: the
+    PostgreSQL server's (``max_connections``: clients with statements open), kept by a
+    watchdog thread until :meth:`shutdown`.
 
     Every call's exception reaches the client as a one-line Flight error
     (:func:`~vcfzarr_sql.serve.flight.errors.flight_error`).
     """
 
     def __init__(self, location: str, sessions: LockedDatabase, *, password: str | None = None,
-                 tls_certificates: list[flight.CertKeyPair] | None = None):
+                 tls_certificates: list[flight.CertKeyPair] | None = None,
+                 limits: Limits | None = None):
         self.sessions = sessions
-        self._statements = _Statements()
+        self.limits = limits or Limits()
+        self._statements = _Statements(idle_timeout=self.limits.idle_timeout or math.inf,
+                                       clients=self.limits.max_connections)
         super().__init__(location, tls_certificates=tls_certificates or [],
                          auth_handler=HandshakeAccepted(), middleware={"auth": PasswordAuth(password)})
+        self._stop_watching = threading.Event()
+        threading.Thread(target=watchdog.watch, name="vcfzarr-sql flight watchdog", daemon=True,
+                         args=(self._statements.running_now, self.limits, self._stop_watching)).start()
 
     # -- statements --------------------------------------------------------------------------
 
@@ -230,6 +288,7 @@ class FlightSqlServer(flight.FlightServerBase):
             if len(parsed) != 1 or parsed[0].kind == UNPARSED:
                 con.duckdb_connection.extract_statements(query)  # raises DuckDB's syntax error
                 raise flight.FlightServerError(f"one statement expected, got {len(parsed)}")
+            refuse_relation_names(parsed[0])
             statement = _Statement(query, con, parsed[0].kind, client_of(context), parsed[0].parameters)
             return self._statements.add(statement), statement
         except BaseException:
@@ -303,7 +362,7 @@ class FlightSqlServer(flight.FlightServerBase):
             schema = self._catalog_table(command).schema
             return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(descriptor.command, [])], -1, -1)
         try:
-            with _running(context, statement):
+            with self._running(context, statement):
                 statement.reader = statement.run()  # DuckDB starts; DoGet streams its batches
         except BaseException:
             if isinstance(command, sql.CommandStatementQuery):  # (no ticket will fetch it)
@@ -337,12 +396,12 @@ class FlightSqlServer(flight.FlightServerBase):
         statement = self._statement(handle)
         reader, statement.reader = statement.reader, None
         if reader is None:
-            with _running(context, statement):
+            with self._running(context, statement):
                 reader = statement.run()
         if isinstance(command, sql.TicketStatementQuery):
             self._statements.pop(handle)  # tickets are single-use: the statement ends with its stream
             statement.closed = True
-        return flight.GeneratorStream(reader.schema, answered(_streamed(reader, statement, context)))
+        return flight.GeneratorStream(reader.schema, answered(self._streamed(reader, statement, context)))
 
     @answering
     def do_put(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor,
@@ -351,7 +410,8 @@ class FlightSqlServer(flight.FlightServerBase):
         if isinstance(command, sql.CommandStatementUpdate):
             handle, statement = self._new_statement(context, command.query)
             try:
-                count = _update(statement)
+                with self._running(context, statement):
+                    count = _update(statement)
             finally:
                 self._close(handle)
         elif isinstance(command, (sql.CommandPreparedStatementQuery, sql.CommandPreparedStatementUpdate)):
@@ -363,7 +423,8 @@ class FlightSqlServer(flight.FlightServerBase):
                     prepared_statement_handle=command.prepared_statement_handle)
                 writer.write(pa.py_buffer(result.SerializeToString()))
                 return
-            count = _update(statement)
+            with self._running(context, statement):
+                count = _update(statement)
         else:
             raise flight.FlightServerError(f"{type(command).__name__} is not supported")
         writer.write(pa.py_buffer(sql.DoPutUpdateResult(record_count=count).SerializeToString()))
@@ -412,7 +473,7 @@ class FlightSqlServer(flight.FlightServerBase):
                 getattr(command, "prepared_statement_handle", None)
             statement = self._statements.get(handle or b"")
             if statement is not None:
-                statement.con.duckdb_connection.interrupt()
+                statement.interrupt()
                 cancelled = True
         return cancelled
 
@@ -421,9 +482,54 @@ class FlightSqlServer(flight.FlightServerBase):
         return self._statements.running()
 
     def shutdown(self) -> None:
+        self._stop_watching.set()
         super().shutdown()
         self._statements.close_all()
         self.sessions.close()
+
+    @contextlib.contextmanager
+    def _running(self, context: flight.ServerCallContext, statement: _Statement) -> Iterator[None]:
+        """While the block uses the statement's connection: DuckDB is interrupted as soon as
+        the client cancels the call or the watchdog says so (the statement timeout...), and a
+        close asked meanwhile happens at the end."""
+        finished = threading.Event()
+
+        def watch() -> None:
+            while not finished.wait(0.1):
+                if context.is_cancelled():
+                    statement.interrupt()
+                    return
+
+        with statement.lock:
+            statement.busy = True
+        statement.cancel_reason = None
+        statement.busy_since = time.monotonic()
+        self._statements.started(statement)
+        threading.Thread(target=watch, daemon=True).start()
+        try:
+            yield
+        except duckdb.InterruptException:
+            if statement.cancel_reason is None:
+                raise
+            raise PgError("57014", f"canceling statement due to {statement.cancel_reason}") from None
+        finally:
+            finished.set()
+            self._statements.ended(statement)
+            statement.busy_since = None
+            with statement.lock:
+                statement.busy = False
+                closed = statement.closed
+            if closed:
+                statement.close()
+
+    def _streamed(self, reader: pa.RecordBatchReader, statement: _Statement,
+                  context: flight.ServerCallContext) -> Iterator[pa.RecordBatch]:
+        """The reader's batches, DuckDB interrupted if the client cancels."""
+        with self._running(context, statement):
+            try:
+                yield from reader
+            finally:
+                reader.close()
 
 
 def _optional(message: Message, name: str) -> str | None:
@@ -441,39 +547,3 @@ def _update(statement: _Statement) -> int:
         elif total >= 0 and rows:  # DDL: a Count column without rows
             total += rows[0][0]
     return total
-
-
-@contextlib.contextmanager
-def _running(context: flight.ServerCallContext, statement: _Statement) -> Iterator[None]:
-    """While the block uses the statement's connection: DuckDB is interrupted as soon as the
-    client cancels the call, and a close asked meanwhile happens at the end."""
-    finished = threading.Event()
-
-    def watch() -> None:
-        while not finished.wait(0.1):
-            if context.is_cancelled():
-                statement.con.duckdb_connection.interrupt()
-                return
-
-    with statement.lock:
-        statement.busy = True
-    threading.Thread(target=watch, daemon=True).start()
-    try:
-        yield
-    finally:
-        finished.set()
-        with statement.lock:
-            statement.busy = False
-            closed = statement.closed
-        if closed:
-            statement.close()
-
-
-def _streamed(reader: pa.RecordBatchReader, statement: _Statement,
-              context: flight.ServerCallContext) -> Iterator[pa.RecordBatch]:
-    """The reader's batches, DuckDB interrupted if the client cancels."""
-    with _running(context, statement):
-        try:
-            yield from reader
-        finally:
-            reader.close()

@@ -26,6 +26,7 @@ import socket
 import socketserver
 import struct
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,6 +40,8 @@ __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Limits", "PgServer", "make_server", 
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 5433
+#: Seconds a stopping server waits for its sessions to end.
+CLOSE_WAIT = 5.0
 
 log = logging.getLogger("vcfzarr_sql.serve.pg")
 
@@ -51,7 +54,8 @@ class _Connection(socketserver.BaseRequestHandler):
         session = ClientSession(self.request, sessions=self.server.database,
                                 security=self.server.security, limits=self.server.limits,
                                 key=key, cancel=self.server.cancel, peer=self.client_address[0],
-                                signal=self.server.signal_backend)
+                                signal=self.server.signal_backend,
+                                admit=lambda: self.server.admit(key))
         with self.server.sessions_lock:
             self.server.sessions[key] = session
         try:
@@ -59,6 +63,7 @@ class _Connection(socketserver.BaseRequestHandler):
         finally:
             with self.server.sessions_lock:
                 del self.server.sessions[key]
+                self.server.admitted.discard(key)
 
 
 class PgServer(socketserver.ThreadingTCPServer):
@@ -66,8 +71,10 @@ class PgServer(socketserver.ThreadingTCPServer):
 
     A CancelRequest interrupts the query of the session whose key it names. A watchdog
     thread enforces the auth and statement timeouts and cancels the statement of a client
-    that hung up (:mod:`.watchdog`). Connections beyond ``limits.max_connections`` are
-    refused at once.
+    that hung up (:mod:`.watchdog`). Logged-in clients beyond ``limits.max_connections`` are
+    refused (at once when the server is full). Connections still logging in have slots of
+    their own (``limits.max_logins``, ``limits.max_logins_per_address``): a new one past them
+    ends the oldest, so idle sockets cannot lock real users out.
     """
 
     daemon_threads = True
@@ -84,7 +91,8 @@ class PgServer(socketserver.ThreadingTCPServer):
         self.process_ids = itertools.count(1)
         self.sessions: dict[tuple[int, int], ClientSession] = {}
         self.sessions_lock = threading.Lock()
-        self._connections = 0
+        #: The keys of the sessions logged in (counted against ``limits.max_connections``).
+        self.admitted: set[tuple[int, int]] = set()
         self._refusing = threading.BoundedSemaphore(self.max_refusing)
         self._stop_watching = threading.Event()
         if ":" in host:
@@ -135,11 +143,31 @@ class PgServer(socketserver.ThreadingTCPServer):
         finally:
             self._stop_watching.set()
 
+    def admit(self, key: tuple[int, int]) -> bool:
+        """Count the session ``key`` as logged in, unless ``limits.max_connections`` are."""
+        with self.sessions_lock:
+            if len(self.admitted) >= self.limits.max_connections:
+                return False
+            self.admitted.add(key)
+            return True
+
+    def _make_room_for_login(self, address: str) -> None:
+        """End the oldest connections still logging in: from ``address`` when it has
+        ``max_logins_per_address``, then of all when there are ``max_logins``."""
+        with self.sessions_lock:
+            waiting = [s for key, s in self.sessions.items() if key not in self.admitted]
+        waiting.sort(key=lambda session: session.connected_at)
+        same = [session for session in waiting if session.peer == address]
+        ended = same[:len(same) - self.limits.max_logins_per_address + 1]
+        rest = [session for session in waiting if session not in ended]
+        for session in ended + rest[:len(rest) - self.limits.max_logins + 1]:
+            session.drop()
+
     def process_request(self, request: socket.socket, client_address: tuple) -> None:  # type: ignore[override]
         with self.sessions_lock:
-            full = self._connections >= self.limits.max_connections
-            if not full:
-                self._connections += 1
+            full = len(self.admitted) >= self.limits.max_connections
+        if not full:
+            self._make_room_for_login(client_address[0])
         if full:
             log.warning("refused a connection from %s: %d clients already", client_address[0],
                         self.limits.max_connections)
@@ -168,16 +196,16 @@ class PgServer(socketserver.ThreadingTCPServer):
         self.shutdown_request(request)
         self._refusing.release()
 
-    def process_request_thread(self, request: socket.socket, client_address: tuple) -> None:  # type: ignore[override]
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            with self.sessions_lock:
-                self._connections -= 1
-
     def server_close(self) -> None:
+        """Stop listening, end every session (waiting up to :data:`CLOSE_WAIT` seconds for
+        them: a process that exits while a session's thread is inside DuckDB aborts)."""
         super().server_close()
         self._stop_watching.set()
+        for session in self._sessions():
+            session.hang_up()
+        deadline = time.monotonic() + CLOSE_WAIT
+        while self._sessions() and time.monotonic() < deadline:
+            time.sleep(0.05)
         self.database.close()
 
 

@@ -147,17 +147,21 @@ class ScramExchange:
 class LoginThrottle:
     """Slows password guessing: after a failed login, the next attempt from the same host
     waits ``base_delay`` seconds, doubling with each further failure up to ``max_delay``;
-    attempts from one host queue one after another. A success clears the host's record.
+    attempts from one host queue one after another. A success does not clear the host's
+    record (a guesser would log in now and then to start again at no delay): the record is
+    forgotten ``forget_after`` seconds after its last failure.
 
     >>> throttle = LoginThrottle(base_delay=0.5, max_delay=4)
-    >>> throttle.failed("10.0.0.9"); throttle.failed("10.0.0.9")
+    >>> throttle.failed("10.0.0.9"); throttle.failed("10.0.0.9"); throttle.succeeded("10.0.0.9")
     >>> throttle.delay("10.0.0.9"), throttle.delay("10.0.0.1")
     (1.0, 0.0)
     """
 
-    def __init__(self, base_delay: float = 0.5, max_delay: float = 8.0):
+    def __init__(self, base_delay: float = 0.5, max_delay: float = 8.0, forget_after: float = 600.0):
         self.base_delay = base_delay
         self.max_delay = max_delay
+        self.forget_after = forget_after
+        self._last_failure: dict[str, float] = {}
         self._lock = threading.Lock()
         self._failures: dict[str, int] = {}
         self._next_attempt: dict[str, float] = {}
@@ -165,6 +169,8 @@ class LoginThrottle:
     def delay(self, host: str) -> float:
         """Seconds between attempts from ``host`` after its failures so far."""
         failures = self._failures.get(host, 0)
+        if failures and time.monotonic() - self._last_failure.get(host, 0.0) > self.forget_after:
+            failures = 0
         return 0.0 if not failures else min(self.base_delay * 2 ** (failures - 1), self.max_delay)
 
     def wait(self, host: str, deadline: float | None = None) -> bool:
@@ -182,13 +188,13 @@ class LoginThrottle:
 
     def failed(self, host: str) -> None:
         with self._lock:
-            self._failures[host] = self._failures.get(host, 0) + 1
+            self._failures[host] = (self._failures.get(host, 0) if self.delay(host) else 0) + 1
             if len(self._failures) > 100_000:  # bounded memory under a spray of hosts
                 self._failures.clear()
                 self._next_attempt.clear()
-            self._next_attempt[host] = time.monotonic() + self.delay(host)
+                self._last_failure.clear()
+            self._last_failure[host] = now = time.monotonic()
+            self._next_attempt[host] = now + self.delay(host)
 
     def succeeded(self, host: str) -> None:
-        with self._lock:
-            self._failures.pop(host, None)
-            self._next_attempt.pop(host, None)
+        """A login from ``host`` succeeded: its record stays (see the class)."""

@@ -34,14 +34,20 @@ class Limits:
     max_message: int = 64 << 20
     #: From connecting to being logged in (TLS handshake and password included).
     auth_timeout: float = 15.0
-    #: Clients connected at once (more are refused with "too many clients").
+    #: Clients logged in at once (more are refused with "too many clients").
     max_connections: int = 32
+    #: Connections not yet logged in, in all and from one address; past either, a new
+    #: connection ends the oldest such connection (of that address, first).
+    max_logins: int = 16
+    max_logins_per_address: int = 8
     #: A logged-in client that sends nothing for this long is disconnected.
     idle_timeout: float = 3600.0
     #: A statement running (or sending its rows) longer than this is cancelled.
     statement_timeout: float = 3600.0
     #: Rows of an open cursor read into the server's memory so another statement can run.
     max_held_rows_bytes: int = 256 << 20
+    #: Bytes the whole server process may take (0: no cap; see :mod:`.memory`).
+    max_memory: int = 0
 
 
 def tls_context(cert: str, key: str) -> ssl.SSLContext:

@@ -30,15 +30,22 @@ Permission Error: Cannot access file "/etc/hostname" - file system operations ar
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from vcfzarr_sql.engine import saved_calls
 from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
+from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.serve.pg.config import ServerConfigError
 from vcfzarr_sql.store.confined import DataDirs
+
+if TYPE_CHECKING:
+    from vcfzarr_sql.store import VczStore
 
 #: DuckDB's memory limit per session unless the server is told otherwise.
 DEFAULT_MEMORY_LIMIT = "1GB"
@@ -57,6 +64,8 @@ _INSTANCE_CONFIG: _Config = {
     # extensions name no directory of the server's
     "allow_persistent_secrets": False,
     "extension_directory": "/nonexistent/vcfzarr-sql-serves-no-extensions",
+    # (and current_setting('secret_directory') shows no directory of the server's either)
+    "secret_directory": "/nonexistent/vcfzarr-sql-keeps-no-secrets",
     # no scans of the server's Python objects by name (as a SET, cursors would not inherit it)
     "python_enable_replacements": False,
 }
@@ -143,7 +152,9 @@ class LockedDatabase:
                 con.close()
                 raise
         dirs = self.policy.data_dirs
-        return Connection(con, dirs.open_store, expand=dirs.glob, read_files=False)
+        return Connection(con, functools.partial(_open_store, dirs),
+                          ScanDefaults(base=os.path.join(dirs.roots[0], ".")), expand=dirs.glob,
+                          read_files=False)
 
     def _attach(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.policy.database is None:
@@ -161,6 +172,20 @@ class LockedDatabase:
         if self._shared is not None:
             self._shared.close()
             self._shared = None
+
+
+def _open_store(dirs: DataDirs, path: str) -> VczStore:
+    """The store at ``path`` under ``dirs``. A relative path the client wrote is made
+    ``ROOT/./path`` under the first data directory before it gets here (:class:`ScanDefaults`):
+    its errors name it relative to that directory, never with the server's path of it."""
+    try:
+        return dirs.open_store(path)
+    except VcfZarrError as err:
+        root = dirs.roots[0].rstrip(os.sep) + os.sep
+        if path.startswith(root + "." + os.sep):
+            err.args = tuple(arg.replace(root + "." + os.sep, "").replace(root, "")
+                             if isinstance(arg, str) else arg for arg in err.args)
+        raise
 
 
 def _literal(text: str) -> str:

@@ -14,12 +14,14 @@ import logging
 import socket
 import struct
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import duckdb
 import pyarrow as pa
 
+from vcfzarr_sql.engine import sql_text
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.serve.pg import copy_out, pg_catalog, protocol
 from vcfzarr_sql.serve.pg.auth import MECHANISM, AuthenticationFailed, ScramExchange
@@ -38,6 +40,7 @@ from vcfzarr_sql.serve.pg.statements import (
     command_tag,
     duckdb_equivalent,
     postgres_answer,
+    refuse_relation_names,
     split,
     transaction_status,
     transaction_verb,
@@ -55,6 +58,10 @@ SEND_BUFFER = 1 << 18
 SEND_GRACE = 2.0
 
 SERVER_VERSION = "15.0 (vcfzarr-sql)"
+
+# A long statement's rows come from ``execute`` (see ClientSession._run_long): DuckDB warns
+# that this copies them; it is the price of not stopping every session while DuckDB parses.
+warnings.filterwarnings("ignore", "Arrow output on a DB-API result", UserWarning)
 
 
 def server_parameters(user: str, application_name: str) -> dict[str, str]:
@@ -117,13 +124,16 @@ class ClientSession:
     CancelRequest instead of a StartupMessage passes the key it names to ``cancel``.
     ``peer``: the client's address (for the log and the login throttle). ``signal(key, pid,
     terminate)``: what ``pg_cancel_backend(pid)``/``pg_terminate_backend(pid)`` run.
+    ``admit``: asked once the password is right, whether a logged-in client may be added
+    (False: "too many clients").
     """
 
     def __init__(self, sock: socket.socket, *, sessions: LockedDatabase,
                  security: Security | None = None, limits: Limits | None = None,
                  key: tuple[int, int] = (0, 0),
                  cancel: Callable[[tuple[int, int]], None] | None = None, peer: str = "",
-                 signal: pg_catalog.Signal | None = None):
+                 signal: pg_catalog.Signal | None = None,
+                 admit: Callable[[], bool] | None = None):
         self._sock = sock
         # unbuffered until logged in: nothing a client sends early is read past a TLS switch
         self._in: socket.SocketIO | io.BufferedReader = sock.makefile("rb", buffering=0)
@@ -137,6 +147,7 @@ class ClientSession:
         self._signal = signal
         #: The user name the client logged in with.
         self.user = ""
+        self._admit = admit
         #: When the connection was made, and whether the client logged in (the auth timeout).
         self.connected_at = time.monotonic()
         self.logged_in = False
@@ -254,6 +265,13 @@ class ClientSession:
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RD)
 
+    def hang_up(self) -> None:
+        """End the session from another thread (the server stops): its statement is
+        cancelled and its pending read ends."""
+        self.interrupt("server shutdown")
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+
     def _start(self) -> bool:
         """The startup phase; False when the client only probed (SSL, cancel) or failed."""
         self._sock.settimeout(self._limits.auth_timeout or None)
@@ -291,6 +309,9 @@ class ClientSession:
             self._send(protocol.negotiate_protocol_version(0, unknown))
         user = self.user = params.get("user", "")
         if self._security.secret is not None and not self._authenticate(user):
+            return False
+        if self._admit is not None and not self._admit():
+            self._end_with("53300", "sorry, too many clients already")
             return False
         try:
             self._con = self._sessions.connect()
@@ -454,12 +475,15 @@ class ClientSession:
                 return Result(answer.tag)
             table = pa.table({answer.column: pa.array([answer.value], pa.string())})
             return Result(answer.tag, RowStream(table.to_reader()))
+        refuse_relation_names(statement)
         assert self._con is not None
         self._free_connection(rolling_back=verb == "ROLLBACK")
         copy = copy_out.parse(statement.sql) if statement.keyword == "COPY" else None
         if copy is not None:
             reader = self._con.sql(copy.query, params=list(parameters) or None).to_arrow_reader(BATCH_ROWS)
             return Result("COPY", RowStream(reader), copy)
+        if len(statement.sql) > sql_text.MAX_TOKENIZED:
+            return self._run_long(statement, parameters)
         relation = self._con.sql(statement.sql, params=list(parameters) or None)
         self._status = transaction_status(statement, self._status)
         if relation is None:
@@ -470,6 +494,20 @@ class ClientSession:
             count = rows[0][0] if rows and relation.columns == ["Count"] else None
             return Result(command_tag(statement, count))
         return Result("SELECT", RowStream(relation.to_arrow_reader(BATCH_ROWS), statement.sql))
+
+    def _run_long(self, statement: Statement, parameters: Sequence[object]) -> Result:
+        """Run a long statement with DuckDB's ``execute``, which parses it without Python's
+        GIL (``sql`` holds it while it parses: 9.8 s for a 9 MB text, every session stopped)."""
+        assert self._con is not None
+        self._con.execute(statement.sql, list(parameters) or None)
+        self._status = transaction_status(statement, self._status)
+        con = self._con.duckdb_connection
+        columns = [column[0] for column in con.description or []]
+        if not columns or (statement.kind != "SELECT" and columns in (["Count"], ["Success"])):
+            rows = con.fetchall() if columns else []
+            count = rows[0][0] if rows and columns == ["Count"] else None
+            return Result(command_tag(statement, count))
+        return Result("SELECT", RowStream(con.to_arrow_reader(BATCH_ROWS), statement.sql))
 
     def _end_failed_transaction(self, statement: Statement) -> Result:
         """In a failed transaction block only its end is accepted, and it rolls back."""

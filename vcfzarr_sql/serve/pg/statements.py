@@ -22,6 +22,7 @@ import duckdb
 from sqlglot.tokens import TokenType
 
 from vcfzarr_sql.engine import sql_text
+from vcfzarr_sql.engine.functions import TABLE_FUNCTIONS
 from vcfzarr_sql.serve.pg.sqlstate import PgError
 
 #: Kind of a statement DuckDB cannot parse.
@@ -41,6 +42,26 @@ _PARAMETER = re.compile(r"\$(\d+)")
 #: First words of a statement that returns rows as a SELECT does (DuckDB's kind SELECT).
 _QUERY_WORDS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE", "(")
 _TO_SAVEPOINT = re.compile(r"^\s*ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\b", re.IGNORECASE)
+
+
+#: The names the engine registers table-function calls under (``vcf_zarr_5335f9a62062``,
+#: :attr:`~vcfzarr_sql.engine.functions.ScanSpec.relation_name`): no client may create one.
+_FUNCTION_NAMES = "|".join(sorted(TABLE_FUNCTIONS, key=len, reverse=True))
+_RELATION_NAME = re.compile(rf"\b(?:{_FUNCTION_NAMES})_[0-9a-f]{{12}}\b", re.IGNORECASE)
+
+
+def refuse_relation_names(statement: Statement) -> None:
+    """PgError 42939 when ``statement`` creates or renames something under a name the engine
+    registers its table-function calls under (in a shared ``--writable`` database, a view over
+    a call whose store is gone would read it silently). Linear in the text.
+
+    >>> refuse_relation_names(Statement("CREATE TABLE vcf_zarr_5335f9a62062 (x INT)", "CREATE"))
+    Traceback (most recent call last):
+    ...
+    vcfzarr_sql.serve.pg.sqlstate.PgError: vcf_zarr_5335f9a62062: names like this are reserved for vcf_zarr(...) calls
+    """
+    if statement.keyword in ("CREATE", "ALTER") and (found := _RELATION_NAME.search(statement.sql)):
+        raise PgError("42939", f"{found.group()}: names like this are reserved for vcf_zarr(...) calls")
 
 
 def _bare(sql: str) -> str:

@@ -1,0 +1,159 @@
+"""The server as a whole under a hostile client: its memory, its connection slots, its signals
+(issue 23). Servers run as ``vcfzarr-sql serve`` processes where the process itself matters."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from server_sessions import data_dir, serve_process, serving  # noqa: F401 (fixtures)
+
+from vcfzarr_sql.serve.pg.auth import LoginThrottle
+from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy
+from vcfzarr_sql.store.confined import DataDirs
+
+
+def _status(pid: int, field: str) -> int:
+    """A ``kB`` field of /proc/PID/status, in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def _connect(port: int) -> psycopg.Connection:
+    return psycopg.connect(host="127.0.0.1", port=port, user="tester", autocommit=True,
+                           connect_timeout=30)
+
+
+def test_one_value_cannot_take_the_server_past_its_memory(data_dir) -> None:  # noqa: F811
+    """Issue 23 item 1: DuckDB neither counts nor interrupts a string built in one call; the
+    server's cap on itself (3 x --memory-limit + 1GB) makes it fail at once."""
+    with serve_process("--data-dir", str(data_dir), "--memory-limit", "300MB",
+                       "--statement-timeout", "5") as (process, port), _connect(port) as con:
+        started = time.monotonic()
+        with pytest.raises(psycopg.errors.OutOfMemory):
+            con.execute("SELECT length(repeat('x', 2000000000))")
+        assert time.monotonic() - started < 5 + 10
+        assert _status(process.pid, "VmHWM") < 1 << 30
+        with _connect(port) as other:  # the server goes on, for the others and this client
+            assert other.execute("SELECT 42").fetchone() == (42,)
+        assert con.execute("SELECT length(repeat('x', 1000))").fetchone() == (1000,)
+
+
+def test_serve_stops_on_sigint_even_when_started_with_it_ignored(data_dir) -> None:  # noqa: F811
+    """Issue 23 item 10: ``serve &`` from a script inherits an ignored SIGINT."""
+    with serve_process("--data-dir", str(data_dir), ignore_sigint=True) as (process, port):
+        with _connect(port) as con:
+            assert con.execute("SELECT 1").fetchone() == (1,)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0
+        assert process.stderr is not None
+        assert process.stderr.read().strip().splitlines()[-1] == "vcfzarr-sql serve: stopped"
+
+
+def test_serve_stops_on_sigterm(data_dir) -> None:  # noqa: F811
+    with serve_process("--data-dir", str(data_dir)) as (process, port):
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 0
+
+
+def test_a_success_does_not_reset_the_login_back_off() -> None:
+    """Issue 23 item 9: a guesser who also logs in now and then got 68 guesses in 40 s."""
+    throttle = LoginThrottle(base_delay=0.5, max_delay=8)
+    for _ in range(5):
+        throttle.failed("10.0.0.9")
+    throttle.succeeded("10.0.0.9")
+    assert throttle.delay("10.0.0.9") == 8.0
+
+
+def test_settings_show_no_server_directory(data_dir) -> None:  # noqa: F811
+    """Issue 23 item 9: current_setting('secret_directory') showed the server's home."""
+    policy = SessionPolicy(DataDirs.of([data_dir]))
+    con = LockedDatabase(policy).connect()
+    try:
+        values = [value for (value,) in con.duckdb_connection.sql(
+            "SELECT value FROM duckdb_settings()").fetchall() if value]
+    finally:
+        con.close()
+    home = os.path.expanduser("~")
+    assert not [value for value in values if home in value or str(data_dir) in value]
+
+
+def test_idle_sockets_do_not_lock_real_users_out(serving, data_dir) -> None:  # noqa: F811
+    """Issue 23 item 2: 32 silent connections took every slot for the 15 s login timeout."""
+    server = serving(data_dirs=[data_dir])
+    silent = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(40)]
+    try:
+        time.sleep(1)  # (each silent connection's thread has started)
+        for _ in range(3):
+            with _connect(server.port) as con:
+                assert con.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        for sock in silent:
+            sock.close()
+
+
+@pytest.mark.parametrize("path", ["missing.zarr", "sub/../missing.zarr", "empty.zarr"])
+def test_a_missing_store_is_not_answered_with_the_servers_path(serving, data_dir, path) -> None:  # noqa: F811
+    """Issue 23 item 9: the error named the data directory's absolute path."""
+    (data_dir / "empty.zarr").mkdir(exist_ok=True)
+    server = serving(data_dirs=[data_dir])
+    with _connect(server.port) as con, pytest.raises(psycopg.Error) as raised:
+        con.execute(f"SELECT * FROM vcf_zarr('{path}')")
+    assert os.path.basename(path) in str(raised.value) and str(data_dir) not in str(raised.value)
+
+
+def test_views_of_a_writable_database_name_the_data_directorys_stores(serving, data_dir,  # noqa: F811
+                                                                     tmp_path) -> None:
+    """Issue 23 item 5: a view's store was taken from the server's working directory (not
+    the data directory), broke at the next login, then read a table another client made
+    under the relation's name."""
+    assert Path.cwd() != data_dir
+    server = serving(data_dirs=[data_dir], database=str(tmp_path / "shared.duckdb"), writable=True)
+    with _connect(server.port) as con:
+        con.execute("CREATE VIEW counted AS SELECT count(*) AS n FROM vcf_zarr('sample.zarr')")
+        row = con.execute("SELECT n FROM counted").fetchone()
+        assert row is not None and row[0] > 0
+        [(name,)] = con.execute("SELECT name FROM vcfzarr_sql.table_function_calls").fetchall()
+    with _connect(server.port) as later:
+        assert later.execute("SELECT n FROM counted").fetchone() == row
+        with pytest.raises(psycopg.Error, match="reserved"):
+            later.execute(f"CREATE TABLE {name} AS SELECT 0 AS n")
+        with pytest.raises(psycopg.Error, match="reserved"):
+            later.execute(f'CREATE VIEW "{name.upper()}" AS SELECT 0 AS n')
+        assert later.execute("SELECT n FROM counted").fetchone() == row
+
+
+def test_a_long_statement_does_not_hold_the_gil(serving, data_dir) -> None:  # noqa: F811
+    """Issue 23 item 7: DuckDB's ``sql()`` parses with Python's GIL held (9.8 s for a 9 MB
+    statement on a loaded machine: every session stopped); this thread must keep running."""
+    server = serving(data_dirs=[data_dir])
+    statement = ("SELECT count(*) FROM range(10) WHERE range IN ("
+                 + ",".join(map(str, range(600_000))) + ")")
+    gaps: list[float] = []
+    done = threading.Event()
+
+    def tick() -> None:
+        last = time.monotonic()
+        while not done.is_set():
+            time.sleep(0.01)
+            gaps.append(time.monotonic() - last)
+            last = time.monotonic()
+
+    ticker = threading.Thread(target=tick)
+    with _connect(server.port) as con:
+        ticker.start()
+        try:
+            assert con.execute(statement).fetchone() == (10,)
+        finally:
+            done.set()
+            ticker.join()
+    assert max(gaps) < 1.5, f"the GIL was held {max(gaps):.1f} s"
