@@ -158,3 +158,17 @@ def test_samples_subset_recomputes_counts_and_declares_them(convert_once):
     ours = _ours(store, samples="S3,S1")
     assert "##INFO=<ID=AN," in ours
     assert _normalised(ours) == _normalised(_bcftools_view(mixed, "-s", "S3,S1"))
+
+
+def test_undeclared_keys_without_a_value_are_written_as_bcftools_writes_them(convert_once, tmp_path):
+    """Keys no ##INFO line declares, used without a value (``FL``; ``E=`` htslib writes as
+    ``E``), on most records: bcftools writes the bare key on each record that has it."""
+    vcf = tmp_path / "flags.vcf"
+    lines = [f"1\t{100 + i}\t.\tA\tC\t.\t.\tDP={i};{'FL;' if i % 10 else ''}{'E=' if i % 3 else 'X=y'}"
+             f"\tGT:XQ\t0/1:{i}\n" for i in range(30)]
+    vcf.write_text("##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n"
+                   "##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n"
+                   "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tS1\n" + "".join(lines))
+    expected = _normalised(_bcftools_view(vcf))
+    assert sum(";FL" in line or "\tFL;" in line for line in expected) == 27
+    assert _normalised(_ours(convert_once(vcf, variants_chunk_size=7))) == expected

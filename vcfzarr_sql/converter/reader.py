@@ -82,6 +82,7 @@ class _PartitionReader:
         self.block_size = block_size
         self.reader = cyvcf2.VCF(path)
         self.header = read_header(self.reader)
+        self.declared = {f.key for f in self.header.fields}  # before htslib adds any
         self.header_size = len(self.reader.raw_header)
         self.n_samples = len(self.header.samples)
         self.result = PartitionResult(index=partition.index)
@@ -128,7 +129,9 @@ class _PartitionReader:
             self.header = read_header(self.reader)
             self.header_size = size
         fields = {f.array: f for f in self.header.fields}
-        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples))
+        undeclared = {f.name for f in self.header.fields
+                      if f.category == "INFO" and f.key not in self.declared}
+        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples, undeclared))
         r = self.result
         write_block(block_path(self.spill_dir, r.index, len(r.block_sizes)), block)
         r.block_sizes.append(len(variants))
