@@ -104,7 +104,7 @@ class _Seen:
 
     fields: list[FieldDef]  # header order, then fields htslib added for undeclared keys
     columns: dict[str, str]  # array -> the block column it is made of, where not its own
-    notes: list[str]  # what the user should know about undeclared keys
+    notes: list[str]  # what the user should know: unsorted records, undeclared keys
     contigs: list[tuple[str, int | None]]  # header order, then undeclared ones in body order
     filters: list[tuple[str, str]]  # PASS, header order, then undeclared ones in body order
     stats: dict[str, ColumnStats]
@@ -122,10 +122,16 @@ class _Seen:
         for r in results:
             merge_stats(stats, r.stats)
         undeclared = retype_undeclared(list(fields.values()), {f.key for f in header.fields}, stats)
+        unsorted = next((r.unsorted for r in results if r.unsorted is not None), None)
+        order = [] if unsorted is None else [(
+            f"records are not sorted: {unsorted} is the first out of order. Region queries "
+            "stay correct (the region index bounds every chunk), but they prune less, and "
+            "`view` writes the records in this order, which tabix cannot index; sort the "
+            "input first (bcftools sort)")]
         return cls(
             fields=undeclared.fields,
             columns=undeclared.columns,
-            notes=undeclared.notes,
+            notes=[*order, *undeclared.notes],
             contigs=_merge_named(header.contigs, [r.contigs for r in results], later, "contigs"),
             filters=_merge_named(header.filters, [r.filters for r in results], later, "filters"),
             stats=stats,

@@ -18,6 +18,7 @@ import numpy as np
 from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter.arrays import int_dtype
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
+from vcfzarr_sql.converter.order import SortCheck
 from vcfzarr_sql.converter.spill import write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
 from vcfzarr_sql.converter.workers import add_progress
@@ -47,6 +48,7 @@ class PartitionResult:
     contigs: list[str] = field(default_factory=list)  # in order of first appearance
     filters: list[str] = field(default_factory=list)  # in order of first appearance
     header: HeaderInfo | None = None  # htslib's header after reading the partition
+    unsorted: str | None = None  # the first record out of order (:mod:`.order`), if any
 
 
 def block_path(spill_dir: str | Path, partition: int, block: int) -> Path:
@@ -88,6 +90,7 @@ class _PartitionReader:
         self.result = PartitionResult(index=partition.index)
         self.seen_contigs: dict[str, None] = {}
         self.seen_filters: dict[str, None] = {}
+        self.order = SortCheck()
 
     def records(self) -> Iterator[Variant]:
         p = self.partition
@@ -121,6 +124,7 @@ class _PartitionReader:
         self.result.header = read_header(self.reader)
         self.result.contigs = list(self.seen_contigs)
         self.result.filters = list(self.seen_filters)
+        self.result.unsorted = self.order.first
         return self.result
 
     def flush(self, variants: list[Variant]) -> None:
@@ -138,6 +142,7 @@ class _PartitionReader:
         r.num_records += len(variants)
         merge_stats(r.stats, _stats(block, fields))
         self.seen_contigs.update(dict.fromkeys(block[col.CONTIG]))
+        self.order.feed(block[col.CONTIG], block[col.POSITION])
         for text in dict.fromkeys(block[col.FILTERS]):
             self.seen_filters.update(dict.fromkeys(f for f in text.split(";") if f))
         add_progress(len(variants))
