@@ -25,7 +25,7 @@ from vcfzarr_sql.converter.workers import add_progress
 from vcfzarr_sql.errors import VcfParseError
 
 if TYPE_CHECKING:
-    from cyvcf2 import Variant
+    from cyvcf2 import VCF, Variant
 
 
 @dataclass(frozen=True)
@@ -76,13 +76,11 @@ def _stats(block: dict[str, np.ndarray], fields: dict[str, FieldDef]) -> dict[st
 
 class _PartitionReader:
     def __init__(self, path: str, partition: Partition, spill_dir: str, block_size: int):
-        import cyvcf2
-
         self.path = path
         self.partition = partition
         self.spill_dir = spill_dir
         self.block_size = block_size
-        self.reader = cyvcf2.VCF(path)
+        self.reader = open_vcf(path)
         self.header = read_header(self.reader)
         self.declared = {f.key for f in self.header.fields}  # before htslib adds any
         self.header_size = len(self.reader.raw_header)
@@ -154,8 +152,34 @@ def read_partition(path: str, partition: Partition, spill_dir: str, block_size: 
     return _PartitionReader(path, partition, spill_dir, block_size).run()
 
 
-def read_file_header(path: str) -> HeaderInfo:
-    """The header of ``path`` as htslib reads it (run in a worker process)."""
+def _why_unreadable(path: str) -> str:
+    """Why htslib found no VCF or BCF header in ``path``, in the user's terms."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as err:
+        return err.strerror or str(err)
+    if not head:
+        return "the file is empty, not a VCF or BCF"
+    if head[:2] == b"\x1f\x8b":
+        return "compressed, but not a VCF or BCF inside (htslib reads bgzip or gzip of VCF/BCF)"
+    first = head.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
+    return f"not a VCF or BCF: a VCF starts with '##fileformat=VCF', this one with {first!r}"
+
+
+def open_vcf(path: str) -> VCF:
+    """cyvcf2's reader of ``path``; a one-line VcfParseError naming the file and why htslib
+    cannot read it (cyvcf2 says ``OSError: ... is not valid bcf or vcf (format: 2 mode: r)``)."""
     import cyvcf2
 
-    return read_header(cyvcf2.VCF(path))
+    try:
+        return cyvcf2.VCF(path)
+    except OSError as err:
+        if err.errno is not None:  # the system's error (a permission, a folder): the OS says why
+            raise
+        raise VcfParseError(path, _why_unreadable(path)) from None
+
+
+def read_file_header(path: str) -> HeaderInfo:
+    """The header of ``path`` as htslib reads it (run in a worker process)."""
+    return read_header(open_vcf(path))
