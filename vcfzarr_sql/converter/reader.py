@@ -8,6 +8,7 @@ and the header as htslib left it, which includes the fields htslib added for und
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +23,7 @@ from vcfzarr_sql.converter.order import SortCheck
 from vcfzarr_sql.converter.spill import write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
 from vcfzarr_sql.converter.workers import add_progress
-from vcfzarr_sql.errors import VcfParseError
+from vcfzarr_sql.errors import NotVcfError, VcfParseError
 
 if TYPE_CHECKING:
     from cyvcf2 import VCF, Variant
@@ -152,8 +153,9 @@ def read_partition(path: str, partition: Partition, spill_dir: str, block_size: 
     return _PartitionReader(path, partition, spill_dir, block_size).run()
 
 
-def _why_unreadable(path: str) -> str:
-    """Why htslib found no VCF or BCF header in ``path``, in the user's terms."""
+def _why_not_vcf(path: str) -> str | None:
+    """Why ``path`` is no VCF or BCF at all, in the user's terms; None when it starts as one
+    (then htslib's message about its header says what is wrong)."""
     try:
         with open(path, "rb") as f:
             head = f.read(1 << 16)
@@ -162,7 +164,14 @@ def _why_unreadable(path: str) -> str:
     if not head:
         return "the file is empty, not a VCF or BCF"
     if head[:2] == b"\x1f\x8b":
-        return "compressed, but not a VCF or BCF inside (htslib reads bgzip or gzip of VCF/BCF)"
+        try:
+            head = zlib.decompressobj(31).decompress(head, 64)
+        except zlib.error:
+            head = b""
+        if not head.startswith((b"##fileformat=VCF", b"BCF")):
+            return "compressed, but not a VCF or BCF inside (htslib reads bgzip or gzip of VCF/BCF)"
+    if head.startswith((b"##fileformat=VCF", b"BCF")):
+        return None
     first = head.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
     return f"not a VCF or BCF: a VCF starts with '##fileformat=VCF', this one with {first!r}"
 
@@ -175,9 +184,10 @@ def open_vcf(path: str) -> VCF:
     try:
         return cyvcf2.VCF(path)
     except OSError as err:
-        if err.errno is not None:  # the system's error (a permission, a folder): the OS says why
+        why = None if err.errno is not None else _why_not_vcf(path)
+        if why is None:  # the system's error (a permission), or htslib's about a VCF's header
             raise
-        raise VcfParseError(path, _why_unreadable(path)) from None
+        raise NotVcfError(path, why) from None
 
 
 def read_file_header(path: str) -> HeaderInfo:
