@@ -354,7 +354,7 @@ def test_cli_names_the_missing_argument(args, message, tmp_path):
     [
         (b"", "the file is empty, not a VCF or BCF"),
         (b"hello world\nfoo\n", "not a VCF or BCF: a VCF starts with '##fileformat=VCF', this one with 'hello world'"),
-        (gzip.compress(b"hello world\n"), "compressed, but not a VCF or BCF inside"),
+        (gzip.compress(b"hello world\n", mtime=0), "compressed, but not a VCF or BCF inside"),
         (b"garbage\x00\x01\n",  # htslib: [E::hts_hopen] Failed to open file
          "not a VCF or BCF: a VCF starts with '##fileformat=VCF', this one with 'garbage\\x00\\x01'"),
     ],
