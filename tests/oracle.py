@@ -6,7 +6,9 @@ its own normalisation, e.g. dropped duplicate FORMAT tags), and ``%END`` is ``PO
 The VCF text is then parsed with the header's Number and Type of each field, the way htslib
 splits it (tab, ``;``, ``=``, ``:`` and ``,``), so header-undeclared fields and contigs work too:
 htslib declares them on the fly (INFO/FORMAT as ``Number=1,Type=String``, contigs without a
-length), and so does :func:`header`.
+length), and so does :func:`header`, except for an undeclared INFO key that no record gives a
+value: bcftools shows it as a flag (``view`` writes the bare key, ``query -f '%INFO/K'`` prints
+``1`` where it is and ``.`` where not), so :func:`header` declares it ``Number=0,Type=Flag``.
 
 Value conventions (shared by :class:`Record` INFO values and :func:`calls`):
 
@@ -231,6 +233,7 @@ def _header(path: str) -> Header:
     known_filters = {name for name, _ in filters}
     info = dict(declared.info)
     fmt = dict(declared.format)
+    valued: set[str] = set()
     for _, line in _body_lines(path, None, None):
         cols = line.split("\t", 9)
         if cols[0] not in known_contigs:
@@ -243,13 +246,17 @@ def _header(path: str) -> Header:
                     filters.append((name, UNDECLARED_DESCRIPTION))
         if cols[7] != ".":
             for item in cols[7].split(";"):
-                key = item.partition("=")[0]
+                key, eq, _ = item.partition("=")
                 if key not in info:
                     info[key] = _undeclared(key)
+                if eq:
+                    valued.add(key)
         if len(cols) > 8 and cols[8] != ".":
             for key in cols[8].split(":"):
                 if key not in fmt:
                     fmt[key] = _undeclared(key)
+    for key in set(info) - set(declared.info) - valued:  # bare everywhere: bcftools' flag
+        info[key] = FieldDef(key, "0", "Flag", UNDECLARED_DESCRIPTION)
     return Header(declared.samples, contigs, filters, info, fmt)
 
 

@@ -24,6 +24,11 @@ class VcfParseError(VcfZarrError):
         super().__init__(f"{self.path}: {what}{where}")
 
 
+class NotVcfError(VcfParseError):
+    """An input is no VCF or BCF at all (empty, other text, other compressed data): the message
+    says why in the user's terms, which htslib's (``Failed to open file``) do not."""
+
+
 class StoreError(VcfZarrError):
     """A path is missing, is not a VCF Zarr store, or holds an array that breaks the spec."""
 

@@ -6,9 +6,11 @@ crash isolation. Expected values come from the VCF text written here or from the
 from __future__ import annotations
 
 import ctypes
+import gzip
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -319,3 +321,49 @@ def test_values_that_contradict_the_header_are_kept_and_warned_about(tmp_path):
 def test_conforming_input_gives_no_warning(tmp_path, recwarn):
     convert(CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz", tmp_path / "s.zarr")
     assert not [w for w in recwarn if issubclass(w.category, VcfZarrWarning)]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_progress_has_the_total_the_index_gives(workers, tmp_path, capsys):
+    """With a .tbi/.csi index the parse bar knows how many records there are (so tqdm shows
+    a total and an ETA), with one worker as with several."""
+    vcf = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/chr22.vcf.gz"
+    total = int(subprocess.run(["bcftools", "index", "-n", str(vcf)], capture_output=True,
+                               text=True, check=True).stdout)
+    convert(vcf, tmp_path / "out.vcz", workers=workers, show_progress=True)
+    err = capsys.readouterr().err
+    assert re.search(rf"Parse: +\d+%\|.*\| \d+/{total} \[", err), err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["in.vcf"], "Error: Missing argument OUTPUT: the store to write in.vcf into"),
+        ([], "Error: Missing arguments INPUT... OUTPUT"),
+    ],
+)
+def test_cli_names_the_missing_argument(args, message, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "vcfzarr_sql", "convert", *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1].startswith(message), result.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"", "the file is empty, not a VCF or BCF"),
+        (b"hello world\nfoo\n", "not a VCF or BCF: a VCF starts with '##fileformat=VCF', this one with 'hello world'"),
+        (gzip.compress(b"hello world\n", mtime=0), "compressed, but not a VCF or BCF inside"),
+        (b"garbage\x00\x01\n",  # htslib: [E::hts_hopen] Failed to open file
+         "not a VCF or BCF: a VCF starts with '##fileformat=VCF', this one with 'garbage\\x00\\x01'"),
+    ],
+)
+def test_an_unreadable_input_is_one_line_naming_the_file_and_why(content, reason, tmp_path):
+    bad = tmp_path / "bad.vcf"
+    bad.write_bytes(content)
+    result = run_cli(str(bad), str(tmp_path / "out.vcz"))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"error: {bad}: {reason}" + (
+        " (htslib reads bgzip or gzip of VCF/BCF)" if content[:2] == b"\x1f\x8b" else "")]
+    assert not (tmp_path / "out.vcz").exists()

@@ -5,10 +5,12 @@ Rows selected by regions are checked against bcftools itself in test_scan.py.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from corpus import CORPUS
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.query.region import Region, parse_regions, regions_expression
@@ -62,3 +64,55 @@ def test_region_filter_is_reference_span_overlap():
     assert kept["pos"].to_pylist() == [95, 150]  # 90-99 ends before 100; 201 starts after 200
     whole = table.filter(regions_expression(parse_regions("2,1:201-")))
     assert whole["pos"].to_pylist() == [201, 100]
+
+
+SAMPLE_VCF = str(CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz")
+
+
+def _bcftools_records(*args: str) -> list[str]:
+    import subprocess
+
+    return subprocess.run(["bcftools", "view", "-H", *args, SAMPLE_VCF], check=True,
+                          capture_output=True, text=True).stdout.splitlines()
+
+
+HINT = "contig 'chr20' is not in the store, which has 19, 20, X: did you mean '20'?"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["view", "{store}", "-r", "chr20"],
+        ["view", "{store}", "-r", "chr20:1-20000,19"],
+        ["query", "-f", "csv", "-r", "chr20", "SELECT count(*) AS n FROM vcf_zarr('{store}')"],
+        ["query", "-f", "csv", "SELECT count(*) AS n FROM vcf_zarr('{store}') WHERE contig = 'chr20'"],
+        ["query", "-f", "csv", "SELECT count(*) AS n FROM vcf_zarr('{store}', region := 'chr20:1-2000000')"],
+    ],
+)
+def test_a_contig_differing_by_a_chr_prefix_gets_a_hint(args, convert_once, capfd):
+    """bcftools finds nothing on chr20 of a file whose contig is 20, silently; so do we (the
+    results do not change), with a warning naming the store's contigs."""
+    from vcfzarr_sql.cli import main
+    from vcfzarr_sql.errors import VcfZarrWarning
+
+    assert _bcftools_records("-r", "chr20") == []
+    store = convert_once(SAMPLE_VCF)
+    with warnings.catch_warnings():  # (pytest's configuration ignores our warnings)
+        warnings.simplefilter("always", VcfZarrWarning)
+        assert main([a.format(store=store) for a in args]) == 0
+    out, err = capfd.readouterr()
+    assert err == f"warning: {HINT}\n"
+    if args[0] == "view":
+        assert [line for line in out.splitlines() if not line.startswith("#")] == _bcftools_records(*args[2:])
+    else:
+        assert out.split() == ["n", "0"]
+
+
+def test_contigs_the_store_lacks_otherwise_get_no_hint(convert_once, recwarn):
+    import vcfzarr_sql
+
+    store = convert_once(SAMPLE_VCF)
+    with vcfzarr_sql.connect() as con:
+        assert con.sql(f"SELECT count(*) FROM vcf_zarr('{store}') WHERE contig IN ('chrY', '20')").fetchall() == [
+            (len(_bcftools_records("-r", "chrY,20")),)]
+    assert not [w for w in recwarn if issubclass(w.category, vcfzarr_sql.VcfZarrWarning)]

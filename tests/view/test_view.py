@@ -9,11 +9,13 @@ writes GT always and other keys when a sample has a value; both sides drop such 
 from __future__ import annotations
 
 import gzip
+import re
 import subprocess
 
 import pysam
 import pytest
 from corpus import CORPUS, corpus_files
+from store_support import STORE_FILES
 from vcf_text import normalised as _normalised
 
 from vcfzarr_sql.cli import main
@@ -136,3 +138,52 @@ def test_samples_subset_recomputes_counts_and_declares_them(convert_once):
     ours = _ours(store, samples="S3,S1")
     assert "##INFO=<ID=AN," in ours
     assert _normalised(ours) == _normalised(_bcftools_view(mixed, "-s", "S3,S1"))
+
+
+def test_undeclared_keys_without_a_value_are_written_as_bcftools_writes_them(convert_once, tmp_path):
+    """Keys no ##INFO line declares, used without a value (``FL``; ``E=`` htslib writes as
+    ``E``), on most records: bcftools writes the bare key on each record that has it."""
+    vcf = tmp_path / "flags.vcf"
+    lines = [f"1\t{100 + i}\t.\tA\tC\t.\t.\tDP={i};{'FL;' if i % 10 else ''}{'E=' if i % 3 else 'X=y'}"
+             f"\tGT:XQ\t0/1:{i}\n" for i in range(30)]
+    vcf.write_text("##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n"
+                   "##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n"
+                   "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tS1\n" + "".join(lines))
+    expected = _normalised(_bcftools_view(vcf))
+    assert sum(";FL" in line or "\tFL;" in line for line in expected) == 27
+    assert _normalised(_ours(convert_once(vcf, variants_chunk_size=7))) == expected
+
+
+def _definitions(header: list[str]) -> dict[tuple[str, str], dict[str, str]]:
+    """INFO/FORMAT/FILTER/contig lines by (kind, ID): their other attributes."""
+    out = {}
+    for line in header:
+        kind, sep, rest = line.removeprefix("##").partition("=<")
+        if sep and kind in ("INFO", "FORMAT", "FILTER", "contig"):
+            attrs = dict(re.findall(r'(\w+)=("(?:[^"\\]|\\.)*"|[^,>]*)', rest))
+            out[kind, attrs.pop("ID")] = attrs
+    return out
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("relpath", STORE_FILES)
+def test_bio2zarr_store_without_vcf_header_is_written_as_bcftools_writes_the_source(
+        relpath, zarr_format, bio2zarr_store):
+    """bio2zarr keeps no vcf_header: the header is built from the store's metadata (as
+    vcztools builds it) and holds bcftools' definitions; the records equal bcftools'. What the
+    store cannot keep: the header's line order, a fixed Number above 1 (written ``.``), and a
+    contig's attributes other than its length."""
+    store = bio2zarr_store(relpath, zarr_format)
+    assert not open_store(store).vcf_header
+    ours, theirs = _normalised(_ours(store)), _normalised(_bcftools_view(CORPUS / relpath))
+    assert [x for x in ours if not x.startswith("##")] == [x for x in theirs if not x.startswith("##")]
+    want = _definitions(theirs)
+    for (kind, _), attrs in want.items():
+        if attrs.get("Number", ".").isdigit() and int(attrs["Number"]) > 1:
+            attrs["Number"] = "."
+        if kind == "contig":  # bio2zarr keeps a contig's length only (not assembly=, md5=...)
+            for other in set(attrs) - {"length"}:
+                del attrs[other]
+    assert _definitions(ours) == want
+    assert ours[0] == theirs[0]  # ##fileformat
+    assert {x for x in theirs if x.startswith("##") and "=<" not in x} <= set(ours)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 from collections.abc import Iterator
 from types import FrameType
@@ -31,28 +32,45 @@ def _stopped_by_signals(output: str) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _inputs_and_output(paths: tuple[str, ...]) -> tuple[list[str], str]:
+    """INPUT... and OUTPUT; a usage error saying which is missing (click would name INPUTS
+    when only OUTPUT is: it fills OUTPUT first)."""
+    if not paths:
+        raise click.UsageError("Missing arguments INPUT... OUTPUT: the VCF/BCF file(s) to convert "
+                               "and the store to write.")
+    if len(paths) == 1:
+        raise click.UsageError(f"Missing argument OUTPUT: the store to write {paths[0]} into "
+                               f"(vcfzarr-sql convert {paths[0]} OUTPUT).")
+    for path in paths[:-1]:
+        if os.path.isdir(path):
+            raise click.BadParameter(f"File {path!r} is a directory.", param_hint="'INPUT...'")
+    return list(paths[:-1]), paths[-1]
+
+
 @click.command("convert")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False, allow_dash=True))
-@click.argument("output", type=click.Path())
+@click.argument("paths", nargs=-1, metavar="INPUT... OUTPUT",
+                type=click.Path(dir_okay=True, allow_dash=True))
 @options.variants_chunk_size
 @options.samples_chunk_size
 @options.workers
 @options.force
 @options.quiet
-def command(inputs: tuple[str, ...], output: str, variants_chunk_size: int, samples_chunk_size: int,
+def command(paths: tuple[str, ...], variants_chunk_size: int, samples_chunk_size: int,
             workers: int, force: bool, quiet: bool) -> None:
-    """Convert VCF, bgzipped VCF or BCF INPUTS to a VCF Zarr store OUTPUT.
+    """Convert VCF, bgzipped VCF or BCF INPUT files to a VCF Zarr store OUTPUT.
 
-    Several INPUTS (per-chromosome files, say) become one store, as their concatenation;
+    Several INPUTs (per-chromosome files, say) become one store, as their concatenation;
     their headers must agree. INPUT ``-`` reads standard input. Prints a one-line summary.
     With --force, an existing VCF Zarr store at OUTPUT is replaced (only a store: never an
     input, the working directory or another folder) once the new one is complete.
     """
     from vcfzarr_sql.converter import convert
 
+    inputs, output = _inputs_and_output(paths)
+
     with _stopped_by_signals(output):
         summary = convert(
-            list(inputs),
+            inputs,
             output,
             variants_chunk_size=variants_chunk_size,
             samples_chunk_size=samples_chunk_size,

@@ -46,6 +46,7 @@ from vcfzarr_sql.converter.output import (
 from vcfzarr_sql.converter.partitions import plan_partitions
 from vcfzarr_sql.converter.reader import PartitionResult, block_path, read_file_header, read_partition
 from vcfzarr_sql.converter.stats import ColumnStats, merge_stats
+from vcfzarr_sql.converter.undeclared import retype_undeclared
 from vcfzarr_sql.converter.workers import WorkerPool
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError, VcfZarrWarning
 from vcfzarr_sql.format import spec
@@ -102,6 +103,8 @@ class _Seen:
     """What the partitions found, merged in file order: what the store's arrays are made of."""
 
     fields: list[FieldDef]  # header order, then fields htslib added for undeclared keys
+    columns: dict[str, str]  # array -> the block column it is made of, where not its own
+    notes: list[str]  # what the user should know: unsorted records, undeclared keys
     contigs: list[tuple[str, int | None]]  # header order, then undeclared ones in body order
     filters: list[tuple[str, str]]  # PASS, header order, then undeclared ones in body order
     stats: dict[str, ColumnStats]
@@ -118,13 +121,22 @@ class _Seen:
         stats: dict[str, ColumnStats] = {}
         for r in results:
             merge_stats(stats, r.stats)
+        undeclared = retype_undeclared(list(fields.values()), {f.key for f in header.fields}, stats)
+        unsorted = next((r.unsorted for r in results if r.unsorted is not None), None)
+        order = [] if unsorted is None else [(
+            f"records are not sorted: {unsorted} is the first out of order. Region queries "
+            "stay correct (the region index bounds every chunk), but they prune less, and "
+            "`view` writes the records in this order, which tabix cannot index; sort the "
+            "input first (bcftools sort)")]
         return cls(
-            fields=list(fields.values()),
+            fields=undeclared.fields,
+            columns=undeclared.columns,
+            notes=[*order, *undeclared.notes],
             contigs=_merge_named(header.contigs, [r.contigs for r in results], later, "contigs"),
             filters=_merge_named(header.filters, [r.filters for r in results], later, "filters"),
             stats=stats,
             num_variants=sum(r.num_records for r in results),
-            header_text=merged_header_text(header, later) + "\n",
+            header_text=merged_header_text(header, later, undeclared.flags) + "\n",
         )
 
 
@@ -200,8 +212,9 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     )
     seen = _Seen.merge(header, results)
     layout = Layout.of(seen.num_variants, len(header.samples), variants_chunk_size, samples_chunk_size)
-    arrays = build_arrays(seen.fields, seen.stats, layout, len(seen.filters), compressor)
-    for deviation in header_deviations(seen.fields, arrays):
+    arrays = build_arrays(seen.fields, seen.stats, layout, len(seen.filters), compressor,
+                          columns=seen.columns)
+    for deviation in [*seen.notes, *header_deviations(seen.fields, arrays)]:
         warnings.warn(VcfZarrWarning(f"{input_path}: {deviation}"), stacklevel=2)
     summary = _summary_arrays(arrays, layout)
     write_group(store, {}, [*arrays, *summary.values()])

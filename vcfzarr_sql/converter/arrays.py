@@ -7,7 +7,7 @@ wide enough for the values it holds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,10 +100,12 @@ class Layout:
 
 
 class _Builder:
-    def __init__(self, layout: Layout, stats: dict[str, ColumnStats], compressor: dict | None):
+    def __init__(self, layout: Layout, stats: dict[str, ColumnStats], compressor: dict | None,
+                 columns: Mapping[str, str]):
         self.layout = layout
         self.stats = stats
         self.compressor = compressor
+        self.columns = columns
         self.specs: list[ArraySpec] = []
         alleles = max(2, self.width(col.ALLELES))  # so that alt_alleles is not empty
         self.reserved = {spec.DIM_ALLELES: alleles, spec.DIM_ALT_ALLELES: alleles - 1}
@@ -179,7 +181,8 @@ class _Builder:
         squeeze = field.number in ("0", "1") and width == 1 or kind == "bool"
         value_dims, value_shape = ([], []) if squeeze else ([dim], [width])
         per_call = field.category == "FORMAT"
-        self.add(field.array, field.array, kind, dtype, value_dims, value_shape,
+        column = self.columns.get(field.array, field.array)
+        self.add(field.array, column, kind, dtype, value_dims, value_shape,
                  per_call=per_call, squeeze=squeeze, description=field.description)
         mask = mask_name(field.array)
         if mask in self.stats:  # some real value equals a sentinel
@@ -230,9 +233,12 @@ def build_arrays(
     layout: Layout,
     num_filters: int,
     compressor: dict | None = None,
+    *,
+    columns: Mapping[str, str] | None = None,
 ) -> list[ArraySpec]:
-    """The per-variant arrays of the store (the small contig/filter/sample arrays excepted)."""
-    builder = _Builder(layout, stats, compressor)
+    """The per-variant arrays of the store (the small contig/filter/sample arrays excepted);
+    ``columns``: the block column of an array that is not made of its own (by array name)."""
+    builder = _Builder(layout, stats, compressor, columns or {})
     builder.fixed(num_filters)
     g_width = max((stats[f.array].width for f in fields if f.number == "G" and f.array in stats), default=1)
     builder.reserved[spec.DIM_GENOTYPES] = g_width

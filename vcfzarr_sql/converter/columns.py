@@ -10,7 +10,7 @@ a GT declared with a non-String type), the values are taken from htslib's text o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -41,6 +41,29 @@ FILTERS = "filters"
 LENGTH = "length"
 GENOTYPE = "genotype"
 PHASED = "phased"
+
+
+#: How one record uses an INFO key the header does not declare, in the key's ``use:<array>``
+#: column: without a value (``;K;``, or ``K=`` which htslib writes back as ``K``), not at all,
+#: or with a value. htslib declares such a key ``Number=1,Type=String``; one that no record
+#: gives a value is what bcftools shows as a flag (``view`` writes the bare key, ``query`` prints
+#: ``1``), and the store keeps it as a Flag made of this column.
+KEY_BARE, KEY_ABSENT, KEY_VALUED = -1, 0, 1
+
+
+def key_use_column(array: str) -> str:
+    """The block column saying how each record uses the undeclared INFO key of ``array``."""
+    return "use:" + array
+
+
+def key_use(variants: Sequence[Variant], name: str) -> np.ndarray:
+    """``(records, 1)`` :data:`KEY_BARE`/:data:`KEY_ABSENT`/:data:`KEY_VALUED` of INFO key ``name``."""
+    out = np.full((len(variants), 1), KEY_ABSENT, dtype=np.int8)
+    for i, v in enumerate(variants):
+        value = v.INFO.get(name)
+        if value is not None:  # cyvcf2: False for a bare key of a String field, "" for ``K=``
+            out[i, 0] = KEY_BARE if isinstance(value, bool) or value == "" else KEY_VALUED
+    return out
 
 
 def fill_value(kind: str) -> object:
@@ -272,12 +295,16 @@ def fixed_columns(variants: Sequence[Variant]) -> dict[str, np.ndarray]:
     }
 
 
-def block_columns(variants: Sequence[Variant], fields: Sequence[FieldDef], n_samples: int) -> dict[str, np.ndarray]:
-    """Every column of a block of records, keyed by fixed column name or field array name."""
+def block_columns(variants: Sequence[Variant], fields: Sequence[FieldDef], n_samples: int,
+                  undeclared: Collection[str] = ()) -> dict[str, np.ndarray]:
+    """Every column of a block of records, keyed by fixed column name or field array name;
+    for the INFO keys named in ``undeclared`` (htslib declared them), their :func:`key_use` too."""
     columns = fixed_columns(variants)
     for field in fields:
         if field.category == "INFO":
             columns[field.array], no_value = info_column(variants, field)
+            if field.name in undeclared:
+                columns[key_use_column(field.array)] = key_use(variants, field.name)
         elif n_samples == 0:
             continue  # sites-only: no call arrays
         elif field.name == "GT":

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter.arrays import ArraySpec, fill_value
 from vcfzarr_sql.converter.masks import implied_mask
 from vcfzarr_sql.converter.spill import read_block
@@ -65,13 +66,31 @@ def _values(array: ArraySpec, column: np.ndarray, contig_ids: dict[str, int],
     return _padded(column, array).astype(array.dtype, copy=False)
 
 
+def _absent(array: ArraySpec, rows: int) -> np.ndarray:
+    """The column of a field that no record of a block has: htslib declared it (an undeclared
+    key) only at a later record, or while parsing another partition. One missing value per
+    record (or call), as for an absent field; for a Flag or a key-use column, absent."""
+    shape = (rows,) + ((array.shape[1],) if array.per_call else ()) + (
+        (1,) if array.has_value_dim or array.squeeze else ())
+    if array.kind == "bool":
+        return np.zeros(shape, dtype=bool)
+    if array.kind == "mask":
+        return np.ones(shape, dtype=bool)
+    kind = "str" if array.kind == "char" else array.kind
+    return np.full(shape, col.missing_value(kind), dtype=col.numpy_dtype(kind))
+
+
 def _column(block: dict[str, np.ndarray], array: ArraySpec) -> np.ndarray:
-    """The block column of ``array``; for a mask a block did not need, the one its values imply."""
+    """The block column of ``array``; for a mask a block did not need, the one its values imply;
+    for a field the block has no column of, :func:`_absent`."""
     if array.column is None:
         raise VcfZarrError(f"array {array.name} is not made of block columns")
-    if array.kind == "mask" and array.column not in block:
-        return implied_mask(block[array.column[len(spec.MASK_PREFIX) :]])
-    return block[array.column]
+    if array.column in block:
+        return block[array.column]
+    values = array.column[len(spec.MASK_PREFIX) :] if array.kind == "mask" else None
+    if values is not None and values in block:
+        return implied_mask(block[values])
+    return _absent(array, len(block[col.CONTIG]))
 
 
 def _summary(arrays: dict[str, ArraySpec], values: dict[str, np.ndarray]) -> ChunkSummary:

@@ -8,6 +8,7 @@ the header again after the records.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -111,15 +112,30 @@ def read_header(reader: VCF) -> HeaderInfo:
     )
 
 
-def merged_header_text(original: HeaderInfo, later: list[HeaderInfo]) -> str:
+def declaration(field: FieldDef) -> str:
+    """The ``##INFO``/``##FORMAT`` line declaring ``field``.
+
+    >>> declaration(FieldDef("INFO", "K", "0", "Flag", 'a "flag"'))
+    '##INFO=<ID=K,Number=0,Type=Flag,Description="a \\\\"flag\\\\"">'
+    """
+    description = field.description.replace("\\", "\\\\").replace('"', '\\"')
+    return (f"##{field.category}=<ID={field.name},Number={field.number},Type={field.vcf_type},"
+            f'Description="{description}">')
+
+
+def merged_header_text(original: HeaderInfo, later: list[HeaderInfo],
+                       retyped: Sequence[FieldDef] = ()) -> str:
     """``original``'s text with the ## lines htslib added while reading (``later`` views) inserted
-    before ``#CHROM``, in order of first appearance."""
+    before ``#CHROM``, in order of first appearance; an added line declaring a field of
+    ``retyped`` declares it as that field says."""
     known = set(original.meta_lines)
+    replaced = {f"##{f.category}=<ID={f.name},": declaration(f) for f in retyped}
     added: list[str] = []
     for header in later:
         for line in header.meta_lines:
             if line not in known:
                 known.add(line)
-                added.append(line)
+                start = line[: line.find(",") + 1]
+                added.append(replaced.get(start, line))
     lines = original.text.split("\n")
     return "\n".join(lines[:-1] + added + lines[-1:])

@@ -42,16 +42,19 @@ def _cuts(contig: IndexedContig, parts: int) -> list[int]:
 
 
 def plan_partitions(path: str | Path, workers: int, header_contigs: list[str]) -> tuple[list[Partition], int | None]:
-    """The partitions of ``path`` and, when the index says, its number of records."""
-    index = index_path(path) if workers > 1 else None
+    """The partitions of ``path`` and, when its index says (with any number of workers), its
+    number of records: the progress bar's total."""
+    index = index_path(path)
     if index is None:
         return [Partition(0)], None
     try:
         contigs = read_index(index, header_contigs)
     except (ValueError, OSError, EOFError):
         return [Partition(0)], None
-    if not contigs:
-        return [Partition(0)], None
+    counts = [c.num_records for c in contigs if c.num_records is not None]
+    records = sum(counts) if len(counts) == len(contigs) else None
+    if not contigs or workers == 1:
+        return [Partition(0)], records
     sizes = [max(1, (c.last_offset - c.first_offset) >> 16) for c in contigs]
     total = sum(sizes)
     target = max(1, min(PARTITIONS_PER_WORKER * workers, total // MIN_PARTITION_BYTES))
@@ -60,5 +63,4 @@ def plan_partitions(path: str | Path, workers: int, header_contigs: list[str]) -
         bounds = [None, *_cuts(contig, round(target * size / total)), None]
         for start, stop in zip(bounds[:-1], bounds[1:]):
             partitions.append(Partition(len(partitions), _region(contig.name, start, stop), start, stop))
-    counts = [c.num_records for c in contigs if c.num_records is not None]
-    return partitions, sum(counts) if len(counts) == len(contigs) else None
+    return partitions, records

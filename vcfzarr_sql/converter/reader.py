@@ -8,6 +8,7 @@ and the header as htslib left it, which includes the fields htslib added for und
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,13 +19,14 @@ import numpy as np
 from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter.arrays import int_dtype
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
+from vcfzarr_sql.converter.order import SortCheck
 from vcfzarr_sql.converter.spill import write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
 from vcfzarr_sql.converter.workers import add_progress
-from vcfzarr_sql.errors import VcfParseError
+from vcfzarr_sql.errors import NotVcfError, VcfParseError
 
 if TYPE_CHECKING:
-    from cyvcf2 import Variant
+    from cyvcf2 import VCF, Variant
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class PartitionResult:
     contigs: list[str] = field(default_factory=list)  # in order of first appearance
     filters: list[str] = field(default_factory=list)  # in order of first appearance
     header: HeaderInfo | None = None  # htslib's header after reading the partition
+    unsorted: str | None = None  # the first record out of order (:mod:`.order`), if any
 
 
 def block_path(spill_dir: str | Path, partition: int, block: int) -> Path:
@@ -74,19 +77,19 @@ def _stats(block: dict[str, np.ndarray], fields: dict[str, FieldDef]) -> dict[st
 
 class _PartitionReader:
     def __init__(self, path: str, partition: Partition, spill_dir: str, block_size: int):
-        import cyvcf2
-
         self.path = path
         self.partition = partition
         self.spill_dir = spill_dir
         self.block_size = block_size
-        self.reader = cyvcf2.VCF(path)
+        self.reader = open_vcf(path)
         self.header = read_header(self.reader)
+        self.declared = {f.key for f in self.header.fields}  # before htslib adds any
         self.header_size = len(self.reader.raw_header)
         self.n_samples = len(self.header.samples)
         self.result = PartitionResult(index=partition.index)
         self.seen_contigs: dict[str, None] = {}
         self.seen_filters: dict[str, None] = {}
+        self.order = SortCheck()
 
     def records(self) -> Iterator[Variant]:
         p = self.partition
@@ -120,6 +123,7 @@ class _PartitionReader:
         self.result.header = read_header(self.reader)
         self.result.contigs = list(self.seen_contigs)
         self.result.filters = list(self.seen_filters)
+        self.result.unsorted = self.order.first
         return self.result
 
     def flush(self, variants: list[Variant]) -> None:
@@ -128,13 +132,16 @@ class _PartitionReader:
             self.header = read_header(self.reader)
             self.header_size = size
         fields = {f.array: f for f in self.header.fields}
-        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples))
+        undeclared = {f.name for f in self.header.fields
+                      if f.category == "INFO" and f.key not in self.declared}
+        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples, undeclared))
         r = self.result
         write_block(block_path(self.spill_dir, r.index, len(r.block_sizes)), block)
         r.block_sizes.append(len(variants))
         r.num_records += len(variants)
         merge_stats(r.stats, _stats(block, fields))
         self.seen_contigs.update(dict.fromkeys(block[col.CONTIG]))
+        self.order.feed(block[col.CONTIG], block[col.POSITION])
         for text in dict.fromkeys(block[col.FILTERS]):
             self.seen_filters.update(dict.fromkeys(f for f in text.split(";") if f))
         add_progress(len(variants))
@@ -146,8 +153,43 @@ def read_partition(path: str, partition: Partition, spill_dir: str, block_size: 
     return _PartitionReader(path, partition, spill_dir, block_size).run()
 
 
-def read_file_header(path: str) -> HeaderInfo:
-    """The header of ``path`` as htslib reads it (run in a worker process)."""
+def _why_not_vcf(path: str) -> str | None:
+    """Why ``path`` is no VCF or BCF at all, in the user's terms; None when it starts as one
+    (then htslib's message about its header says what is wrong)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError as err:
+        return err.strerror or str(err)
+    if not head:
+        return "the file is empty, not a VCF or BCF"
+    if head[:2] == b"\x1f\x8b":
+        try:
+            head = zlib.decompressobj(31).decompress(head, 64)
+        except zlib.error:
+            head = b""
+        if not head.startswith((b"##fileformat=VCF", b"BCF")):
+            return "compressed, but not a VCF or BCF inside (htslib reads bgzip or gzip of VCF/BCF)"
+    if head.startswith((b"##fileformat=VCF", b"BCF")):
+        return None
+    first = head.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
+    return f"not a VCF or BCF: a VCF starts with '##fileformat=VCF', this one with {first!r}"
+
+
+def open_vcf(path: str) -> VCF:
+    """cyvcf2's reader of ``path``; a one-line VcfParseError naming the file and why htslib
+    cannot read it (cyvcf2 says ``OSError: ... is not valid bcf or vcf (format: 2 mode: r)``)."""
     import cyvcf2
 
-    return read_header(cyvcf2.VCF(path))
+    try:
+        return cyvcf2.VCF(path)
+    except OSError as err:
+        why = None if err.errno is not None else _why_not_vcf(path)
+        if why is None:  # the system's error (a permission), or htslib's about a VCF's header
+            raise
+        raise NotVcfError(path, why) from None
+
+
+def read_file_header(path: str) -> HeaderInfo:
+    """The header of ``path`` as htslib reads it (run in a worker process)."""
+    return read_header(open_vcf(path))

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
-from vcfzarr_sql.errors import VcfParseError, VcfZarrError
+from vcfzarr_sql.errors import NotVcfError, VcfParseError, VcfZarrError
 
 if TYPE_CHECKING:
     from multiprocessing.sharedctypes import Synchronized
@@ -66,6 +66,7 @@ class _Failure:
     record: str | None = None
     field: str | None = None
     unexpected: bool = False
+    explained: bool = False  # the message says why better than htslib's log (NotVcfError)
 
 
 def _run(stderr_path: str, parsing: bool, fn: Callable[..., T], args: tuple[object, ...]) -> T | _Failure:
@@ -77,7 +78,7 @@ def _run(stderr_path: str, parsing: bool, fn: Callable[..., T], args: tuple[obje
     try:
         return fn(*args)
     except VcfParseError as exc:
-        return _Failure(exc.what, exc.record, exc.field)
+        return _Failure(exc.what, exc.record, exc.field, explained=isinstance(exc, NotVcfError))
     except VcfZarrError as exc:
         return _Failure(str(exc), unexpected=True)
     except OSError as exc:
@@ -178,7 +179,7 @@ class WorkerPool:
                 f.cancel()
             if result.unexpected:
                 raise VcfZarrError(result.what)
-            htslib = htslib_error(log)  # the cause, when htslib says what it is
+            htslib = None if result.explained else htslib_error(log)  # the cause, when htslib says it
             if htslib:
                 raise VcfParseError(self.input_path, htslib)
             raise VcfParseError(self.input_path, result.what, record=result.record, field=result.field)

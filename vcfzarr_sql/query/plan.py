@@ -1,7 +1,9 @@
 """The scan planner: (store layout, filter, columns, samples) -> a :class:`ScanPlan` of chunk tasks.
 
 Pure: it reads the store's metadata and region index (the store builds the index in memory
-when the store has none) and returns a plan; nothing is decoded and nothing is mutated.
+when the store has none) and returns a plan; nothing is decoded and nothing is mutated. Its
+one side effect is a :class:`~vcfzarr_sql.errors.VcfZarrWarning` when the filter asks for a
+contig the store lacks but nearly has (``chr1`` for ``1``: :func:`.region.contig_hint`).
 
 Each :class:`ChunkTask` is one variant chunk (times one sample chunk for the ``calls`` table)
 whose zones might hold matching rows, with the columns to decode and its residual filter:
@@ -12,6 +14,7 @@ columns only the filter needs are not read either).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -20,11 +23,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.errors import QueryError, VcfZarrWarning
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.query import expressions as ex
 from vcfzarr_sql.query.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
 from vcfzarr_sql.query.prune import Zones, prune, prune_compact
+from vcfzarr_sql.query.region import contig_hint
 from vcfzarr_sql.query.schema import FORMAT_COLUMN_PREFIX
 
 TABLES = ("variants", "calls")
@@ -234,6 +238,23 @@ def _units(
     return chunks[c], g.astype(np.int32), whole, records[c] * sizes[g]
 
 
+def _contig_names(predicate: ex.Predicate) -> Iterator[str]:
+    """The contig names a predicate compares ``contig`` with (``=``, ``IN``), anywhere in it."""
+    if isinstance(predicate, (ex.And, ex.Or)):
+        for operand in predicate.operands:
+            yield from _contig_names(operand)
+    elif isinstance(predicate, ex.Not):
+        yield from _contig_names(predicate.operand)
+    elif isinstance(predicate, ex.IfElse):
+        for part in (predicate.condition, predicate.then, predicate.otherwise):
+            yield from _contig_names(part)
+    elif isinstance(predicate, ex.Compare) and predicate.column == "contig" and predicate.op == "==":
+        if isinstance(predicate.value, str):
+            yield predicate.value
+    elif isinstance(predicate, ex.In) and predicate.column == "contig":
+        yield from (v for v in predicate.values if isinstance(v, str))
+
+
 def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:
     """The chunk tasks that might hold rows of ``request``.
 
@@ -253,6 +274,9 @@ def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:
         raise QueryError(f"table: expected one of {', '.join(TABLES)}, got {request.table!r}")
     columns = _output_columns(request)
     predicate = ex.bind_filter(request.filter, request.schema)
+    hint = contig_hint(_contig_names(predicate), layout.contigs)
+    if hint is not None:
+        warnings.warn(VcfZarrWarning(hint), stacklevel=2)
     filter_columns = ex.columns_of(request.filter, request.schema)
     ri = np.asarray(layout.region_index, dtype=np.int64).reshape(-1, spec.REGION_INDEX_FIELDS)
     groups: Sequence[tuple[int | None, np.ndarray | None]]

@@ -19,7 +19,7 @@ bcftools ``-r`` leaves them out of every region, whole contigs included (``-t`` 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import pyarrow.compute as pc
@@ -110,6 +110,35 @@ def parse_regions(text: str, argument: str = "region") -> tuple[Region, ...]:
     if not regions:
         raise QueryError(f"{argument}: {text!r} names no region")
     return tuple(regions)
+
+
+def _loose(name: str) -> str:
+    return name.lower().removeprefix("chr")
+
+
+def contig_hint(names: Iterable[str], contigs: Sequence[str], shown: int = 10) -> str | None:
+    """When one of ``names`` (contigs a query asks for) is not one of the store's ``contigs`` but
+    differs from one only by a ``chr`` prefix or case (the usual mistake: a query or region
+    finds nothing, silently), a one-line hint naming the store's contigs; else None.
+
+    >>> contig_hint(["chr20"], ["19", "20", "X"])
+    "contig 'chr20' is not in the store, which has 19, 20, X: did you mean '20'?"
+    >>> contig_hint(["20", "chrY", "x"], ["19", "20", "X"])
+    "contig 'x' is not in the store, which has 19, 20, X: did you mean 'X'?"
+    >>> contig_hint(["chrY"], ["19", "20", "X"]) is None
+    True
+    """
+    known = set(contigs)
+    loose: dict[str, str] = {}
+    for contig in contigs:
+        loose.setdefault(_loose(contig), contig)
+    for name in names:
+        if name not in known and _loose(name) in loose:
+            listed = ", ".join(contigs[:shown]) + (f" (and {len(contigs) - shown} more)"
+                                                   if len(contigs) > shown else "")
+            return (f"contig {name!r} is not in the store, which has {listed}: "
+                    f"did you mean {loose[_loose(name)]!r}?")
+    return None
 
 
 def regions_expression(regions: tuple[Region, ...]) -> pc.Expression:
