@@ -12,10 +12,13 @@ inside a chunk: a file whose records are not sorted converts as it is.)
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.region_index import chunk_bounds
 from vcfzarr_sql.store.vcz import VczStore
 
 
@@ -28,24 +31,30 @@ def check_positions(store: VczStore, chunks: range, positions: np.ndarray) -> No
     """
     if not store.has_array(spec.REGION_INDEX):
         return
-    index = store.region_index
-    first = np.searchsorted(index[:, spec.RI_CHUNK], np.arange(chunks.start, chunks.stop + 1))
+    expected = _chunk_bounds(store)
     size = store.variants_chunk_size
     offset = 0
-    for chunk, lo, hi in zip(chunks, first[:-1].tolist(), first[1:].tolist()):
+    for chunk in chunks:
         part = positions[offset : offset + min(size, store.num_variants - chunk * size)]
         offset += len(part)
-        rows = index[lo:hi]
-        count = int(rows[:, spec.RI_COUNT].sum())
+        count, start, end = expected[chunk]
         if count != len(part):
             problem = f"holds {len(part)} records, the region index {count}"
-        elif not count:
+        elif not count or (part.min(), part.max()) == (start, end):
             continue
         else:
-            low, high = int(part.min()), int(part.max())
-            start, end = int(rows[:, spec.RI_START].min()), int(rows[:, spec.RI_END].max())
-            if (low, high) == (start, end):
-                continue
-            problem = f"holds POS {low}..{high}, the region index {start}..{end}"
+            problem = f"holds POS {part.min()}..{part.max()}, the region index {start}..{end}"
         raise StoreError(f"{store.path}: chunk ({chunk},) of {spec.VARIANT_POSITION} {problem}: "
                          "the store is damaged (`vcfzarr-sql validate` tells more)")
+
+
+#: (record count, first POS, last POS) of each variant chunk by the region index, per store.
+_BOUNDS: weakref.WeakKeyDictionary[VczStore, list[tuple[int, int, int]]] = weakref.WeakKeyDictionary()
+
+
+def _chunk_bounds(store: VczStore) -> list[tuple[int, int, int]]:
+    """:func:`~vcfzarr_sql.format.region_index.chunk_bounds` of ``store``, once per store."""
+    bounds = _BOUNDS.get(store)
+    if bounds is None:
+        bounds = _BOUNDS[store] = chunk_bounds(store.region_index, store.num_variant_chunks)
+    return bounds
