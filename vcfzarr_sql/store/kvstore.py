@@ -7,6 +7,7 @@ place that knows where those bytes live. Every reader here is safe to share betw
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import stat
 import threading
@@ -153,7 +154,8 @@ class DirectoryStore:
             os.close(fd)
 
     def __del__(self) -> None:
-        self.close()
+        with contextlib.suppress(Exception):  # (at interpreter exit, os may be gone already)
+            self.close()
 
 
 class ZipStore:
