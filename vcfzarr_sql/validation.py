@@ -30,7 +30,22 @@ import zarr
 import zarr.storage
 
 from vcfzarr_sql.errors import StoreError, VcfZarrError
+from vcfzarr_sql.format import arrays as arrays_rules
 from vcfzarr_sql.format import spec, summaries
+from vcfzarr_sql.format.arrays import (
+    BOOL,
+    CHAR,
+    FLOAT,
+    HEADER_VERSIONS,
+    INT,
+    MANDATORY_ARRAYS,
+    OPTIONAL_ARRAYS,
+    STR,
+    ArrayRule,
+    S,
+    V,
+    kind_matches,
+)
 from vcfzarr_sql.format.region_index import region_index
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.codecs import RefusedCodec
@@ -38,17 +53,11 @@ from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField, parse_heade
 from vcfzarr_sql.store.kvstore import is_url
 from vcfzarr_sql.store.vcz import VczStore, open_store
 
-# The spec's dtype shorthands.
-INT, FLOAT, BOOL, CHAR, STR = "int", "float", "bool", "char", "str"
 VCF_TYPE_KIND = {"Integer": INT, "Float": FLOAT, "Flag": BOOL, "Character": CHAR, "String": STR}
-#: Versions in which ``vcf_header`` is mandatory (0.4 replaced it by ``vcf_meta_information``).
-HEADER_VERSIONS = ("0.2", "0.3")
 #: Versions that have ``filter_description`` (added in 0.3).
 FILTER_DESCRIPTION_VERSIONS = ("0.3", "0.4", "0.5")
 #: Trailing dimensions an INFO/FORMAT array may take from the reserved names.
 FIELD_RESERVED_DIMENSIONS = frozenset(spec.NUMBER_DIMENSION.values())
-
-V, S = spec.DIM_VARIANTS, spec.DIM_SAMPLES
 
 
 @dataclass(frozen=True)
@@ -62,35 +71,6 @@ class Problem:
         return f"{self.where}: {self.message}"
 
 
-@dataclass(frozen=True)
-class ArrayRule:
-    dims: tuple[str, ...]
-    kind: str
-
-
-#: Arrays every store must have, with their dimension names and dtype kind.
-MANDATORY_ARRAYS = {
-    spec.VARIANT_CONTIG: ArrayRule((V,), INT),
-    spec.VARIANT_POSITION: ArrayRule((V,), INT),
-    spec.VARIANT_ID: ArrayRule((V,), STR),
-    spec.VARIANT_ALLELE: ArrayRule((V, spec.DIM_ALLELES), STR),
-    spec.VARIANT_QUALITY: ArrayRule((V,), FLOAT),
-    spec.VARIANT_FILTER: ArrayRule((V, spec.DIM_FILTERS), BOOL),
-    spec.CONTIG_ID: ArrayRule((spec.DIM_CONTIGS,), STR),
-    spec.FILTER_ID: ArrayRule((spec.DIM_FILTERS,), STR),
-    spec.SAMPLE_ID: ArrayRule((S,), STR),
-}
-#: Arrays a store may have, with their rules.
-OPTIONAL_ARRAYS = {
-    spec.FILTER_DESCRIPTION: ArrayRule((spec.DIM_FILTERS,), STR),
-    spec.CONTIG_LENGTH: ArrayRule((spec.DIM_CONTIGS,), INT),
-    spec.VARIANT_LENGTH: ArrayRule((V,), INT),
-    spec.CALL_GENOTYPE: ArrayRule((V, S, spec.DIM_PLOIDY), INT),
-    spec.CALL_GENOTYPE_PHASED: ArrayRule((V, S), BOOL),
-    spec.REGION_INDEX: ArrayRule(
-        (spec.DIM_REGION_INDEX_VALUES, spec.DIM_REGION_INDEX_FIELDS), INT
-    ),
-}
 MASK_SUFFIXES = ("_mask", "_fill")
 
 
@@ -117,37 +97,13 @@ def dimension_names(array: zarr.Array) -> tuple[str, ...] | None:
 
 
 def dtype_kind(array: zarr.Array, version: str) -> str | None:
-    """The spec's dtype shorthand of ``array`` in ``version``, ``None`` if it has none.
-
-    0.2/0.3: ``char`` is ``|S1``; 0.4+ also allows ``<U1`` and variable-length strings.
-    Variable-length strings in Zarr v2 need the ``vlen-utf8`` filter.
-    """
-    dtype = array.dtype
-    kind = dtype.kind
-    if kind == "i":
-        return INT
-    if kind == "f" and dtype.itemsize in (4, 8):
-        return FLOAT
-    if kind == "b":
-        return BOOL
-    if kind == "S" and dtype.itemsize == 1:
-        return CHAR
-    if kind == "U" and dtype.itemsize == 4 and version not in HEADER_VERSIONS:
-        return CHAR
-    if kind in ("T", "O"):
-        if array.metadata.zarr_format == 2:
-            filters = array.metadata.filters or ()
-            if not any(getattr(f, "codec_id", None) == "vlen-utf8" for f in filters):
-                return None
-        return STR
-    return None
-
-
-def _kind_matches(actual: str | None, expected: str, version: str) -> bool:
-    if actual == expected:
-        return True
-    # 0.4+ stores may hold Character fields as variable-length strings.
-    return expected == CHAR and actual == STR and version not in HEADER_VERSIONS
+    """The spec's dtype shorthand of ``array`` in ``version`` (:func:`.format.arrays.dtype_kind`),
+    ``None`` if it has none. Variable-length strings in Zarr v2 need the ``vlen-utf8`` filter."""
+    vlen = True
+    if array.metadata.zarr_format == 2:
+        filters = array.metadata.filters or ()
+        vlen = any(getattr(f, "codec_id", None) == "vlen-utf8" for f in filters)
+    return arrays_rules.dtype_kind(array.dtype, version, vlen=vlen)
 
 
 def validate(path: str | os.PathLike, *, deep: bool = False) -> list[Problem]:
@@ -275,7 +231,7 @@ def _check_rule(name: str, array: zarr.Array, rule: ArrayRule, version: str) -> 
     elif dims != rule.dims:
         yield Problem(name, f"dimensions {list(dims or ())}, expected {list(rule.dims)}")
     kind = dtype_kind(array, version)
-    if not _kind_matches(kind, rule.kind, version):
+    if not kind_matches(kind, rule.kind, version):
         yield Problem(name, f"dtype {array.dtype} is not {rule.kind}")
 
 
@@ -356,7 +312,7 @@ def _check_declared(
 ) -> Iterator[Problem]:
     number, vcf_type = definition.number, definition.vcf_type
     expected_kind = VCF_TYPE_KIND.get(vcf_type)
-    if expected_kind is not None and not _kind_matches(kind, expected_kind, version):
+    if expected_kind is not None and not kind_matches(kind, expected_kind, version):
         yield Problem(name, f"dtype {array.dtype} is not {expected_kind} (Type={vcf_type})")
     if number in spec.NUMBER_DIMENSION:
         if list(extra) != [spec.NUMBER_DIMENSION[number]]:

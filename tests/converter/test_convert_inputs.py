@@ -66,3 +66,43 @@ def test_standard_input_and_summary_line(tmp_path):
     assert done.stderr.startswith(f"{out}: 9 records, 3 samples, ")
     convert(SAMPLE, tmp_path / "file.zarr", show_progress=False)
     assert _rows(out) == _rows(tmp_path / "file.zarr")
+
+
+def _bgzf_blocks(data: bytes) -> list[bytes]:
+    """The BGZF blocks of ``data`` (each block's size is in its BC extra field)."""
+    blocks, at = [], 0
+    while at < len(data):
+        size = int.from_bytes(data[at + 16 : at + 18], "little") + 1
+        blocks.append(data[at : at + size])
+        at += size
+    return blocks
+
+
+def test_a_bgzip_stream_on_stdin_cut_at_a_block_boundary_is_refused(tmp_path):
+    """Issue 23 (8): standard input is checked for the BGZF end-of-file block as a file is
+    (before, half the records were converted with exit 0)."""
+    text = tmp_path / "many.vcf"
+    header = subprocess.run(["bcftools", "view", "-h", str(SAMPLE)], check=True,
+                            capture_output=True, text=True).stdout
+    with open(text, "w") as f:
+        f.write(header)
+        for i in range(20_000):
+            f.write(f"20\t{1000 + i}\trs{i}\tA\tG\t50\tPASS\tDP=10\tGT\t0|0\t0|1\t1/1\n")
+    whole = tmp_path / "many.vcf.gz"
+    _bcftools("view", "-Oz", "-o", str(whole), str(text))
+    blocks = _bgzf_blocks(whole.read_bytes())
+    assert len(blocks) > 3 and blocks[-1] == bytes.fromhex(
+        "1f8b08040000000000ff0600424302001b0003000000000000000000")
+    cut = tmp_path / "cut.vcf.gz"
+    cut.write_bytes(b"".join(blocks[: len(blocks) // 2]))
+    out = tmp_path / "cut.zarr"
+    with open(cut, "rb") as f:
+        done = subprocess.run(
+            [sys.executable, "-c", "import sys; from vcfzarr_sql.cli import main; sys.exit(main())",
+             "convert", "-", str(out)],
+            stdin=f, capture_output=True, text=True,
+        )
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "error: standard input: no BGZF EOF marker; file may be truncated"], done.stderr
+    assert not out.exists()

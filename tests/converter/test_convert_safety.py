@@ -72,6 +72,30 @@ def test_force_never_replaces_what_is_not_a_store(vcf, tmp_path, monkeypatch, ca
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
 
 
+@pytest.mark.parametrize("planted", ["notes.txt", "variant_position/README", ".hidden",
+                                     "results/table.csv", "variant_id/link"])
+def test_force_never_deletes_a_file_a_user_put_inside_a_store(vcf, tmp_path, capsys, planted):
+    """Issue 23 (9): --force deleted the whole folder, with what a user had put inside."""
+    out = tmp_path / "out.vcz"
+    convert(vcf, out, show_progress=False, variants_chunk_size=2)
+    path = out / planted
+    path.parent.mkdir(exist_ok=True)
+    if planted.endswith("link"):
+        path.symlink_to(vcf)
+    else:
+        path.write_text("mine")
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    code, err = one_line_cli(capsys, str(vcf), str(out), "--force")
+    assert code == 1
+    assert err == (f"error: {out}: holds {planted}, which is not part of a Zarr store; --force "
+                   "deletes only a store's own files (move it out, or remove the store "
+                   "yourself)"), err
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == before
+    path.unlink()
+    assert one_line_cli(capsys, str(vcf), str(out), "--force") == (0, "")  # a store's own files only
+    assert is_complete(out)
+
+
 def test_force_never_replaces_a_store_holding_the_input(tmp_path):
     store = tmp_path / "s.vcz"
     convert(write_vcf(tmp_path / "in.vcf"), store, show_progress=False)

@@ -62,7 +62,9 @@ def command(paths: tuple[str, ...], variants_chunk_size: int, samples_chunk_size
     Several INPUTs (per-chromosome files, say) become one store, as their concatenation;
     their headers must agree. INPUT ``-`` reads standard input. Prints a one-line summary.
     With --force, an existing VCF Zarr store at OUTPUT is replaced (only a store: never an
-    input, the working directory or another folder) once the new one is complete.
+    input, the working directory or another folder) once the new one is complete. --force
+    deletes the old store's folder whole, so it refuses one holding anything but Zarr
+    metadata and chunks (a file you put inside, a link): move that out first.
     """
     from vcfzarr_sql.converter import convert
 

@@ -59,15 +59,16 @@ __all__ = ["ConvertSummary", "convert"]
 _BGZF_EOF = bytes.fromhex("1f8b08040000000000ff0600424302001b0003000000000000000000")
 
 
-def _check_bgzf_eof(path: Path) -> None:
-    """Refuse a BGZF file without its end-of-file block (truncated), as bcftools does."""
+def _check_bgzf_eof(path: Path, name: str | None = None) -> None:
+    """Refuse a BGZF file without its end-of-file block (truncated), as bcftools does; ``name``:
+    what the error calls it (standard input spooled to ``path``)."""
     with open(path, "rb") as f:
         head = f.read(16)
         if len(head) < 16 or head[:2] != b"\x1f\x8b" or head[12:14] != b"BC":
             return
         f.seek(-len(_BGZF_EOF), os.SEEK_END)
         if f.read() != _BGZF_EOF:
-            raise VcfParseError(str(path), "no BGZF EOF marker; file may be truncated")
+            raise VcfParseError(name or str(path), "no BGZF EOF marker; file may be truncated")
 
 
 class _Progress:
@@ -303,7 +304,8 @@ def convert(
     stderr (default: when stderr is a terminal). Raises :class:`VcfParseError` for input that
     cannot be read (and leaves nothing behind), :class:`OutputError` if ``output`` exists and
     ``force`` is not set, if ``force`` is set but ``output`` is not a VCF Zarr store (or is the
-    input, holds it, or is the working directory or a parent of it), if another conversion to
+    input, holds it, holds anything but Zarr metadata and chunks, or is the working directory
+    or a parent of it), if another conversion to
     ``output`` is running, or if writing fails (one line naming the path). The store is built
     beside ``output`` and swapped in atomically (see :mod:`vcfzarr_sql.converter.output`).
 
@@ -344,6 +346,8 @@ def convert(
 def _build_in(inputs: list[str], work: Path, show_progress: bool, settings: dict) -> Layout:
     """Build the store in ``work/store`` with a worker pool; its layout."""
     input_path = str(single_input(inputs, work))
+    if inputs == [STDIN]:  # spooled to a file: checked as a file is
+        _check_bgzf_eof(Path(input_path), "standard input")
     with WorkerPool(input_path, settings["workers"], work) as pool:
         progress = _Progress(show_progress, pool)
         try:

@@ -20,6 +20,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -59,6 +60,43 @@ def is_vcf_zarr_directory(path: str | os.PathLike) -> bool:
     return isinstance(attrs, dict) and spec.ATTR_VERSION in attrs
 
 
+#: What a Zarr writer puts at the root of a VCF Zarr store (besides one folder per array), and
+#: in an array's folder (besides its chunks).
+_ROOT_FILES = frozenset({".zgroup", ".zattrs", ".zmetadata", "zarr.json"})
+_ARRAY_FILES = frozenset({".zarray", ".zattrs", "zarr.json"})
+#: A chunk key below an array's folder: indexes joined by ``.`` or ``/`` (Zarr v2), or ``c/``
+#: then indexes (Zarr v3).
+_CHUNK_KEY = re.compile(r"(c/)?\d+([./]\d+)*")
+
+
+def foreign_entry(store: Path) -> Path | None:
+    """The first entry of the VCF Zarr directory ``store`` that is not part of a Zarr store
+    (what ``--force`` would delete besides the store: a user's file put inside it, a link, a
+    folder of something else), or None.
+
+    >>> foreign_entry(Path("/no/such/store")) is None
+    True
+    """
+    for top, folders, files in os.walk(store):
+        here = Path(top)
+        relative = here.relative_to(store)
+        for name in sorted(folders + files):
+            path = here / name
+            key = (relative / name).as_posix()
+            if path.is_symlink():
+                return path
+            if name in folders:
+                continue  # (its files are judged below)
+            if relative == Path("."):
+                allowed = name in _ROOT_FILES
+            else:
+                rest = key.partition("/")[2]
+                allowed = rest in _ARRAY_FILES or bool(_CHUNK_KEY.fullmatch(rest))
+            if not allowed or not path.is_file():
+                return path
+    return None
+
+
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
@@ -67,7 +105,8 @@ def refuse_to_replace(inputs: Sequence[str | os.PathLike], output: str | os.Path
                       force: bool) -> None:
     """OutputError unless OUTPUT may be written: it does not exist, or ``force`` is set and it is
     a VCF Zarr store that is neither an input, nor holds one, nor the working directory or one
-    of its parents (``-``, standard input, is no file)."""
+    of its parents, and holds nothing but the store (:func:`foreign_entry`; ``-``, standard
+    input, is no file)."""
     out = Path(output)
     if not os.path.lexists(out):
         return
@@ -87,6 +126,11 @@ def refuse_to_replace(inputs: Sequence[str | os.PathLike], output: str | os.Path
     if not is_vcf_zarr_directory(out):
         raise OutputError(f"{out}: is not a VCF Zarr store; --force replaces only a VCF Zarr "
                           "store (remove it yourself if it should go)")
+    foreign = foreign_entry(out)
+    if foreign is not None:
+        raise OutputError(f"{out}: holds {foreign.relative_to(out)}, which is not part of a Zarr "
+                          "store; --force deletes only a store's own files (move it out, or "
+                          "remove the store yourself)")
 
 
 def _siblings(output: Path, suffix: str) -> list[Path]:

@@ -80,3 +80,22 @@ def region_index(
     if not parts:
         return np.empty((0, spec.REGION_INDEX_FIELDS), dtype=dtype)
     return np.concatenate(parts)
+
+
+def chunk_bounds(index: np.ndarray, num_chunks: int) -> list[tuple[int, int, int]]:
+    """(record count, first POS, last POS) of each of ``num_chunks`` variant chunks by the
+    region ``index`` (the rows of a chunk's contigs together; a chunk without rows: count 0).
+
+    >>> chunk_bounds(np.array([[0, 0, 111, 112, 112, 2], [0, 1, 14370, 14370, 14370, 1],
+    ...                        [1, 1, 17330, 1230237, 1230237, 3]]), 2)
+    [(3, 111, 14370), (3, 17330, 1230237)]
+    """
+    chunk = index[:, spec.RI_CHUNK]
+    n = max(num_chunks, 1)
+    count = np.zeros(n, dtype=np.int64)
+    np.add.at(count, chunk, index[:, spec.RI_COUNT])
+    start = np.full(n, np.iinfo(np.int64).max)
+    np.minimum.at(start, chunk, index[:, spec.RI_START])
+    end = np.full(n, np.iinfo(np.int64).min)
+    np.maximum.at(end, chunk, index[:, spec.RI_END])
+    return list(zip(count.tolist(), start.tolist(), end.tolist()))

@@ -18,6 +18,7 @@ import numpy as np
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.store.alignment import records_per_chunk
+from vcfzarr_sql.store.contents import check_positions
 from vcfzarr_sql.store.metadata import ArrayInfo
 from vcfzarr_sql.store.source import ChunkSource
 
@@ -46,10 +47,15 @@ class BatchBlocks:
         self._cache: dict[str, np.ndarray] = {}
 
     def read(self, name: str) -> np.ndarray:
-        """The block of array ``name`` (cached: each array is read once per batch)."""
+        """The block of array ``name`` (cached: each array is read once per batch);
+        ``variant_position`` checked against the region index
+        (:func:`~vcfzarr_sql.store.contents.check_positions`)."""
         block = self._cache.get(name)
         if block is None:
-            block = self._cache[name] = self._read(name)
+            block = self._read(name)
+            if name == spec.VARIANT_POSITION:
+                check_positions(self.store, self.chunks, block)
+            self._cache[name] = block
         return block
 
     def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:

@@ -14,8 +14,8 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from vcfzarr_sql.errors import AccessError
-from vcfzarr_sql.store.kvstore import DirectoryStore, is_url, unreadable
+from vcfzarr_sql.errors import AccessError, StoreError
+from vcfzarr_sql.store.kvstore import DIRECTORY_FLAGS, DirectoryStore, is_url, unreadable
 from vcfzarr_sql.store.vcz import VczStore, open_store
 
 
@@ -88,7 +88,8 @@ class DataDirs:
     def open_store(self, path: str) -> VczStore:
         """The store at ``path``, each of its files read only if it lies inside the store."""
         real = self.resolve(path)
-        kv = ConfinedDirectory(path, real) if os.path.isdir(real) else None
+        root = next(r for r in self.roots if _under(real, r))
+        kv = ConfinedDirectory(path, real, root) if os.path.isdir(real) else None
         return open_store(real, kv=kv)
 
 
@@ -102,26 +103,59 @@ class ConfinedDirectory(DirectoryStore):
 
     Our reader opens chunk files itself (DuckDB's file-system settings do not apply), so a
     symlink inside a store (``call_genotype/0.0 -> /etc/shadow``) would otherwise be read.
-    Each directory of the key is checked with ``lstat`` and the file opened with
-    ``O_NOFOLLOW`` (no ``realpath`` per chunk: a store's keys are one or two levels deep).
+    The store's directory is opened once, from the data directory ``root`` down, one real
+    directory at a time (``openat`` with ``O_NOFOLLOW``); each key is then opened the same way
+    from that descriptor, so a link swapped in anywhere on the way is refused, and the
+    descriptor is the store even if its path is later replaced (which
+    :class:`~vcfzarr_sql.store.kvstore.DirectoryStore` also reports).
     """
 
+    def __init__(self, location: str, directory: str, root: str):
+        try:
+            relative = os.path.relpath(directory, root)
+            parts = [] if relative == os.curdir else relative.split(os.sep)
+            fd = _descend(os.open(root, DIRECTORY_FLAGS), parts, owned=True)
+        except OSError as err:
+            if err.errno == errno.ELOOP:  # a component became a symlink since it was resolved
+                raise AccessError(f"{location}: not under a served data directory") from None
+            raise StoreError(f"{location}: cannot open the store's directory "
+                             f"({err.strerror})") from None
+        super().__init__(location, directory, root_fd=fd)
+
     def get(self, key: str) -> bytes | None:
-        assert self.local_directory is not None
         parts = key.split("/")
         if any(part in ("", ".", "..") for part in parts):
             raise AccessError(f"{self.location}: {key} leads outside the store")
-        path = self.local_directory
+        root = self._root()
         try:
-            for part in parts[:-1]:
-                path = os.path.join(path, part)
-                if stat.S_ISLNK(os.lstat(path).st_mode):
-                    raise AccessError(f"{self.location}: {key} leads outside the store")
-            file = self.open_file(os.path.join(path, parts[-1]), key, os.O_NOFOLLOW)
+            fd = _descend(root, parts[:-1], owned=False)
+            try:
+                file = self.open_file(parts[-1], key, os.O_NOFOLLOW, dir_fd=fd)
+            finally:
+                if fd != root:
+                    os.close(fd)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as err:
-            if err.errno == errno.ELOOP:  # the file itself is a symlink
+            if err.errno == errno.ELOOP:  # a symlink on the way
                 raise AccessError(f"{self.location}: {key} leads outside the store") from None
             raise unreadable(self, key, err) from None
         return self.read_file(file, key)
+
+
+def _descend(fd: int, parts: list[str], *, owned: bool) -> int:
+    """The directory ``parts`` below the directory ``fd``, opened one real directory at a time
+    (never through a symlink: OSError ELOOP). ``owned``: ``fd`` is closed once it is not needed,
+    as is every directory on the way (also on error)."""
+    for part in parts:
+        try:
+            below = os.open(part, DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+        except NotADirectoryError:  # (Linux says so, not ELOOP, for a link with O_DIRECTORY)
+            if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
+                raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+            raise
+        finally:
+            if owned:
+                os.close(fd)
+        fd, owned = below, True
+    return fd

@@ -6,6 +6,8 @@ place that knows where those bytes live. Every reader here is safe to share betw
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import os
 import stat
 import threading
@@ -16,6 +18,8 @@ from typing import Any, Protocol
 from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.store.bounds import MAX_CHUNK_BYTES_VARIABLE, max_chunk_bytes
 
+#: How a store's directory is opened: a descriptor to read its keys relative to.
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 #: Keys whose presence at a prefix marks a Zarr node (v2 group, v2 array, v3 node).
 _NODE_KEYS = (".zgroup", ".zarray", "zarr.json")
 
@@ -58,28 +62,59 @@ class KeyValueStore(Protocol):
 
 
 class DirectoryStore:
-    """A store in a local directory: keys are relative file paths."""
+    """A store in a local directory: keys are relative file paths.
 
-    def __init__(self, location: str, directory: str):
+    The directory is opened once, and every key is read relative to that descriptor
+    (``openat``), so all reads come from the directory that was opened. Before each read the
+    path is checked to still lead to it (device and inode): a store directory replaced while
+    it is read (by a link to another store, say) is a StoreError, never rows of another store.
+    """
+
+    def __init__(self, location: str, directory: str, root_fd: int | None = None):
         self.location = location
         self.local_directory = directory
         self.revalidates = True
+        self._fd: int | None = None
+        try:
+            fd = os.open(directory, DIRECTORY_FLAGS) if root_fd is None else root_fd
+        except OSError as err:
+            raise StoreError(f"{location}: cannot open the store's directory "
+                             f"({err.strerror})") from None
+        self._fd = fd
+        st = os.fstat(fd)
+        self._identity = (st.st_dev, st.st_ino)
+
+    def _root(self) -> int:
+        """The store directory's descriptor, once its path is checked to still lead to it."""
+        fd = self._fd
+        if fd is None:
+            raise StoreError(f"{self.location}: the store is closed")
+        try:
+            st = os.stat(self.local_directory)
+            same = (st.st_dev, st.st_ino) == self._identity
+        except OSError:
+            same = False
+        if not same:
+            raise StoreError(f"{self.location}: the store's directory was moved or replaced "
+                             "while it was read")
+        return fd
 
     def get(self, key: str) -> bytes | None:
+        fd = self._root()
         try:
-            file = self.open_file(os.path.join(self.local_directory, key), key)
+            file = self.open_file(key, key, dir_fd=fd)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as err:
             raise unreadable(self, key, err) from None
         return self.read_file(file, key)
 
-    def open_file(self, path: str, key: str, flags: int = 0) -> Any:
-        """The file at ``path`` (of ``key``) open for reading, None when it is a directory;
-        StoreError when it is anything but a regular file (a FIFO would block the reader, a
-        socket or device fail); OSError when it cannot be opened. ``flags``: more
-        ``os.open`` flags."""
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | flags)
+    def open_file(self, path: str, key: str, flags: int = 0, dir_fd: int | None = None) -> Any:
+        """The file at ``path`` (of ``key``; relative to ``dir_fd`` when given) open for reading,
+        None when it is a directory; StoreError when it is anything but a regular file (a FIFO
+        would block the reader, a socket or device fail); OSError when it cannot be opened.
+        ``flags``: more ``os.open`` flags."""
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | flags, dir_fd=dir_fd)
         mode = os.fstat(fd).st_mode
         if stat.S_ISREG(mode):
             return os.fdopen(fd, "rb")
@@ -111,10 +146,16 @@ class DirectoryStore:
         return _present(self, keys)
 
     def children(self) -> list[str]:
-        return sorted(os.listdir(self.local_directory))
+        return sorted(os.listdir(self._root()))
 
     def close(self) -> None:
-        pass
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # (at interpreter exit, os may be gone already)
+            self.close()
 
 
 class ZipStore:
@@ -133,7 +174,13 @@ class ZipStore:
             self._zip = zipfile.ZipFile(file)
         except (zipfile.BadZipFile, OSError) as err:
             raise StoreError(f"{location}: not a readable zip file ({err})") from None
-        self._names = set(self._zip.namelist())
+        names = self._zip.namelist()
+        self._names = set(names)
+        if len(self._names) != len(names):  # zipfile reads the last of them, other readers the first
+            twice = min(name for name, n in collections.Counter(names).items() if n > 1)
+            self.close()
+            raise StoreError(f"{location}: the zip archive holds {twice} more than once "
+                             "(a damaged or forged archive)")
         self._prefix = self._root_prefix()
 
     def _root_prefix(self) -> str:

@@ -15,6 +15,15 @@ import numpy as np
 
 from vcfzarr_sql.errors import NotSupportedError, StoreError
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.arrays import (
+    BOOL,
+    FIXED_ARRAYS,
+    FLOAT,
+    INT,
+    VALUE_FILTERS,
+    dtype_kind,
+    kind_matches,
+)
 from vcfzarr_sql.store.codecs import ChunkCodec, v2_codec, v3_codec
 
 
@@ -39,6 +48,8 @@ class ArrayInfo:
     #: Chunk key = ``name/`` + ``key_prefix`` + indexes joined by ``separator``.
     key_prefix: str = field(default="", repr=False)
     separator: str = field(default=".", repr=False)
+    #: The numcodecs ids of its filters and codecs (v2 ``filters``; v3 ``codecs``).
+    codec_ids: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def decoded_dtype(self) -> np.dtype:
@@ -65,6 +76,31 @@ class ArrayInfo:
         )
 
 
+def fixed_array_problem(info: ArrayInfo, version: str) -> str | None:
+    """Why the spec's fixed array ``info`` (:data:`.format.arrays.FIXED_ARRAYS`) cannot be read
+    as the spec types it: a numeric one of another dtype kind (``variant_position`` as float,
+    ``variant_quality`` as int), or with a filter that changes its values (``delta``...).
+    None for any other array, or when it is fine.
+
+    >>> import numpy as np
+    >>> info = ArrayInfo("variant_quality", (2,), (2,), np.dtype("<i4"), ("variants",), 0, {},
+    ...                  codec=None)  # type: ignore[arg-type]
+    >>> fixed_array_problem(info, "0.4")
+    'variant_quality: dtype int32 is not float'
+    """
+    rule = FIXED_ARRAYS.get(info.name)
+    if rule is None or rule.kind not in (INT, FLOAT, BOOL):
+        return None
+    kind = dtype_kind(info.dtype, version, vlen=False)
+    if not kind_matches(kind, rule.kind, version):
+        return f"{info.name}: dtype {info.dtype} is not {rule.kind}"
+    changing = sorted(VALUE_FILTERS.intersection(info.codec_ids))
+    if changing:
+        return (f"{info.name}: filter {changing[0]!r} changes its values (not allowed on the "
+                "spec's fixed arrays)")
+    return None
+
+
 def parse_v2(name: str, meta: dict, attrs: dict) -> ArrayInfo:
     """ArrayInfo of a Zarr v2 array from its ``.zarray`` and ``.zattrs`` documents."""
     dtype = _v2_dtype(name, meta["dtype"])
@@ -81,6 +117,7 @@ def parse_v2(name: str, meta: dict, attrs: dict) -> ArrayInfo:
         key_prefix="",
         separator=meta.get("dimension_separator") or ".",
         codec=v2_codec(name, meta, dtype, chunks),
+        codec_ids=tuple(str(f.get("id")) for f in meta.get("filters") or () if isinstance(f, dict)),
     )
 
 
@@ -113,6 +150,8 @@ def parse_v3(name: str, zarr_json: dict) -> ArrayInfo:
         key_prefix=key_prefix,
         separator=separator,
         codec=v3_codec(name, zarr_json.get("codecs", []), dtype, chunks),
+        codec_ids=tuple(str(c.get("name")).removeprefix("numcodecs.")
+                        for c in zarr_json.get("codecs", []) if isinstance(c, dict)),
     )
 
 

@@ -28,7 +28,7 @@ from vcfzarr_sql.store.codecs import finished, trimmed_strings
 from vcfzarr_sql.store.fields import FORMAT, INFO, FieldInfo, describe_fields
 from vcfzarr_sql.store.header import parse_header
 from vcfzarr_sql.store.kvstore import FsspecStore, KeyValueStore, is_url, open_kv
-from vcfzarr_sql.store.metadata import ArrayInfo, parse_v2, parse_v3
+from vcfzarr_sql.store.metadata import ArrayInfo, fixed_array_problem, parse_v2, parse_v3
 
 _REQUIRED_ARRAYS = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.CONTIG_ID)
 #: Arrays none of whose chunks can be all fill (so no writer leaves one out): every variant
@@ -155,6 +155,10 @@ class VczStore:
         for name in _REQUIRED_ARRAYS:
             if name not in self._arrays:
                 raise StoreError(f"{path}: not a VCF Zarr store (no {name} array)")
+        for info in self._arrays.values():
+            problem = fixed_array_problem(info, self.version)
+            if problem is not None:
+                raise StoreError(f"{path}: {problem}")
         #: Whether every chunk is written (our converter's stores): then none may be missing.
         self.complete_chunks = str(self.attrs.get(spec.ATTR_SOURCE, "")).startswith(_OUR_SOURCE)
         self.vcf_header: str | None = self.attrs.get(spec.ATTR_HEADER)
@@ -387,13 +391,16 @@ class VczStore:
 
     @contextlib.contextmanager
     def _decoding(self, name: str, chunk: tuple[int, ...]) -> Iterator[None]:
-        """Codec errors while decoding chunk ``chunk`` of ``name`` as a one-line StoreError."""
+        """Codec errors while decoding chunk ``chunk`` of ``name`` as a one-line StoreError
+        naming the store, the array and the chunk (whatever the codec raised: ``zlib.error``
+        for a ``zlib`` compressor declared over Blosc bytes...)."""
         try:
             yield
-        except VcfZarrError:
+        except (VcfZarrError, MemoryError):
             raise
-        except (RuntimeError, ValueError, TypeError, SystemError) as err:
-            message = f"{self.path}: cannot decode chunk {chunk} of {name} ({err})"
+        except Exception as err:  # noqa: BLE001 - any codec's failure (zlib.error...) is the chunk's
+            detail = " ".join(str(err).split()) or type(err).__name__
+            message = f"{self.path}: cannot decode chunk {chunk} of {name} ({detail})"
             raise StoreError(message) from None
 
     def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
