@@ -110,10 +110,12 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
     return _joined(texts, np.array(shown).reshape(len(texts), len(rows)), ";").reshape(len(rows), -1)
 
 
-def _joined(texts: list[np.ndarray], showing: np.ndarray, separator: str, lead: str = "") -> np.ndarray:
+def _joined(texts: list[np.ndarray], showing: np.ndarray, separator: str, lead: str = "",
+            out: np.ndarray | None = None) -> np.ndarray:
     """Each row's fields (``texts[j]``: (rows, cells, width) uint8, NUL-padded) where
     ``showing[j]`` says the row has field j, separated by ``separator``; ``.`` where a row has
-    none; ``lead`` before each cell. (rows, cells, width) uint8, NUL-padded."""
+    none; ``lead`` before each cell. (rows, cells, width) uint8, NUL-padded, written into
+    ``out`` when given (of that shape: :func:`_joined_width`)."""
     first = showing.argmax(axis=0)  # the first field of each row: no separator before it
     none = ~showing.any(axis=0)
     rows_cells = texts[0].shape[:2]
@@ -129,24 +131,25 @@ def _joined(texts: list[np.ndarray], showing: np.ndarray, separator: str, lead: 
             mark = np.where(showing[j] & (first != j), ord(separator), 0).astype(np.uint8)
             parts.append(np.broadcast_to(mark[:, None, None], (*rows_cells, 1)))
         parts.append(text)
-    return np.concatenate(parts, axis=2)
+    return np.concatenate(parts, axis=2, out=out)
 
 
-def _row_texts(matrix: np.ndarray) -> list[bytes]:
-    """The bytes of each row of a NUL-padded uint8 matrix, without the NULs: one pass over the
-    whole matrix (none when no byte is NUL)."""
-    if matrix.all():
-        data, ends = matrix.tobytes(), np.arange(1, len(matrix) + 1) * matrix.shape[1]
-    else:
-        kept = matrix != 0
-        data, ends = matrix[kept].tobytes(), np.cumsum(np.count_nonzero(kept, axis=1))
-    return [data[start:end] for start, end in zip([0, *ends[:-1].tolist()], ends.tolist())]
+def _joined_width(texts: list[np.ndarray], lead: str = "") -> int:
+    """The width of one cell of :func:`_joined` ``texts``: lead, fields and separators."""
+    return len(lead) + sum(text.shape[2] for text in texts) + len(texts) - 1
+
+
+def _without_padding(matrix: np.ndarray) -> bytes:
+    """The bytes of a NUL-padded uint8 matrix, row after row, without the NULs (one pass in C;
+    none when no byte is NUL)."""
+    data = matrix.tobytes()
+    return data if matrix.all() else data.translate(None, b"\0")
 
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
-                    order: np.ndarray | None) -> tuple[list[str], np.ndarray]:
-    """Per row, the FORMAT key text, and the sample columns: a uint8 matrix (one row per
-    record) of each sample's tab and cell, NUL bytes padding them (dropped when joined)."""
+                    order: np.ndarray | None) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
+    """Per row, the FORMAT column (its tab, the keys; a NUL-padded uint8 matrix), and each
+    FORMAT field's cells (:func:`_joined` texts) with whether the row shows it."""
     names, cells, shown = [], [], []
     fields: dict[str, FieldInfo] = store.format_fields
     for name in sorted(fields, key=lambda n: n != "GT"):
@@ -178,7 +181,7 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
         )
     showing = np.array(shown).reshape(len(names), len(rows))
     keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
-    return keys, _joined(cells, showing, ":", lead="\t").reshape(len(rows), -1)
+    return _text_matrix([f"\t{key}" for key in keys]), cells, showing
 
 
 def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: RecordOptions) -> bytes:
@@ -186,9 +189,9 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     ``source.store`` as one text (UTF-8), its chunks read through ``source`` (the store, or a
     wrapper that counts).
 
-    Each column is formatted for the whole chunk at once; the sample columns of every record
-    are one byte matrix, its padding dropped in one pass (none when every cell fills its
-    width), then each record's fixed columns and samples are joined.
+    Each column is formatted for the whole chunk at once, into one byte matrix of the chunk's
+    lines (a row each: fixed columns, INFO, FORMAT, the sample columns, the newline); its
+    padding is dropped in one pass (none when every cell fills its width).
     """
     if not len(rows):
         return b""
@@ -210,16 +213,26 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
         genotypes = blocks.read(spec.CALL_GENOTYPE)[rows]
         genotypes = genotypes if order is None else genotypes[:, order]
         counts = _counts(genotypes, (alleles != spec.STR_FILL).sum(axis=1))
-    info = _row_texts(_info_column(store, blocks, rows, counts))
+    info = _info_column(store, blocks, rows, counts)
     alts = _alt_text(alleles)
-    fixed = [
+    fixed = _text_matrix([
         "\t".join([contigs[k], str(positions[k]), vt.MISSING if ids is None else ids[k],
-                   alleles[k, 0], alts[k], quals[k], filters[k], ""]).encode()
+                   alleles[k, 0], alts[k], quals[k], filters[k], ""])
         for k in range(len(rows))
-    ]
+    ])
+    columns = [fixed, info]
+    cells: list[np.ndarray] = []
     written = len(store.samples) if options.samples is None else len(options.samples)
-    if not (store.format_fields and options.genotypes and written):
-        return b"".join(part for line in zip(fixed, info) for part in (*line, b"\n"))
-    keys, samples = _format_columns(store, blocks, everyone, rows, order)
-    parts = zip(fixed, info, (f"\t{key}".encode() for key in keys), _row_texts(samples))
-    return b"".join(part for line in parts for part in (*line, b"\n"))
+    if store.format_fields and options.genotypes and written:
+        keys, cells, showing = _format_columns(store, blocks, everyone, rows, order)
+        columns.append(keys)
+    widths = [column.shape[1] for column in columns]
+    width = _joined_width(cells, "\t") if cells else 0
+    line = np.empty((len(rows), sum(widths) + written * width + 1), np.uint8)
+    ends = np.cumsum(widths)
+    for column, start, end in zip(columns, ends - widths, ends):
+        line[:, start:end] = column
+    if cells:
+        _joined(cells, showing, ":", "\t", out=line[:, ends[-1]:-1].reshape(len(rows), written, width))
+    line[:, -1] = ord("\n")
+    return _without_padding(line)
