@@ -70,9 +70,11 @@ def _counts(genotypes: np.ndarray, num_alleles: np.ndarray) -> Counts:
     return ac_texts, [str(v) for v in an]
 
 
-def _named(name: str, text: np.ndarray | None, rows: int) -> np.ndarray:
-    """``NAME=`` and each row's text (a Flag, ``text`` None: ``NAME``), as (rows, 1, width)."""
-    key = np.frombuffer((name if text is None else f"{name}=").encode(), np.uint8)
+def _named(name: str, text: np.ndarray | None, rows: int, first: bool) -> np.ndarray:
+    """``;NAME=`` (the ``first`` field: a NUL lead) and each row's text (a Flag, ``text``
+    None: ``;NAME``), as (rows, 1, width): a :func:`_joined` text."""
+    lead = "\0" if first else ";"
+    key = np.frombuffer((lead + (name if text is None else f"{name}=")).encode(), np.uint8)
     keys = np.broadcast_to(key, (rows, len(key)))
     return (keys if text is None else np.concatenate([keys, text], axis=1))[:, None, :]
 
@@ -83,74 +85,79 @@ def _text_matrix(texts: list[str]) -> np.ndarray:
 
 def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None) -> np.ndarray:
     """The INFO column of each row: a uint8 matrix, NUL-padded (:func:`_joined`)."""
-    texts, shown = [], []
+    texts: list[np.ndarray] = []
+    shown: list[np.ndarray] = []
     fields: dict[str, FieldInfo] = store.info_fields
     recounted = {} if counts is None else {"AC": counts[0], "AN": counts[1]}
     for name, field in fields.items():
         if name in recounted:
-            texts.append(_named(name, _text_matrix(recounted[name]), len(rows)))
+            texts.append(_named(name, _text_matrix(recounted[name]), len(rows), not texts))
             shown.append(np.array([bool(t) for t in recounted[name]], bool).reshape(len(rows)))
             continue
         values = blocks.read(field.array)[rows]
         no_value = None if field.mask is None else blocks.read(field.mask)[rows]
         if field.vcf_type == "Flag":
-            texts.append(_named(name, None, len(rows)))
+            texts.append(_named(name, None, len(rows), not texts))
             shown.append(values.reshape(len(rows), -1).any(axis=1))
             continue
         present = vt.present(values, field.vcf_type, no_value)
         if present.any():
-            texts.append(_named(name, vt.cell_matrix(values, field.vcf_type, no_value), len(rows)))
+            texts.append(_named(name, vt.cell_matrix(values, field.vcf_type, no_value), len(rows), not texts))
             shown.append(present)
     for name, text in recounted.items():  # AC/AN not declared in the store: bcftools appends them
         if name not in fields:
-            texts.append(_named(name, _text_matrix(text), len(rows)))
+            texts.append(_named(name, _text_matrix(text), len(rows), not texts))
             shown.append(np.array([bool(t) for t in text], bool).reshape(len(rows)))
     if not texts:
         return np.full((len(rows), 1), ord(vt.MISSING), np.uint8)
-    return _joined(texts, np.array(shown).reshape(len(texts), len(rows)), ";").reshape(len(rows), -1)
+    return _joined(texts, np.array(shown).reshape(len(texts), len(rows)))
 
 
-def _joined(texts: list[np.ndarray], showing: np.ndarray, separator: str, lead: str = "",
-            out: np.ndarray | None = None) -> np.ndarray:
+def _joined(texts: list[np.ndarray], showing: np.ndarray) -> np.ndarray:
     """Each row's fields (``texts[j]``: (rows, cells, width) uint8, NUL-padded) where
-    ``showing[j]`` says the row has field j, separated by ``separator``; ``.`` where a row has
-    none; ``lead`` before each cell. (rows, cells, width) uint8, NUL-padded, written into
-    ``out`` when given (of that shape: :func:`_joined_width`)."""
-    first = showing.argmax(axis=0)  # the first field of each row: no separator before it
-    none = ~showing.any(axis=0)
-    rows_cells = texts[0].shape[:2]
-    parts = [np.full((*rows_cells, len(lead)), ord(lead), np.uint8)] if lead else []
+    ``showing[j]`` says the row has field j, as (rows, cells x width) uint8, NUL-padded.
+
+    Each text begins with a one-byte lead: the separator before the field, except in
+    ``texts[0]``, where it is the byte a row's first field begins with (NUL: none). A row whose
+    first field is ``j > 0`` takes that byte as ``j``'s lead; a row with none is the byte and
+    ``.``. With every field shown (the common case) the texts are joined as they are.
+    """
+    start = texts[0][:1, :1, 0]
+    first = showing.argmax(axis=0)  # the first field each row shows
+    parts = []
     for j, text in enumerate(texts):
         if not showing[j].all():
             text = text * showing[j][:, None, None]
-        if j == 0 and none.any():
-            text = text.copy()
-            text[none] = 0
-            text[none, :, 0] = ord(vt.MISSING)
-        if j > 0:
-            mark = np.where(showing[j] & (first != j), ord(separator), 0).astype(np.uint8)
-            parts.append(np.broadcast_to(mark[:, None, None], (*rows_cells, 1)))
+        if j == 0 and not showing[0].all():
+            none = ~showing.any(axis=0)
+            text[none, :, 0] = start
+            text[none, :, 1] = ord(vt.MISSING)
+        elif j > 0 and (leading := first == j).any():
+            text = text.copy() if text is texts[j] else text
+            text[leading, :, 0] = start
         parts.append(text)
-    return np.concatenate(parts, axis=2, out=out)
+    joined = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=2)
+    return joined.reshape(len(joined), -1)
 
 
-def _joined_width(texts: list[np.ndarray], lead: str = "") -> int:
-    """The width of one cell of :func:`_joined` ``texts``: lead, fields and separators."""
-    return len(lead) + sum(text.shape[2] for text in texts) + len(texts) - 1
-
-
-def _without_padding(matrix: np.ndarray) -> bytes:
-    """The bytes of a NUL-padded uint8 matrix, row after row, without the NULs (one pass in C;
-    none when no byte is NUL)."""
-    data = matrix.tobytes()
-    return data if matrix.all() else data.translate(None, b"\0")
+def _without_padding(blocks: list[np.ndarray]) -> bytes:
+    """The lines of NUL-padded uint8 matrices of the same rows (line k: row k of each block in
+    turn, a newline), without the NULs: a block with no NUL is taken as it is, the rows of
+    others each through ``bytes.translate`` (C, one pass over the bytes)."""
+    pieces = []
+    for block in blocks:
+        rows = [row.tobytes() for row in block]
+        pieces.append(rows if block.all() else [row.translate(None, b"\0") for row in rows])
+    return b"".join(piece for line in zip(*pieces) for piece in (*line, b"\n"))
 
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
-                    order: np.ndarray | None) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
-    """Per row, the FORMAT column (its tab, the keys; a NUL-padded uint8 matrix), and each
-    FORMAT field's cells (:func:`_joined` texts) with whether the row shows it."""
-    names, cells, shown = [], [], []
+                    order: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the FORMAT column (its tab, the keys; a NUL-padded uint8 matrix), and the
+    sample columns (each sample's tab and cell; :func:`_joined`)."""
+    names: list[str] = []
+    cells: list[np.ndarray] = []
+    shown: list[np.ndarray] = []
     fields: dict[str, FieldInfo] = store.format_fields
     for name in sorted(fields, key=lambda n: n != "GT"):
         field = fields[name]
@@ -164,12 +171,12 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
             if store.has_array(spec.CALL_GENOTYPE_PHASED):
                 phased = blocks.read(spec.CALL_GENOTYPE_PHASED)[rows]
                 phased = phased if order is None else phased[:, order]
-            text = vt.genotype_cells(values, phased)
+            text = vt.genotype_cells(values, phased, lead="\t" if not cells else ":")
         else:
             if values.ndim == 2:
                 values = values[..., None]
                 no_value = None if no_value is None else no_value[..., None]
-            text = vt.cell_matrix(values, field.vcf_type, no_value)
+            text = vt.cell_matrix(values, field.vcf_type, no_value, lead="\t" if not cells else ":")
         names.append(name)
         cells.append(text)
         # The store cannot tell a key absent from a record from one whose values are all
@@ -181,7 +188,7 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
         )
     showing = np.array(shown).reshape(len(names), len(rows))
     keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
-    return _text_matrix([f"\t{key}" for key in keys]), cells, showing
+    return _text_matrix([f"\t{key}" for key in keys]), _joined(cells, showing)
 
 
 def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: RecordOptions) -> bytes:
@@ -189,9 +196,10 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     ``source.store`` as one text (UTF-8), its chunks read through ``source`` (the store, or a
     wrapper that counts).
 
-    Each column is formatted for the whole chunk at once, into one byte matrix of the chunk's
-    lines (a row each: fixed columns, INFO, FORMAT, the sample columns, the newline); its
-    padding is dropped in one pass (none when every cell fills its width).
+    Each column is formatted for the whole chunk at once: the fixed columns, INFO and FORMAT
+    are one byte matrix (a row a record), the sample columns another, each NUL-padded; the
+    padding is dropped in one pass over each (none over the samples when every cell fills
+    its width).
     """
     if not len(rows):
         return b""
@@ -221,18 +229,8 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
         for k in range(len(rows))
     ])
     columns = [fixed, info]
-    cells: list[np.ndarray] = []
     written = len(store.samples) if options.samples is None else len(options.samples)
-    if store.format_fields and options.genotypes and written:
-        keys, cells, showing = _format_columns(store, blocks, everyone, rows, order)
-        columns.append(keys)
-    widths = [column.shape[1] for column in columns]
-    width = _joined_width(cells, "\t") if cells else 0
-    line = np.empty((len(rows), sum(widths) + written * width + 1), np.uint8)
-    ends = np.cumsum(widths)
-    for column, start, end in zip(columns, ends - widths, ends):
-        line[:, start:end] = column
-    if cells:
-        _joined(cells, showing, ":", "\t", out=line[:, ends[-1]:-1].reshape(len(rows), written, width))
-    line[:, -1] = ord("\n")
-    return _without_padding(line)
+    if not (store.format_fields and options.genotypes and written):
+        return _without_padding([np.concatenate(columns, axis=1)])
+    keys, samples = _format_columns(store, blocks, everyone, rows, order)
+    return _without_padding([np.concatenate([*columns, keys], axis=1), samples])
