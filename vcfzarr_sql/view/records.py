@@ -70,9 +70,11 @@ def _counts(genotypes: np.ndarray, num_alleles: np.ndarray) -> Counts:
     return ac_texts, [str(v) for v in an]
 
 
-def _named(name: str, text: np.ndarray | None, rows: int) -> np.ndarray:
-    """``NAME=`` and each row's text (a Flag, ``text`` None: ``NAME``), as (rows, 1, width)."""
-    key = np.frombuffer((name if text is None else f"{name}=").encode(), np.uint8)
+def _named(name: str, text: np.ndarray | None, rows: int, first: bool) -> np.ndarray:
+    """``;NAME=`` (the ``first`` field: a NUL lead) and each row's text (a Flag, ``text``
+    None: ``;NAME``), as (rows, 1, width): a :func:`_joined` text."""
+    lead = "\0" if first else ";"
+    key = np.frombuffer((lead + (name if text is None else f"{name}=")).encode(), np.uint8)
     keys = np.broadcast_to(key, (rows, len(key)))
     return (keys if text is None else np.concatenate([keys, text], axis=1))[:, None, :]
 
@@ -83,71 +85,79 @@ def _text_matrix(texts: list[str]) -> np.ndarray:
 
 def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None) -> np.ndarray:
     """The INFO column of each row: a uint8 matrix, NUL-padded (:func:`_joined`)."""
-    texts, shown = [], []
+    texts: list[np.ndarray] = []
+    shown: list[np.ndarray] = []
     fields: dict[str, FieldInfo] = store.info_fields
     recounted = {} if counts is None else {"AC": counts[0], "AN": counts[1]}
     for name, field in fields.items():
         if name in recounted:
-            texts.append(_named(name, _text_matrix(recounted[name]), len(rows)))
+            texts.append(_named(name, _text_matrix(recounted[name]), len(rows), not texts))
             shown.append(np.array([bool(t) for t in recounted[name]], bool).reshape(len(rows)))
             continue
         values = blocks.read(field.array)[rows]
         no_value = None if field.mask is None else blocks.read(field.mask)[rows]
         if field.vcf_type == "Flag":
-            texts.append(_named(name, None, len(rows)))
+            texts.append(_named(name, None, len(rows), not texts))
             shown.append(values.reshape(len(rows), -1).any(axis=1))
             continue
         present = vt.present(values, field.vcf_type, no_value)
         if present.any():
-            texts.append(_named(name, vt.cell_matrix(values, field.vcf_type, no_value), len(rows)))
+            texts.append(_named(name, vt.cell_matrix(values, field.vcf_type, no_value), len(rows), not texts))
             shown.append(present)
     for name, text in recounted.items():  # AC/AN not declared in the store: bcftools appends them
         if name not in fields:
-            texts.append(_named(name, _text_matrix(text), len(rows)))
+            texts.append(_named(name, _text_matrix(text), len(rows), not texts))
             shown.append(np.array([bool(t) for t in text], bool).reshape(len(rows)))
     if not texts:
         return np.full((len(rows), 1), ord(vt.MISSING), np.uint8)
-    return _joined(texts, np.array(shown).reshape(len(texts), len(rows)), ";").reshape(len(rows), -1)
+    return _joined(texts, np.array(shown).reshape(len(texts), len(rows)))
 
 
-def _joined(texts: list[np.ndarray], showing: np.ndarray, separator: str, lead: str = "") -> np.ndarray:
+def _joined(texts: list[np.ndarray], showing: np.ndarray) -> np.ndarray:
     """Each row's fields (``texts[j]``: (rows, cells, width) uint8, NUL-padded) where
-    ``showing[j]`` says the row has field j, separated by ``separator``; ``.`` where a row has
-    none; ``lead`` before each cell. (rows, cells, width) uint8, NUL-padded."""
-    first = showing.argmax(axis=0)  # the first field of each row: no separator before it
-    none = ~showing.any(axis=0)
-    rows_cells = texts[0].shape[:2]
-    parts = [np.full((*rows_cells, len(lead)), ord(lead), np.uint8)] if lead else []
+    ``showing[j]`` says the row has field j, as (rows, cells x width) uint8, NUL-padded.
+
+    Each text begins with a one-byte lead: the separator before the field, except in
+    ``texts[0]``, where it is the byte a row's first field begins with (NUL: none). A row whose
+    first field is ``j > 0`` takes that byte as ``j``'s lead; a row with none is the byte and
+    ``.``. With every field shown (the common case) the texts are joined as they are.
+    """
+    start = texts[0][:1, :1, 0]
+    first = showing.argmax(axis=0)  # the first field each row shows
+    parts = []
     for j, text in enumerate(texts):
         if not showing[j].all():
             text = text * showing[j][:, None, None]
-        if j == 0 and none.any():
-            text = text.copy()
-            text[none] = 0
-            text[none, :, 0] = ord(vt.MISSING)
-        if j > 0:
-            mark = np.where(showing[j] & (first != j), ord(separator), 0).astype(np.uint8)
-            parts.append(np.broadcast_to(mark[:, None, None], (*rows_cells, 1)))
+        if j == 0 and not showing[0].all():
+            none = ~showing.any(axis=0)
+            text[none, :, 0] = start
+            text[none, :, 1] = ord(vt.MISSING)
+        elif j > 0 and (leading := first == j).any():
+            text = text.copy() if text is texts[j] else text
+            text[leading, :, 0] = start
         parts.append(text)
-    return np.concatenate(parts, axis=2)
+    joined = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=2)
+    return joined.reshape(len(joined), -1)
 
 
-def _row_texts(matrix: np.ndarray) -> list[bytes]:
-    """The bytes of each row of a NUL-padded uint8 matrix, without the NULs: one pass over the
-    whole matrix (none when no byte is NUL)."""
-    if matrix.all():
-        data, ends = matrix.tobytes(), np.arange(1, len(matrix) + 1) * matrix.shape[1]
-    else:
-        kept = matrix != 0
-        data, ends = matrix[kept].tobytes(), np.cumsum(np.count_nonzero(kept, axis=1))
-    return [data[start:end] for start, end in zip([0, *ends[:-1].tolist()], ends.tolist())]
+def _without_padding(blocks: list[np.ndarray]) -> bytes:
+    """The lines of NUL-padded uint8 matrices of the same rows (line k: row k of each block in
+    turn, a newline), without the NULs: a block with no NUL is taken as it is, the rows of
+    others each through ``bytes.translate`` (C, one pass over the bytes)."""
+    pieces = []
+    for block in blocks:
+        rows = [row.tobytes() for row in block]
+        pieces.append(rows if block.all() else [row.translate(None, b"\0") for row in rows])
+    return b"".join(piece for line in zip(*pieces) for piece in (*line, b"\n"))
 
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
-                    order: np.ndarray | None) -> tuple[list[str], np.ndarray]:
-    """Per row, the FORMAT key text, and the sample columns: a uint8 matrix (one row per
-    record) of each sample's tab and cell, NUL bytes padding them (dropped when joined)."""
-    names, cells, shown = [], [], []
+                    order: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the FORMAT column (its tab, the keys; a NUL-padded uint8 matrix), and the
+    sample columns (each sample's tab and cell; :func:`_joined`)."""
+    names: list[str] = []
+    cells: list[np.ndarray] = []
+    shown: list[np.ndarray] = []
     fields: dict[str, FieldInfo] = store.format_fields
     for name in sorted(fields, key=lambda n: n != "GT"):
         field = fields[name]
@@ -161,12 +171,12 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
             if store.has_array(spec.CALL_GENOTYPE_PHASED):
                 phased = blocks.read(spec.CALL_GENOTYPE_PHASED)[rows]
                 phased = phased if order is None else phased[:, order]
-            text = vt.genotype_cells(values, phased)
+            text = vt.genotype_cells(values, phased, lead="\t" if not cells else ":")
         else:
             if values.ndim == 2:
                 values = values[..., None]
                 no_value = None if no_value is None else no_value[..., None]
-            text = vt.cell_matrix(values, field.vcf_type, no_value)
+            text = vt.cell_matrix(values, field.vcf_type, no_value, lead="\t" if not cells else ":")
         names.append(name)
         cells.append(text)
         # The store cannot tell a key absent from a record from one whose values are all
@@ -178,7 +188,7 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
         )
     showing = np.array(shown).reshape(len(names), len(rows))
     keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
-    return keys, _joined(cells, showing, ":", lead="\t").reshape(len(rows), -1)
+    return _text_matrix([f"\t{key}" for key in keys]), _joined(cells, showing)
 
 
 def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: RecordOptions) -> bytes:
@@ -186,9 +196,10 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     ``source.store`` as one text (UTF-8), its chunks read through ``source`` (the store, or a
     wrapper that counts).
 
-    Each column is formatted for the whole chunk at once; the sample columns of every record
-    are one byte matrix, its padding dropped in one pass (none when every cell fills its
-    width), then each record's fixed columns and samples are joined.
+    Each column is formatted for the whole chunk at once: the fixed columns, INFO and FORMAT
+    are one byte matrix (a row a record), the sample columns another, each NUL-padded; the
+    padding is dropped in one pass over each (none over the samples when every cell fills
+    its width).
     """
     if not len(rows):
         return b""
@@ -210,16 +221,16 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
         genotypes = blocks.read(spec.CALL_GENOTYPE)[rows]
         genotypes = genotypes if order is None else genotypes[:, order]
         counts = _counts(genotypes, (alleles != spec.STR_FILL).sum(axis=1))
-    info = _row_texts(_info_column(store, blocks, rows, counts))
+    info = _info_column(store, blocks, rows, counts)
     alts = _alt_text(alleles)
-    fixed = [
+    fixed = _text_matrix([
         "\t".join([contigs[k], str(positions[k]), vt.MISSING if ids is None else ids[k],
-                   alleles[k, 0], alts[k], quals[k], filters[k], ""]).encode()
+                   alleles[k, 0], alts[k], quals[k], filters[k], ""])
         for k in range(len(rows))
-    ]
+    ])
+    columns = [fixed, info]
     written = len(store.samples) if options.samples is None else len(options.samples)
     if not (store.format_fields and options.genotypes and written):
-        return b"".join(part for line in zip(fixed, info) for part in (*line, b"\n"))
+        return _without_padding([np.concatenate(columns, axis=1)])
     keys, samples = _format_columns(store, blocks, everyone, rows, order)
-    parts = zip(fixed, info, (f"\t{key}".encode() for key in keys), _row_texts(samples))
-    return b"".join(part for line in parts for part in (*line, b"\n"))
+    return _without_padding([np.concatenate([*columns, keys], axis=1), samples])

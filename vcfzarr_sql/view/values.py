@@ -95,10 +95,10 @@ def as_matrix(texts: np.ndarray) -> np.ndarray:
 
 def _element_table(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, list[bytes]]:
     """(code of each value, text of each code): each distinct value formatted once (small
-    integer ranges through a table of the whole range)."""
+    integer ranges, no wider than the values are many, through a table of the whole range)."""
     if values.dtype.kind in "iu" and values.size:
         low, high = int(values.min()), int(values.max())
-        if high - low < _TABLE_VALUES:
+        if high - low < min(_TABLE_VALUES, values.size):
             return values.astype(np.int32) - low, [str(v).encode() for v in range(low, high + 1)]
     if values.dtype.kind == "f":  # by bits: -0.0 prints "-0"
         bits = values.view(np.uint32 if values.dtype == np.float32 else np.uint64)
@@ -110,11 +110,13 @@ def _element_table(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, list[
     return inverse.reshape(values.shape), [str(v).encode() for v in distinct.tolist()]
 
 
-def cell_matrix(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None) -> np.ndarray:
+def cell_matrix(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None,
+                lead: str = "") -> np.ndarray:
     """The VCF text of each cell of ``values`` as a uint8 row, NUL bytes anywhere in it
     (padding: they are dropped when the text is joined); the last axis is the vector of one
     cell when ``values`` has more than one dimension (``(rows, width)`` or
     ``(rows, samples, width)``). ``no_value``: as :func:`flags` (same shape as ``values``).
+    ``lead``: text before each cell (a separator).
 
     Each element is a code into a table of texts (its value's, ``.`` when missing, nothing
     when fill; after the first element with a leading comma), so the cells are one gather:
@@ -135,14 +137,14 @@ def cell_matrix(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None =
     known = len(texts)
     if missing.any() or fill.any():
         codes = np.where(missing, known, np.where(fill, known + 1, codes))
-    first = as_matrix(np.array([*texts, MISSING.encode(), MISSING.encode()]))
+    plain = [*texts, MISSING.encode(), MISSING.encode()]
+    first = [lead.encode() + text for text in plain]
     if width == 1:
-        return gather(first, codes[:, 0]).reshape(*shape, -1)
-    comma = np.full((len(first), 1), ord(","), np.uint8)
-    rest = np.concatenate([comma, first], axis=1)
-    rest[-1] = 0  # fill: nothing
-    out = np.concatenate([gather(first, codes[:, :1]), gather(rest, codes[:, 1:])], axis=-1)
-    return out.reshape(*shape, -1)
+        return gather(as_matrix(np.array(first)), codes).reshape(*shape, -1)
+    # one table: the first element's texts, then the others' (a comma before; fill: nothing)
+    table = as_matrix(np.array([*first, *(b"," + text for text in plain[:-1]), b""]))
+    codes[:, 1:] += len(plain)
+    return gather(table, codes).reshape(*shape, -1)
 
 
 def gather(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -222,9 +224,9 @@ def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.ravel()
 
 
-def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None) -> np.ndarray:
+def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str = "") -> np.ndarray:
     """GT text of each call (a :func:`cell_matrix`): alleles joined by ``|`` (phased) or
-    ``/``; ``.`` for missing.
+    ``/``; ``.`` for missing; ``lead`` before each.
 
     >>> g = np.array([[[0, 1], [-1, -1], [2, -2]]], dtype=np.int8)
     >>> _texts(genotype_cells(g, np.array([[True, False, False]]))[0])
@@ -243,13 +245,13 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None) -> np.ndarr
         codes += phase
         calls = np.indices((base,) * ploidy + (2,)).reshape(ploidy + 1, -1).T
         calls[:, :-1] += low
-        texts = as_matrix(np.array([_genotype_text(call).encode() for call in calls]))
+        texts = as_matrix(np.array([(lead + _genotype_text(call)).encode() for call in calls]))
         return gather(texts, codes.reshape(-1, 1)).reshape(rows, samples, -1)
     keyed = np.concatenate(
         [genotypes.astype(np.int32, copy=False), phase[..., None].astype(np.int32)], axis=2
     ).reshape(-1, ploidy + 1)
     first, inverse = distinct_rows(keyed)
-    texts = as_matrix(np.array([_genotype_text(keyed[k]).encode() for k in first]))
+    texts = as_matrix(np.array([(lead + _genotype_text(keyed[k])).encode() for k in first]))
     return gather(texts, inverse.reshape(-1, 1)).reshape(rows, samples, -1)
 
 
