@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 
 from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.query.region_set import RegionSet
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,13 @@ class Region:
     start: int
     end: int | None
 
-    def expression(self) -> pc.Expression:
-        """The row filter of this region (bcftools ``-r`` overlap semantics)."""
+    def expression(self, targets: bool = False) -> pc.Expression:
+        """The row filter of this region as comparisons (bcftools ``-r`` overlap; ``targets``:
+        ``-t``, POS within): what one region of :func:`regions_expression` stands for."""
         matches = pc.field("contig") == self.contig
+        if targets:
+            matches = matches & (pc.field("pos") >= self.start)
+            return matches if self.end is None else matches & (pc.field("pos") <= self.end)
         if self.end is not None:
             matches = matches & (pc.field("pos") <= self.end)
         if self.start > 1:
@@ -141,16 +146,20 @@ def contig_hint(names: Iterable[str], contigs: Sequence[str], shown: int = 10) -
     return None
 
 
-def regions_expression(regions: tuple[Region, ...]) -> pc.Expression:
-    """The row filter of a list of regions: a record matching any of them.
+def regions_expression(regions: tuple[Region, ...], targets: bool = False) -> pc.Expression:
+    """The row filter of a list of regions: a record matching any of them (``targets``: its
+    POS within one, bcftools ``-t``), as one region set call (:mod:`.region_set`), which
+    stands for the OR of each region's :meth:`Region.expression` (``targets``: ``contig ==
+    chr and start <= pos <= end``).
 
-    >>> print(regions_expression(parse_regions("1:5-9")))
-    ((((contig == "1") and (pos <= 9)) and (end >= 5)) and (pos >= 1))
+    >>> import pyarrow as pa
+    >>> rows = pa.table({"contig": ["1", "1", "2"], "pos": [3, 8, 8], "end": [5, 8, 8]})
+    >>> rows.filter(regions_expression(parse_regions("1:5-9")))["pos"].to_pylist()
+    [3, 8]
+    >>> rows.filter(regions_expression(parse_regions("1:5-9"), targets=True))["pos"].to_pylist()
+    [8]
     """
-    terms = [region.expression() for region in regions]
-    while len(terms) > 1:  # a balanced tree: thousands of regions stay a shallow expression
-        terms = [a | b for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) // 2 * 2:]
-    return terms[0]
+    return RegionSet.of([(r.contig, r.start, r.end) for r in regions], targets).expression()
 
 
 def format_regions(regions: tuple[Region, ...]) -> str:

@@ -10,9 +10,7 @@ BED (0-based start) when the name ends in ``.bed``/``.bed.gz``.
 
 from __future__ import annotations
 
-import functools
 import gzip
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
@@ -33,19 +31,9 @@ class Intervals:
     exclude: bool = False
 
     def expression(self) -> pc.Expression:
-        """The row filter: ``-r``'s is the scan's region filter (bcftools overlap, see
-        :func:`~vcfzarr_sql.query.region.regions_expression`), ``-t``'s a ``pos`` predicate.
-
-        >>> print(Intervals((Region("1", 5, 9),), by_start=True).expression())
-        (((contig == "1") and (pos >= 5)) and (pos <= 9))
-        """
-        if not self.by_start:
-            return regions_expression(self.regions)
-        terms = []
-        for region in self.regions:
-            term = (pc.field("contig") == region.contig) & (pc.field("pos") >= region.start)
-            terms.append(term if region.end is None else term & (pc.field("pos") <= region.end))
-        matches = functools.reduce(operator.or_, terms)
+        """The row filter: one region set (:func:`~vcfzarr_sql.query.region.regions_expression`),
+        overlap for ``-r``, POS within for ``-t``; negated for ``-t ^...``."""
+        matches = regions_expression(self.regions, targets=self.by_start)
         return ~matches if self.exclude else matches
 
 
