@@ -56,6 +56,7 @@ _ITEM = re.compile(
     rf"(?:\{{(?P<braced>[^}}]*)\}}|(?P<plain>[^,:{{]*))"
     rf"(?::(?P<start>{_NUMBER})(?P<dash>-(?P<end>{_NUMBER})?)?)?(?=,|$)"
 )
+_IS_NUMBER = re.compile(_NUMBER).fullmatch
 _SUFFIX = {"k": 3, "m": 6, "g": 9}
 #: htslib's largest position (``HTS_POS_MAX``); bcftools cannot seek beyond it either.
 POSITION_MAX = (2**31 - 1) << 32 | (2**31 - 1)
@@ -63,6 +64,19 @@ POSITION_MAX = (2**31 - 1) << 32 | (2**31 - 1)
 
 def _coordinate(text: str, region: str, argument: str, lowest: int = 1) -> int:
     """An htslib decimal (``1,000`` is not one: ',' separates regions), fractions truncated."""
+    value = int(text) if text.isascii() and text.isdigit() else _decimal(text)
+    if value < lowest:
+        base = "1-based" if lowest == 1 else "0-based"
+        raise QueryError(f"{argument}: {region!r}: positions are {base}, got {text!r}")
+    if value > POSITION_MAX:
+        raise QueryError(
+            f"{argument}: {region!r}: position {text!r} is beyond htslib's largest, {POSITION_MAX}"
+        )
+    return value
+
+
+def _decimal(text: str) -> int:
+    """The value of an htslib decimal with a sign, fraction, exponent or ``k``/``M``/``G``."""
     mantissa, exponent = text.lower(), 0
     if mantissa[-1] in _SUFFIX:
         mantissa, exponent = mantissa[:-1], _SUFFIX[mantissa[-1]]
@@ -72,15 +86,7 @@ def _coordinate(text: str, region: str, argument: str, lowest: int = 1) -> int:
     whole, _, fraction = mantissa.partition(".")
     digits = int(whole + fraction) if (whole + fraction).lstrip("+-") else 0
     exponent -= len(fraction)
-    value = digits * 10**exponent if exponent >= 0 else int(digits / 10**-exponent)
-    if value < lowest:
-        base = "1-based" if lowest == 1 else "0-based"
-        raise QueryError(f"{argument}: {region!r}: positions are {base}, got {text!r}")
-    if value > POSITION_MAX:
-        raise QueryError(
-            f"{argument}: {region!r}: position {text!r} is beyond htslib's largest, {POSITION_MAX}"
-        )
-    return value
+    return digits * 10**exponent if exponent >= 0 else int(digits / 10**-exponent)
 
 
 def parse_regions(text: str, argument: str = "region") -> tuple[Region, ...]:
@@ -216,9 +222,9 @@ def parse_regions_file(lines: Iterable[str], name: str, argument: str = "regions
         fields = line.split("\t")
         where = f"{name} line {number}"
         if with_end is None:
-            with_end = len(fields) >= 3 and re.fullmatch(_NUMBER, fields[2]) is not None
+            with_end = len(fields) >= 3 and _IS_NUMBER(fields[2]) is not None
         if len(fields) < (3 if with_end else 2) or not all(
-            re.fullmatch(_NUMBER, f) for f in fields[1:3 if with_end else 2]
+            _IS_NUMBER(f) for f in fields[1:3 if with_end else 2]
         ):
             wanted = "CHROM, START and END" if bed else "CHROM, POS and END" if with_end else "CHROM and POS"
             raise QueryError(f"{argument}: {where}: expected tab-separated {wanted}, got {line!r}")

@@ -2,7 +2,8 @@
 
 ``-r`` keeps records overlapping a region (``--regions-overlap 1``, bcftools' default for
 ``-r``): the scan's region filter; ``-t`` keeps records whose POS lies in a target
-(``--targets-overlap 0``): a ``pos`` predicate. Both are row filters of the scan's plan. A leading
+(``--targets-overlap 0``). Both are one region set (:mod:`vcfzarr_sql.query.region_set`), a
+row filter of the scan's plan. A leading
 ``^`` in ``-t``/``-s`` excludes instead. Region and target files are bcftools' format: one
 ``CHROM``, ``CHROM<TAB>POS`` or ``CHROM<TAB>BEG<TAB>END`` per line (1-based, inclusive), or
 BED (0-based start) when the name ends in ``.bed``/``.bed.gz``.
