@@ -28,7 +28,7 @@ binder makes it a bound predicate that pruning and the residual answer with this
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -91,9 +91,9 @@ class RegionSet:
     given: tuple[tuple[str, ...], np.ndarray, np.ndarray]
 
     @classmethod
-    def of(cls, intervals: Iterable[tuple[str, int, int | None]], targets: bool) -> RegionSet:
+    def of(cls, intervals: Sequence[tuple[str, int, int | None]], targets: bool) -> RegionSet:
         """The set of ``(contig, start, end)`` intervals (1-based inclusive, end None: open)."""
-        contig, start, end = zip(*intervals) if intervals else ((), (), ())
+        contig, start, end = zip(*intervals) if len(intervals) else ((), (), ())
         starts = np.array(start, dtype=np.int64)
         ends = np.array([_HIGHEST if e is None else e for e in end], dtype=np.int64)
         return cls._build(tuple(contig), starts, ends, targets)
@@ -174,8 +174,6 @@ class RegionSet:
             names = names.tolist()
         codes = np.asarray(codes).reshape(-1)
         result = np.zeros(len(codes), bool)
-        if not self.targets:
-            first_ok = first >= 1
         for index, name in enumerate(names):
             intervals = self.contigs.get(name) if isinstance(name, str) else None
             if intervals is None:
@@ -183,7 +181,7 @@ class RegionSet:
             rows = np.flatnonzero(codes == index) if len(names) > 1 else np.arange(len(codes))
             if len(rows):
                 result[rows] = intervals.might(first[rows], last[rows])
-        return result if self.targets else result & first_ok
+        return result if self.targets else result & (first >= 1)
 
 
 def _evaluate(ctx: pc.UdfContext, contig: pa.Array, first: pa.Array, last: pa.Array, regions: pa.Scalar) -> pa.Array:

@@ -5,7 +5,8 @@ which costs ~0.2-0.4 ms per batch even for a region's three comparisons, and cop
 column it filters. Here the filter's call tree (:func:`~vcfzarr_sql.query.expressions.parse`)
 is evaluated by calling the same compute functions with the same arguments and options on the
 filter columns alone (a numeric column compared with a number in numpy, which gives the same
-answer 3-10x faster); a function this module does not know leaves the batch to Acero. Rows
+answer 3-10x faster; a region set's call by binary search, :mod:`.region_set`); a function
+this module does not know leaves the batch to Acero. Rows
 where the filter is false or null are dropped, as Acero drops them.
 
 >>> import pyarrow as pa, pyarrow.compute as pc
@@ -95,9 +96,10 @@ def _regions(node: Call, regions: RegionSet, batch: pa.RecordBatch) -> pa.Boolea
     first, last = (_evaluate(a, batch) for a in node.arguments[1:3])
     spans = []
     for span in (first, last):
-        if not isinstance(span, pa.Array) or _numpy_dtype(span.type) is None or span.type.bit_width > 64:
+        if not isinstance(span, pa.Array) or not pa.types.is_signed_integer(span.type):
             raise _Unknown(node.function)
-        spans.append(span.fill_null(0).to_numpy().astype(np.int64, copy=False))
+        values = (span.fill_null(0) if span.null_count else span).to_numpy()
+        spans.append(values.astype(np.int64, copy=False))
     assert isinstance(contig, pa.Array)
     matched = regions.matches(contig, *spans)
     nulls = contig.null_count + first.null_count + last.null_count
