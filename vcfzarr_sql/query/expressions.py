@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.query import region_set
 
 # -- the call tree, as Arrow serializes it -------------------------------------------------
 
@@ -271,13 +272,43 @@ class Constant:
 
 
 @dataclass(frozen=True)
+class Regions:
+    """Records overlapping a set of regions (:mod:`~vcfzarr_sql.query.region_set`)."""
+
+    regions: region_set.RegionSet
+
+
+@dataclass(frozen=True)
 class Opaque:
     """A predicate the planner does not reason about (it is still evaluated on every row)."""
 
     function: str
 
 
-Predicate = And | Or | Not | IfElse | Compare | In | IsNull | IsValid | Constant | Opaque
+Predicate = And | Or | Not | IfElse | Compare | In | IsNull | IsValid | Constant | Regions | Opaque
+
+@functools.lru_cache(maxsize=16)
+def regions_of(call: Call) -> region_set.RegionSet | None:
+    """The region set of a :data:`~.region_set.FUNCTION` call on ``contig`` (cast to
+    string), ``pos``, ``end`` (or ``pos``) and its literal, None for any other call (calls are
+    shared by parsed trees, so a scan builds its set once)."""
+    if call.function != region_set.FUNCTION or len(call.arguments) != 4:
+        return None
+    contig, first, last, intervals = call.arguments
+    if not (
+        isinstance(contig, Call) and contig.function == "cast" and len(contig.arguments) == 1
+        and isinstance(contig.arguments[0], Column) and contig.arguments[0].name == "contig"
+        and isinstance(first, Column) and first.name == "pos"
+        and isinstance(last, Column) and last.name in ("pos", "end")
+        and isinstance(intervals, Literal)
+    ):
+        return None
+    try:
+        regions = region_set.RegionSet.from_scalar(intervals.value)
+    except ValueError:
+        return None
+    return regions if (last.name == "pos") == regions.targets else None
+
 
 #: FunctionOptions null_matching_behavior values of is_in (arrow::compute::SetLookupOptions).
 _NULL_MATCHING_INCONCLUSIVE = 3
@@ -323,6 +354,10 @@ def bind(tree: Node, schema: pa.Schema, argument: str = "filter") -> Predicate:
             return In(named, frozenset(value_set), inconclusive and None in value_set)
         if name in ("is_null", "is_valid") and len(args) == 1 and (named := column(args[0])):
             return (IsNull if name == "is_null" else IsValid)(named)
+        if name == region_set.FUNCTION and (regions := regions_of(node)) is not None:
+            for a in (Column("contig"), *args[1:3]):
+                column(a)
+            return Regions(regions)
         for a in args:  # still check that every column exists
             if isinstance(a, Column):
                 column(a)

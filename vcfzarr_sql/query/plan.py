@@ -239,7 +239,8 @@ def _units(
 
 
 def _contig_names(predicate: ex.Predicate) -> Iterator[str]:
-    """The contig names a predicate compares ``contig`` with (``=``, ``IN``), anywhere in it."""
+    """The contig names a predicate compares ``contig`` with (``=``, ``IN``, a region set),
+    anywhere in it."""
     if isinstance(predicate, (ex.And, ex.Or)):
         for operand in predicate.operands:
             yield from _contig_names(operand)
@@ -253,6 +254,8 @@ def _contig_names(predicate: ex.Predicate) -> Iterator[str]:
             yield predicate.value
     elif isinstance(predicate, ex.In) and predicate.column == "contig":
         yield from (v for v in predicate.values if isinstance(v, str))
+    elif isinstance(predicate, ex.Regions):
+        yield from predicate.regions.contigs
 
 
 def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:

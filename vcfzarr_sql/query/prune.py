@@ -191,6 +191,13 @@ class _Pruner:
     def visit_Constant(self, p: ex.Constant) -> Truth:
         return _NULL if p.value is None else Truth.exactly(np.full((1, 1), p.value))
 
+    def visit_Regions(self, p: ex.Regions) -> Truth:
+        z = self.zones
+        if z.contig is None or z.pos_min is None or z.pos_max is None or z.end_max is None:
+            return _ANYTHING
+        might, must = p.regions.zones(list(z.contigs), z.contig, z.pos_min, z.pos_max, z.end_max)
+        return Truth(might[:, None], ~must[:, None], np.zeros((len(might), 1), bool))
+
     def visit_Opaque(self, p: ex.Opaque) -> Truth:
         return _ANYTHING
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import pyarrow.compute as pc
 
 from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.query.region_set import RegionSet
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,13 @@ class Region:
     start: int
     end: int | None
 
-    def expression(self) -> pc.Expression:
-        """The row filter of this region (bcftools ``-r`` overlap semantics)."""
+    def expression(self, targets: bool = False) -> pc.Expression:
+        """The row filter of this region as comparisons (bcftools ``-r`` overlap; ``targets``:
+        ``-t``, POS within): what one region of :func:`regions_expression` stands for."""
         matches = pc.field("contig") == self.contig
+        if targets:
+            matches = matches & (pc.field("pos") >= self.start)
+            return matches if self.end is None else matches & (pc.field("pos") <= self.end)
         if self.end is not None:
             matches = matches & (pc.field("pos") <= self.end)
         if self.start > 1:
@@ -51,6 +56,7 @@ _ITEM = re.compile(
     rf"(?:\{{(?P<braced>[^}}]*)\}}|(?P<plain>[^,:{{]*))"
     rf"(?::(?P<start>{_NUMBER})(?P<dash>-(?P<end>{_NUMBER})?)?)?(?=,|$)"
 )
+_IS_NUMBER = re.compile(_NUMBER).fullmatch
 _SUFFIX = {"k": 3, "m": 6, "g": 9}
 #: htslib's largest position (``HTS_POS_MAX``); bcftools cannot seek beyond it either.
 POSITION_MAX = (2**31 - 1) << 32 | (2**31 - 1)
@@ -58,6 +64,19 @@ POSITION_MAX = (2**31 - 1) << 32 | (2**31 - 1)
 
 def _coordinate(text: str, region: str, argument: str, lowest: int = 1) -> int:
     """An htslib decimal (``1,000`` is not one: ',' separates regions), fractions truncated."""
+    value = int(text) if text.isascii() and text.isdigit() else _decimal(text)
+    if value < lowest:
+        base = "1-based" if lowest == 1 else "0-based"
+        raise QueryError(f"{argument}: {region!r}: positions are {base}, got {text!r}")
+    if value > POSITION_MAX:
+        raise QueryError(
+            f"{argument}: {region!r}: position {text!r} is beyond htslib's largest, {POSITION_MAX}"
+        )
+    return value
+
+
+def _decimal(text: str) -> int:
+    """The value of an htslib decimal with a sign, fraction, exponent or ``k``/``M``/``G``."""
     mantissa, exponent = text.lower(), 0
     if mantissa[-1] in _SUFFIX:
         mantissa, exponent = mantissa[:-1], _SUFFIX[mantissa[-1]]
@@ -67,15 +86,7 @@ def _coordinate(text: str, region: str, argument: str, lowest: int = 1) -> int:
     whole, _, fraction = mantissa.partition(".")
     digits = int(whole + fraction) if (whole + fraction).lstrip("+-") else 0
     exponent -= len(fraction)
-    value = digits * 10**exponent if exponent >= 0 else int(digits / 10**-exponent)
-    if value < lowest:
-        base = "1-based" if lowest == 1 else "0-based"
-        raise QueryError(f"{argument}: {region!r}: positions are {base}, got {text!r}")
-    if value > POSITION_MAX:
-        raise QueryError(
-            f"{argument}: {region!r}: position {text!r} is beyond htslib's largest, {POSITION_MAX}"
-        )
-    return value
+    return digits * 10**exponent if exponent >= 0 else int(digits / 10**-exponent)
 
 
 def parse_regions(text: str, argument: str = "region") -> tuple[Region, ...]:
@@ -141,16 +152,20 @@ def contig_hint(names: Iterable[str], contigs: Sequence[str], shown: int = 10) -
     return None
 
 
-def regions_expression(regions: tuple[Region, ...]) -> pc.Expression:
-    """The row filter of a list of regions: a record matching any of them.
+def regions_expression(regions: tuple[Region, ...], targets: bool = False) -> pc.Expression:
+    """The row filter of a list of regions: a record matching any of them (``targets``: its
+    POS within one, bcftools ``-t``), as one region set call (:mod:`.region_set`), which
+    stands for the OR of each region's :meth:`Region.expression` (``targets``: ``contig ==
+    chr and start <= pos <= end``).
 
-    >>> print(regions_expression(parse_regions("1:5-9")))
-    ((((contig == "1") and (pos <= 9)) and (end >= 5)) and (pos >= 1))
+    >>> import pyarrow as pa
+    >>> rows = pa.table({"contig": ["1", "1", "2"], "pos": [3, 8, 8], "end": [5, 8, 8]})
+    >>> rows.filter(regions_expression(parse_regions("1:5-9")))["pos"].to_pylist()
+    [3, 8]
+    >>> rows.filter(regions_expression(parse_regions("1:5-9"), targets=True))["pos"].to_pylist()
+    [8]
     """
-    terms = [region.expression() for region in regions]
-    while len(terms) > 1:  # a balanced tree: thousands of regions stay a shallow expression
-        terms = [a | b for a, b in zip(terms[::2], terms[1::2])] + terms[len(terms) // 2 * 2:]
-    return terms[0]
+    return RegionSet.of([(r.contig, r.start, r.end) for r in regions], targets).expression()
 
 
 def format_regions(regions: tuple[Region, ...]) -> str:
@@ -207,9 +222,9 @@ def parse_regions_file(lines: Iterable[str], name: str, argument: str = "regions
         fields = line.split("\t")
         where = f"{name} line {number}"
         if with_end is None:
-            with_end = len(fields) >= 3 and re.fullmatch(_NUMBER, fields[2]) is not None
+            with_end = len(fields) >= 3 and _IS_NUMBER(fields[2]) is not None
         if len(fields) < (3 if with_end else 2) or not all(
-            re.fullmatch(_NUMBER, f) for f in fields[1:3 if with_end else 2]
+            _IS_NUMBER(f) for f in fields[1:3 if with_end else 2]
         ):
             wanted = "CHROM, START and END" if bed else "CHROM, POS and END" if with_end else "CHROM and POS"
             raise QueryError(f"{argument}: {where}: expected tab-separated {wanted}, got {line!r}")

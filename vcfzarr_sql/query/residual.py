@@ -5,7 +5,8 @@ which costs ~0.2-0.4 ms per batch even for a region's three comparisons, and cop
 column it filters. Here the filter's call tree (:func:`~vcfzarr_sql.query.expressions.parse`)
 is evaluated by calling the same compute functions with the same arguments and options on the
 filter columns alone (a numeric column compared with a number in numpy, which gives the same
-answer 3-10x faster); a function this module does not know leaves the batch to Acero. Rows
+answer 3-10x faster; a region set's call by binary search, :mod:`.region_set`); a function
+this module does not know leaves the batch to Acero. Rows
 where the filter is false or null are dropped, as Acero drops them.
 
 >>> import pyarrow as pa, pyarrow.compute as pc
@@ -25,7 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from vcfzarr_sql.query import arrays
-from vcfzarr_sql.query.expressions import Call, Column, Literal, Node
+from vcfzarr_sql.query.expressions import Call, Column, Literal, Node, regions_of
+from vcfzarr_sql.query.region_set import RegionSet
 
 #: Functions called with no options.
 _PLAIN = frozenset(
@@ -76,6 +78,8 @@ def _evaluate(node: Node, batch: pa.RecordBatch) -> pa.Array | pa.Scalar:
         if index < 0:
             raise _Unknown(node.name)
         return batch.column(index)
+    if (regions := regions_of(node)) is not None:
+        return _regions(node, regions, batch)
     options = _options(node)
     arguments = [_evaluate(a, batch) for a in node.arguments]
     if node.function in _COMPARISONS:
@@ -83,6 +87,28 @@ def _evaluate(node: Node, batch: pa.RecordBatch) -> pa.Array | pa.Scalar:
         if compared is not None:
             return compared
     return pc.call_function(node.function, arguments, options)
+
+
+def _regions(node: Call, regions: RegionSet, batch: pa.RecordBatch) -> pa.BooleanArray:
+    """A region set's call (:func:`~.expressions.regions_of`) on the batch's ``contig`` as it
+    is (a dictionary: no cast) and its ``pos`` and ``end`` values (null: a null answer)."""
+    contig = _evaluate(Column("contig"), batch)
+    first, last = (_evaluate(a, batch) for a in node.arguments[1:3])
+    spans = []
+    for span in (first, last):
+        if not isinstance(span, pa.Array) or not pa.types.is_signed_integer(span.type):
+            raise _Unknown(node.function)
+        values = (span.fill_null(0) if span.null_count else span).to_numpy()
+        spans.append(values.astype(np.int64, copy=False))
+    assert isinstance(contig, pa.Array)
+    matched = regions.matches(contig, *spans)
+    nulls = contig.null_count + first.null_count + last.null_count
+    validity = None
+    if nulls:
+        valid = pc.and_(pc.and_(contig.is_valid(), first.is_valid()), last.is_valid())
+        validity = pa.py_buffer(np.packbits(valid.to_numpy(zero_copy_only=False), bitorder="little"))
+    bits = pa.py_buffer(np.packbits(matched, bitorder="little"))
+    return pa.Array.from_buffers(pa.bool_(), len(matched), [validity, bits])
 
 
 def _numeric_comparison(function: str, left: object, right: object) -> pa.BooleanArray | None:

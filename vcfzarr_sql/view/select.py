@@ -2,7 +2,8 @@
 
 ``-r`` keeps records overlapping a region (``--regions-overlap 1``, bcftools' default for
 ``-r``): the scan's region filter; ``-t`` keeps records whose POS lies in a target
-(``--targets-overlap 0``): a ``pos`` predicate. Both are row filters of the scan's plan. A leading
+(``--targets-overlap 0``). Both are one region set (:mod:`vcfzarr_sql.query.region_set`), a
+row filter of the scan's plan. A leading
 ``^`` in ``-t``/``-s`` excludes instead. Region and target files are bcftools' format: one
 ``CHROM``, ``CHROM<TAB>POS`` or ``CHROM<TAB>BEG<TAB>END`` per line (1-based, inclusive), or
 BED (0-based start) when the name ends in ``.bed``/``.bed.gz``.
@@ -10,9 +11,7 @@ BED (0-based start) when the name ends in ``.bed``/``.bed.gz``.
 
 from __future__ import annotations
 
-import functools
 import gzip
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
@@ -33,19 +32,9 @@ class Intervals:
     exclude: bool = False
 
     def expression(self) -> pc.Expression:
-        """The row filter: ``-r``'s is the scan's region filter (bcftools overlap, see
-        :func:`~vcfzarr_sql.query.region.regions_expression`), ``-t``'s a ``pos`` predicate.
-
-        >>> print(Intervals((Region("1", 5, 9),), by_start=True).expression())
-        (((contig == "1") and (pos >= 5)) and (pos <= 9))
-        """
-        if not self.by_start:
-            return regions_expression(self.regions)
-        terms = []
-        for region in self.regions:
-            term = (pc.field("contig") == region.contig) & (pc.field("pos") >= region.start)
-            terms.append(term if region.end is None else term & (pc.field("pos") <= region.end))
-        matches = functools.reduce(operator.or_, terms)
+        """The row filter: one region set (:func:`~vcfzarr_sql.query.region.regions_expression`),
+        overlap for ``-r``, POS within for ``-t``; negated for ``-t ^...``."""
+        matches = regions_expression(self.regions, targets=self.by_start)
         return ~matches if self.exclude else matches
 
 

@@ -1,0 +1,212 @@
+"""A set of regions as one predicate: per contig, interval arrays searched with ``np.searchsorted``.
+
+``region := 'a,b,...'``, ``regions_file :=``, ``query -R`` and ``view -r/-R/-t/-T`` select the
+records overlapping any of a list of intervals. Written as an OR of one comparison term per
+interval, 10,000 intervals cost seconds to prune and to filter each batch; as one
+:class:`RegionSet` they cost a binary search per zone and per record.
+
+A record spans ``[first, last]`` (``pos`` and ``end`` for bcftools ``-r``; ``pos`` and
+``pos`` for ``-t``) and matches an interval ``[start, end]`` when ``first <= end`` and
+``last >= start``: exactly each OR term of :func:`vcfzarr_sql.query.region.regions_expression`
+before it (``-r``: no ``last >= start`` when ``start`` is 1, and records at POS 0 match no
+region; ``-t``: ``pos`` between ``start`` and ``end``). "Some interval matches" is answered
+without merging intervals (merging would change the answer for a record whose END is before
+its POS): the intervals sorted by end, with the least start of every suffix, give the
+intervals ending at or after ``first`` and whether one of them starts at or before ``last``.
+
+In a ``pc.Expression`` the set is one call of the function :data:`FUNCTION` (registered with
+Arrow here, so Acero and ``Table.filter`` evaluate it too) on ``contig`` (cast to string),
+``first``, ``last`` and a literal holding the intervals (:meth:`RegionSet.scalar`); the
+binder makes it a bound predicate that pruning and the residual answer with this module.
+
+>>> import pyarrow as pa
+>>> regions = RegionSet.of([("1", 100, 200), ("1", 150, None), ("2", 1, 5)], targets=False)
+>>> names = pa.array(["1", "1", "1", "2", "2", "3"]).dictionary_encode()
+>>> regions.matches(names, np.array([90, 95, 300, 0, 5, 1]), np.array([99, 100, 300, 4, 9, 1])).tolist()
+[False, True, True, False, True, False]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: The Arrow function of a region set: ``vcfzarr_regions(contig, first, last, intervals)``.
+FUNCTION = "vcfzarr_sql_regions"
+#: The literal's type: one entry per interval as given (``end`` null: to the end of the contig).
+SCALAR_TYPE = pa.struct(
+    [
+        ("contig", pa.list_(pa.string())),
+        ("start", pa.list_(pa.int64())),
+        ("end", pa.list_(pa.int64())),
+        ("targets", pa.bool_()),
+    ]
+)
+_LOWEST, _HIGHEST = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True, eq=False)
+class _Intervals:
+    """The intervals of one contig: ends ascending with the least start from each on
+    (``least_start_from``, one more entry: +inf), starts ascending with the greatest end up
+    to each (``greatest_end_before``, one more entry first: -inf)."""
+
+    ends: np.ndarray
+    least_start_from: np.ndarray
+    starts: np.ndarray
+    greatest_end_before: np.ndarray
+
+    @classmethod
+    def of(cls, starts: np.ndarray, ends: np.ndarray) -> _Intervals:
+        by_end = np.argsort(ends, kind="stable")
+        least = np.minimum.accumulate(starts[by_end][::-1])[::-1]
+        by_start = np.argsort(starts, kind="stable")
+        greatest = np.maximum.accumulate(ends[by_start])
+        return cls(
+            ends[by_end], np.r_[least, _HIGHEST], starts[by_start], np.r_[_LOWEST, greatest]
+        )
+
+    def might(self, first_lowest: np.ndarray, last_highest: np.ndarray) -> np.ndarray:
+        """Whether an interval ends at or after ``first_lowest`` and starts at or before
+        ``last_highest`` (for one record, lowest and highest are its values)."""
+        return self.least_start_from[np.searchsorted(self.ends, first_lowest, "left")] <= last_highest
+
+    def must(self, first_highest: np.ndarray, last_lowest: np.ndarray) -> np.ndarray:
+        """Whether one interval starts at or before ``last_lowest`` and ends at or after
+        ``first_highest``: every record within those bounds matches it."""
+        return self.greatest_end_before[np.searchsorted(self.starts, last_lowest, "right")] >= first_highest
+
+
+@dataclass(frozen=True, eq=False)
+class RegionSet:
+    """Intervals by contig; ``targets``: bcftools ``-t`` (POS within), else ``-r`` (overlap)."""
+
+    targets: bool
+    contigs: dict[str, _Intervals]
+    #: The intervals as given, for :meth:`scalar`.
+    given: tuple[tuple[str, ...], np.ndarray, np.ndarray]
+
+    @classmethod
+    def of(cls, intervals: Sequence[tuple[str, int, int | None]], targets: bool) -> RegionSet:
+        """The set of ``(contig, start, end)`` intervals (1-based inclusive, end None: open)."""
+        contig, start, end = zip(*intervals) if len(intervals) else ((), (), ())
+        starts = np.array(start, dtype=np.int64)
+        ends = np.array([_HIGHEST if e is None else e for e in end], dtype=np.int64)
+        return cls._build(tuple(contig), starts, ends, targets)
+
+    @classmethod
+    def _build(cls, contig: tuple[str, ...], starts: np.ndarray, ends: np.ndarray, targets: bool) -> RegionSet:
+        # bcftools -r: a region starting at 1 has no END condition (END may be 0 at POS 1).
+        effective = starts if targets else np.where(starts <= 1, _LOWEST, starts)
+        names, which = np.unique(np.array(contig, dtype=object), return_inverse=True)
+        which = which.reshape(-1)
+        order = np.argsort(which, kind="stable")
+        bounds = np.searchsorted(which[order], np.arange(len(names) + 1))
+        contigs = {
+            str(name): _Intervals.of(effective[order[lo:hi]], ends[order[lo:hi]])
+            for name, lo, hi in zip(names, bounds[:-1], bounds[1:])
+        }
+        return cls(targets, contigs, (contig, starts, ends))
+
+    @classmethod
+    def from_scalar(cls, scalar: pa.Scalar) -> RegionSet:
+        """The set :meth:`scalar` wrote."""
+        if scalar.type != SCALAR_TYPE or not scalar.is_valid:
+            raise ValueError(f"{FUNCTION}: expected a {SCALAR_TYPE} literal, got {scalar.type}")
+        contig = tuple(scalar["contig"].values.to_pylist())
+        starts = scalar["start"].values.to_numpy(zero_copy_only=False).astype(np.int64)
+        ends = scalar["end"].values.fill_null(_HIGHEST).to_numpy(zero_copy_only=False).astype(np.int64)
+        return cls._build(contig, starts, ends, bool(scalar["targets"].as_py()))
+
+    def scalar(self) -> pa.StructScalar:
+        """The literal of the set in an expression."""
+        contig, starts, ends = self.given
+        end = pa.array(ends, mask=ends == _HIGHEST)
+        return pa.scalar(
+            {"contig": pa.array(contig, pa.string()), "start": pa.array(starts), "end": end,
+             "targets": self.targets},
+            type=SCALAR_TYPE,
+        )
+
+    def expression(self) -> pc.Expression:
+        """The row filter of the set: one call of :data:`FUNCTION`."""
+        contig = pc.field("contig").cast(pa.string())
+        last = pc.field("pos" if self.targets else "end")
+        return pc.Expression._call(FUNCTION, [contig, pc.field("pos"), last, pc.scalar(self.scalar())])
+
+    # -- answers -----------------------------------------------------------------------
+
+    def zones(
+        self, contig_names: list[str], contig: np.ndarray, pos_min: np.ndarray, pos_max: np.ndarray,
+        end_max: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(might, must) match for zones of one contig index each, with POS in ``[pos_min,
+        pos_max]`` and END at most ``end_max`` (its least unknown), as the OR of one
+        comparison term per interval prunes them (each comparison on its own bounds)."""
+        might = np.zeros(len(contig), bool)
+        must = np.zeros(len(contig), bool)
+        for index, name in enumerate(contig_names):
+            intervals = self.contigs.get(name)
+            if intervals is None:
+                continue
+            rows = np.flatnonzero(contig == index)
+            lo, hi = pos_min[rows], pos_max[rows]
+            if self.targets:
+                might[rows] = intervals.might(lo, hi)
+                must[rows] = intervals.must(hi, lo)
+            else:
+                might[rows] = intervals.might(lo, end_max[rows]) & (hi >= 1)
+                must[rows] = intervals.must(hi, np.full_like(lo, _LOWEST)) & (lo >= 1)
+        return might, must
+
+    def matches(self, contig: pa.Array, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """Whether each record (its ``contig`` a string or dictionary array, ``first`` and
+        ``last`` its span) matches the set."""
+        if pa.types.is_dictionary(contig.type):
+            codes = contig.indices.to_numpy(zero_copy_only=False)
+            names = contig.dictionary.to_pylist()
+        else:
+            names, codes = np.unique(contig.to_numpy(zero_copy_only=False), return_inverse=True)
+            names = names.tolist()
+        codes = np.asarray(codes).reshape(-1)
+        result = np.zeros(len(codes), bool)
+        for index, name in enumerate(names):
+            intervals = self.contigs.get(name) if isinstance(name, str) else None
+            if intervals is None:
+                continue
+            rows = np.flatnonzero(codes == index) if len(names) > 1 else np.arange(len(codes))
+            if len(rows):
+                result[rows] = intervals.might(first[rows], last[rows])
+        return result if self.targets else result & (first >= 1)
+
+
+def _evaluate(ctx: pc.UdfContext, contig: pa.Array, first: pa.Array, last: pa.Array, regions: pa.Scalar) -> pa.Array:
+    """:data:`FUNCTION` for Acero (a filter evaluated outside the residual)."""
+    if isinstance(contig, pa.Scalar):
+        contig = pa.array([contig.as_py()], pa.string())
+    length = max(len(a) if isinstance(a, pa.Array) else 1 for a in (contig, first, last))
+    arrays = [a if isinstance(a, pa.Array) else pa.array([a.as_py()] * length, a.type) for a in (contig, first, last)]
+    contig, first, last = arrays
+    matched = RegionSet.from_scalar(regions).matches(
+        contig, first.to_numpy(zero_copy_only=False), last.to_numpy(zero_copy_only=False)
+    )
+    nulls = pc.or_(pc.or_(contig.is_null(), first.is_null()), last.is_null())
+    return pa.array(matched, mask=nulls.to_numpy(zero_copy_only=False))
+
+
+def _register() -> None:
+    if FUNCTION in pc.list_functions():
+        return
+    pc.register_scalar_function(
+        _evaluate, FUNCTION,
+        {"summary": "vcfzarr-sql region set", "description": "Whether records overlap a set of regions."},
+        {"contig": pa.string(), "first": pa.int64(), "last": pa.int64(), "regions": SCALAR_TYPE},
+        pa.bool_(),
+    )
+
+
+_register()
