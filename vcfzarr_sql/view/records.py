@@ -19,24 +19,33 @@ from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view import values as vt
+from vcfzarr_sql.view.rows import ValueReader
 
-#: INFO/AC and INFO/AN texts of each row (:func:`_counts`)
-Counts = tuple[list[str], list[str]]
+#: INFO/AC and INFO/AN of each row (:func:`_counts`): a text matrix and whether the row has it
+Counts = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
 class RecordOptions:
     """What to write: ``samples`` (store indexes in output order; None: all), whether to
-    recompute INFO/AC and INFO/AN over them (bcftools does unless ``--no-update``), and
-    whether to write the FORMAT and sample columns (not with ``-G``)."""
+    recompute INFO/AC and INFO/AN over them (bcftools does unless ``--no-update``), whether
+    to write the FORMAT and sample columns (not with ``-G``), and whether an option counted
+    alleles (``-c/-C/-q/-Q/-u/-U/-x/-X/-a``: bcftools then writes INFO/AC and INFO/AN into
+    every record, counted from the selected samples' GT, else as ``bcf_calc_ac``)."""
 
     samples: np.ndarray | None = None
     update_counts: bool = True
     genotypes: bool = True
+    counts_alleles: bool = False
 
     @property
     def subsets(self) -> bool:
         return self.samples is not None
+
+    def writes_counts(self, has_gt: bool) -> bool:
+        """Whether INFO/AC and INFO/AN are written (recounted): a subset of a store with GT
+        (bcftools recounts a record with GT only), or an option that counted alleles."""
+        return self.update_counts and ((self.subsets and has_gt) or self.counts_alleles)
 
 
 def _sorted_blocks(source: ChunkSource, chunk: int,
@@ -60,14 +69,22 @@ def _filter_text(filters: np.ndarray, names: list[str]) -> list[str]:
     return [";".join(n for n, on in zip(names, row) if on) or vt.MISSING for row in filters]
 
 
-def _counts(genotypes: np.ndarray, num_alleles: np.ndarray) -> Counts:
-    """INFO/AC and INFO/AN texts over the given calls (bcftools ``bcf_calc_ac``)."""
-    an = (genotypes >= 0).reshape(len(genotypes), -1).sum(axis=1)
-    ac_texts = []
-    for row, n in zip(genotypes.reshape(len(genotypes), -1), num_alleles):
-        counts = np.bincount(row[row > 0], minlength=n)[1:n]
-        ac_texts.append(",".join(map(str, counts)) if len(counts) else "")
-    return ac_texts, [str(v) for v in an]
+def _counts(source: ChunkSource, chunk: int, rows: np.ndarray, samples: np.ndarray | None,
+            num_alts: np.ndarray) -> Counts | None:
+    """INFO/AC and INFO/AN of each row, as bcftools writes them: over the selected samples'
+    GT (None without GT: bcftools writes none), else as ``bcf_calc_ac`` (INFO/AC and AN where
+    the record has them, else GT; neither: AC=0 and AN=0)."""
+    store = source.store
+    has_gt = "GT" in store.format_fields
+    if samples is not None and not has_gt:
+        return None
+    if has_gt or ("AC" in store.info_fields and "AN" in store.info_fields):
+        ac, an = ValueReader(source, chunk).allele_counts(samples)
+        ac, an = ac[rows], an[rows]
+    else:
+        ac, an = np.zeros((len(rows), max(int(num_alts.max(initial=0)), 1)), np.int64), np.zeros(len(rows), np.int64)
+    ac = np.where(np.arange(ac.shape[1])[None, :] < num_alts[:, None], ac, spec.INT_FILL)
+    return (vt.cell_matrix(ac, "Integer"), num_alts > 0), (vt.cell_matrix(an, "Integer"), np.ones(len(rows), bool))
 
 
 def _named(name: str, text: np.ndarray | None, rows: int) -> np.ndarray:
@@ -77,10 +94,6 @@ def _named(name: str, text: np.ndarray | None, rows: int) -> np.ndarray:
     return (keys if text is None else np.concatenate([keys, text], axis=1))[:, None, :]
 
 
-def _text_matrix(texts: list[str]) -> np.ndarray:
-    return vt.as_matrix(np.array([t.encode() for t in texts]))
-
-
 def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None) -> np.ndarray:
     """The INFO column of each row: a uint8 matrix, NUL-padded (:func:`_joined`)."""
     texts, shown = [], []
@@ -88,8 +101,8 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
     recounted = {} if counts is None else {"AC": counts[0], "AN": counts[1]}
     for name, field in fields.items():
         if name in recounted:
-            texts.append(_named(name, _text_matrix(recounted[name]), len(rows)))
-            shown.append(np.array([bool(t) for t in recounted[name]], bool).reshape(len(rows)))
+            texts.append(_named(name, recounted[name][0], len(rows)))
+            shown.append(recounted[name][1])
             continue
         values = blocks.read(field.array)[rows]
         no_value = None if field.mask is None else blocks.read(field.mask)[rows]
@@ -101,10 +114,10 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
         if present.any():
             texts.append(_named(name, vt.cell_matrix(values, field.vcf_type, no_value), len(rows)))
             shown.append(present)
-    for name, text in recounted.items():  # AC/AN not declared in the store: bcftools appends them
+    for name, (text, has) in recounted.items():  # AC/AN not declared in the store: bcftools appends them
         if name not in fields:
-            texts.append(_named(name, _text_matrix(text), len(rows)))
-            shown.append(np.array([bool(t) for t in text], bool).reshape(len(rows)))
+            texts.append(_named(name, text, len(rows)))
+            shown.append(has)
     if not texts:
         return np.full((len(rows), 1), ord(vt.MISSING), np.uint8)
     return _joined(texts, np.array(shown).reshape(len(texts), len(rows)), ";").reshape(len(rows), -1)
@@ -206,10 +219,8 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
         if store.has_array(spec.VARIANT_FILTER) else [vt.MISSING] * len(rows)
     )
     counts = None
-    if options.subsets and options.update_counts and "GT" in store.format_fields:
-        genotypes = blocks.read(spec.CALL_GENOTYPE)[rows]
-        genotypes = genotypes if order is None else genotypes[:, order]
-        counts = _counts(genotypes, (alleles != spec.STR_FILL).sum(axis=1))
+    if options.writes_counts("GT" in store.format_fields):
+        counts = _counts(source, chunk, rows, options.samples, (alleles[:, 1:] != spec.STR_FILL).sum(axis=1))
     info = _row_texts(_info_column(store, blocks, rows, counts))
     alts = _alt_text(alleles)
     fixed = [

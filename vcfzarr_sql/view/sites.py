@@ -103,6 +103,13 @@ class SiteFilters:
     def __bool__(self) -> bool:
         return self != SiteFilters()
 
+    @property
+    def counts_alleles(self) -> bool:
+        """Whether bcftools counts alleles for these options (then it writes INFO/AC and
+        INFO/AN into every record)."""
+        return bool(self.min_ac or self.max_ac or self.min_af or self.max_af or self.uncalled
+                    or self.exclude_uncalled or self.private or self.exclude_private)
+
     def check(self, subsets: bool, has_gt: bool) -> None:
         """Refuse what cannot apply, before anything is written."""
         if (self.private or self.exclude_private) and not subsets:
