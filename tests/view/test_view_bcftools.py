@@ -46,6 +46,8 @@ MATRIX = [
     ("V", ["-V", "snps"], ()),
     ("U-s", ["-U", "-s", "{sample}"], ("gt",)),
     ("n-f", ["-n", "-f", "PASS,."], ()),
+    ("a", ["-a"], ("gt",)),
+    ("a-s", ["-a", "-s", "{sample}"], ("gt",)),
 ]
 
 
@@ -57,7 +59,14 @@ KNOWN = {
     "samtools+htslib/test/tabix/vcf_file.vcf:C-minor": "bcftools gives up counting 300 ALTs (Incorrect number of AC fields)",
     "sgkit-dev+bio2zarr/tests/data/vcf/sample_all_missing_gts.vcf.gz:s":
         "a record without a GT key gets AC=0;AN=0 for -s (the store cannot tell it from ./.)",
+    "sgkit-dev+bio2zarr/tests/data/vcf/sample_all_missing_gts.vcf.gz:a":
+        "a record without a GT key: bcftools -a trims nothing there; in the store it is ./. (ALTs trimmed)",
+    "sgkit-dev+bio2zarr/tests/data/vcf/sample_all_missing_gts.vcf.gz:a-s":
+        "a record without a GT key: bcftools -a trims nothing there; in the store it is ./. (ALTs trimmed)",
     "vcfzarr-sql/fidelity.vcf:t": "bcftools -t ^1:1-1 also drops the POS 0 (telomere) records; view keeps them",
+    "samtools+htslib/test/tabix/vcf_file.vcf:a": "bcftools gives up counting a record of AC=0 without ALT (AN=0)",
+    "brentp+cyvcf2/cyvcf2/tests/test-hemi.vcf:a":
+        "INFO/AC has 2 values for 1 ALT: bcftools gives up counting (AC=0;AN=0)",
     "brentp+cyvcf2/cyvcf2/tests/test-hemi.vcf:c": "INFO/AC has 2 values for 1 ALT: bcftools gives up counting (Incorrect number of AC fields)",
     "brentp+cyvcf2/cyvcf2/tests/test-hemi.vcf:C-minor": "INFO/AC has 2 values for 1 ALT: bcftools gives up counting (Incorrect number of AC fields)",
 }

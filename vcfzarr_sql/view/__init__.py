@@ -80,7 +80,8 @@ def vcf_texts(store: VczStore, selection: Selection = Selection(), *,
     if selection.include is not None and selection.exclude is not None:
         raise QueryError("-i and -e cannot be used together")
     samples = sample_indexes(list(store.samples), selection.samples, selection.samples_file)
-    options = RecordOptions(samples, selection.update_counts, genotypes, selection.sites.counts_alleles)
+    options = RecordOptions(samples, selection.update_counts, genotypes, selection.sites.counts_alleles,
+                            selection.sites.trim_alt_alleles)
     names = list(store.samples) if samples is None else [store.samples[k] for k in samples]
     counts = options.writes_counts("GT" in store.format_fields)
     added = tuple(n for n in ("AC", "AN") if counts and n not in store.info_fields)

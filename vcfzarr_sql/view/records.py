@@ -20,6 +20,7 @@ from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view import values as vt
 from vcfzarr_sql.view.rows import ValueReader
+from vcfzarr_sql.view.trim import Trim
 
 #: INFO/AC and INFO/AN of each row (:func:`_counts`): a text matrix and whether the row has it
 Counts = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -37,6 +38,8 @@ class RecordOptions:
     update_counts: bool = True
     genotypes: bool = True
     counts_alleles: bool = False
+    #: ``-a``: remove the ALT alleles no selected sample calls (:mod:`.trim`)
+    trim: bool = False
 
     @property
     def subsets(self) -> bool:
@@ -69,20 +72,33 @@ def _filter_text(filters: np.ndarray, names: list[str]) -> list[str]:
     return [";".join(n for n, on in zip(names, row) if on) or vt.MISSING for row in filters]
 
 
-def _counts(source: ChunkSource, chunk: int, rows: np.ndarray, samples: np.ndarray | None,
-            num_alts: np.ndarray) -> Counts | None:
-    """INFO/AC and INFO/AN of each row, as bcftools writes them: over the selected samples'
-    GT (None without GT: bcftools writes none), else as ``bcf_calc_ac`` (INFO/AC and AN where
-    the record has them, else GT; neither: AC=0 and AN=0)."""
+def _counts(source: ChunkSource, blocks: BatchBlocks, rows: np.ndarray, order: np.ndarray | None,
+            num_alts: np.ndarray, trim: Trim | None) -> Counts | None:
+    """INFO/AC and INFO/AN of each row, as bcftools writes them: over the GT of the samples
+    of ``blocks`` in output ``order`` when it selects some (None without GT: bcftools writes
+    none), else as ``bcf_calc_ac`` (INFO/AC and AN where the record has them, else GT;
+    neither: AC=0 and AN=0); ``num_alts``: before ``trim``."""
     store = source.store
     has_gt = "GT" in store.format_fields
-    if samples is not None and not has_gt:
-        return None
-    if has_gt or ("AC" in store.info_fields and "AN" in store.info_fields):
-        ac, an = ValueReader(source, chunk).allele_counts(samples)
+    width = max(int(num_alts.max(initial=0)), 1)
+    if blocks.samples is not None:
+        if not has_gt:
+            return None
+        calls = blocks.read(spec.CALL_GENOTYPE)[rows]
+        calls = (calls if order is None else calls[:, order]).reshape(len(rows), -1)
+        counted = (calls > 0) & (calls <= width)
+        slots = (np.arange(len(rows))[:, None] * width + calls - 1)[counted]
+        ac = np.bincount(slots, minlength=len(rows) * width).reshape(len(rows), width)
+        an = (calls >= 0).sum(axis=1)
+    elif has_gt or ("AC" in store.info_fields and "AN" in store.info_fields):
+        ac, an = ValueReader(source, blocks.chunk_index).allele_counts(None)
         ac, an = ac[rows], an[rows]
     else:
-        ac, an = np.zeros((len(rows), max(int(num_alts.max(initial=0)), 1)), np.int64), np.zeros(len(rows), np.int64)
+        ac, an = np.zeros((len(rows), width), np.int64), np.zeros(len(rows), np.int64)
+    if trim is not None and ("AC" not in store.info_fields or store.info_fields["AC"].number == "A"):
+        # bcftools writes AC before trimming, then trims it as a Number=A field
+        ac, _ = trim.values(ac, "A", None)
+        num_alts = trim.num_alleles - 1
     ac = np.where(np.arange(ac.shape[1])[None, :] < num_alts[:, None], ac, spec.INT_FILL)
     return (vt.cell_matrix(ac, "Integer"), num_alts > 0), (vt.cell_matrix(an, "Integer"), np.ones(len(rows), bool))
 
@@ -94,7 +110,8 @@ def _named(name: str, text: np.ndarray | None, rows: int) -> np.ndarray:
     return (keys if text is None else np.concatenate([keys, text], axis=1))[:, None, :]
 
 
-def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None) -> np.ndarray:
+def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None,
+                 trim: Trim | None = None) -> np.ndarray:
     """The INFO column of each row: a uint8 matrix, NUL-padded (:func:`_joined`)."""
     texts, shown = [], []
     fields: dict[str, FieldInfo] = store.info_fields
@@ -106,6 +123,8 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
             continue
         values = blocks.read(field.array)[rows]
         no_value = None if field.mask is None else blocks.read(field.mask)[rows]
+        if trim is not None:
+            values, no_value = trim.values(values, field.number, no_value, f"{store.path}: INFO/{name}")
         if field.vcf_type == "Flag":
             texts.append(_named(name, None, len(rows)))
             shown.append(values.reshape(len(rows), -1).any(axis=1))
@@ -157,7 +176,7 @@ def _row_texts(matrix: np.ndarray) -> list[bytes]:
 
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
-                    order: np.ndarray | None) -> tuple[list[str], np.ndarray]:
+                    order: np.ndarray | None, trim: Trim | None = None) -> tuple[list[str], np.ndarray]:
     """Per row, the FORMAT key text, and the sample columns: a uint8 matrix (one row per
     record) of each sample's tab and cell, NUL bytes padding them (dropped when joined)."""
     names, cells, shown = [], [], []
@@ -166,6 +185,11 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
         field = fields[name]
         values = blocks.read(field.array)[rows]
         no_value = None if field.mask is None else blocks.read(field.mask)[rows]
+        if trim is not None:
+            every = None if everyone is blocks or field.number != "G" else (
+                everyone.read(field.array)[rows], None if field.mask is None else everyone.read(field.mask)[rows])
+            values, no_value = trim.values(values, field.number, no_value, f"{store.path}: FORMAT/{name}", every)
+            values = trim.genotypes(values) if name == "GT" else values
         if order is not None:
             values = values[:, order]
             no_value = None if no_value is None else no_value[:, order]
@@ -188,6 +212,7 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
             np.ones(len(rows), bool) if name == "GT"
             else vt.present(everyone.read(field.array)[rows], field.vcf_type,
                             None if field.mask is None else everyone.read(field.mask)[rows])
+            & (trim is None or field.number != "A" or trim.num_alleles > 1)  # no ALT left: no A key
         )
     showing = np.array(shown).reshape(len(names), len(rows))
     keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
@@ -212,6 +237,12 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     positions = blocks.read(spec.VARIANT_POSITION)[rows]
     ids = blocks.read(spec.VARIANT_ID)[rows] if store.has_array(spec.VARIANT_ID) else None
     alleles = blocks.read(spec.VARIANT_ALLELE)[rows]
+    num_alts = (alleles[:, 1:] != spec.STR_FILL).sum(axis=1)
+    trim = None
+    if options.trim and "GT" in store.format_fields:  # (without GT bcftools trims nothing)
+        trim = Trim.of(blocks.read(spec.CALL_GENOTYPE)[rows], (alleles != spec.STR_FILL).sum(axis=1),
+                       np.char.add(np.char.add(contigs.astype(str), ":"), positions.astype(str)))
+        alleles = trim.alleles(alleles)
     quality = blocks.read(spec.VARIANT_QUALITY)[rows] if store.has_array(spec.VARIANT_QUALITY) else None
     quals = [vt.MISSING] * len(rows) if quality is None else vt.cells(quality, "Float").tolist()
     filters = (
@@ -220,8 +251,8 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     )
     counts = None
     if options.writes_counts("GT" in store.format_fields):
-        counts = _counts(source, chunk, rows, options.samples, (alleles[:, 1:] != spec.STR_FILL).sum(axis=1))
-    info = _row_texts(_info_column(store, blocks, rows, counts))
+        counts = _counts(source, blocks, rows, order, num_alts, trim)
+    info = _row_texts(_info_column(store, blocks, rows, counts, trim))
     alts = _alt_text(alleles)
     fixed = [
         "\t".join([contigs[k], str(positions[k]), vt.MISSING if ids is None else ids[k],
@@ -231,6 +262,6 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     written = len(store.samples) if options.samples is None else len(options.samples)
     if not (store.format_fields and options.genotypes and written):
         return b"".join(part for line in zip(fixed, info) for part in (*line, b"\n"))
-    keys, samples = _format_columns(store, blocks, everyone, rows, order)
+    keys, samples = _format_columns(store, blocks, everyone, rows, order, trim)
     parts = zip(fixed, info, (f"\t{key}".encode() for key in keys), _row_texts(samples))
     return b"".join(part for line in parts for part in (*line, b"\n"))
