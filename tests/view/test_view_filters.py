@@ -178,7 +178,6 @@ def test_record_options_keep_what_bcftools_keeps(options, cases, tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-a"], "-a/--trim-alt-alleles is not implemented"),
         (["-x"], "-x/-X need -s"),
         (["-c", "2:most"], "the allele is one of"),
         (["-v", "snp"], "unknown type 'snp'"),

@@ -39,7 +39,7 @@ from vcfzarr_sql.cli import options
 @click.option("--exclude-phased", "-P", is_flag=True, help="Drop sites where every sample is phased.")
 @click.option("--private", "-x", is_flag=True, help="Only sites whose non-reference alleles are all in the -s samples.")
 @click.option("--exclude-private", "-X", is_flag=True, help="Drop sites private to the -s samples.")
-@click.option("--trim-alt-alleles", "-a", is_flag=True, help="Not implemented (refused).")
+@click.option("--trim-alt-alleles", "-a", is_flag=True, help="Remove ALT alleles no selected sample's genotype calls.")
 # --
 @click.option("--output-type", "-O", type=click.Choice(["v", "z", "b", "u"]), default=None,
               help="v: VCF (default), z: bgzipped VCF, b: BCF, u: uncompressed BCF. "

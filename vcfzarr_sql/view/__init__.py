@@ -80,15 +80,17 @@ def vcf_texts(store: VczStore, selection: Selection = Selection(), *,
     if selection.include is not None and selection.exclude is not None:
         raise QueryError("-i and -e cannot be used together")
     samples = sample_indexes(list(store.samples), selection.samples, selection.samples_file)
-    options = RecordOptions(samples, selection.update_counts, genotypes)
+    options = RecordOptions(samples, selection.update_counts, genotypes, selection.sites.counts_alleles,
+                            selection.sites.trim_alt_alleles)
     names = list(store.samples) if samples is None else [store.samples[k] for k in samples]
-    counts = options.subsets and options.update_counts and "GT" in store.format_fields
+    counts = options.writes_counts("GT" in store.format_fields)
     added = tuple(n for n in ("AC", "AN") if counts and n not in store.info_fields)
     # the expression and options are checked before the header is given: a refused one
     # writes nothing
     expression = ExpressionFilter.of(store, selection.include, selection.exclude, added)
     selection.sites.check(samples is not None, "GT" in store.format_fields)
-    yield header_text(store, names, add_counts=counts, genotypes=genotypes).encode()
+    declared = options.update_counts and (options.subsets or options.counts_alleles)  # even without GT
+    yield header_text(store, names, add_counts=declared, genotypes=genotypes).encode()
     schema = table_schema(store, "variants")
     for selected in _passes(regions, targets):
         request = ScanRequest("variants", schema, columns=(),

@@ -19,24 +19,36 @@ from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view import values as vt
+from vcfzarr_sql.view.rows import ValueReader
+from vcfzarr_sql.view.trim import Trim
 
-#: INFO/AC and INFO/AN texts of each row (:func:`_counts`)
-Counts = tuple[list[str], list[str]]
+#: INFO/AC and INFO/AN of each row (:func:`_counts`): a text matrix and whether the row has it
+Counts = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 @dataclass(frozen=True)
 class RecordOptions:
     """What to write: ``samples`` (store indexes in output order; None: all), whether to
-    recompute INFO/AC and INFO/AN over them (bcftools does unless ``--no-update``), and
-    whether to write the FORMAT and sample columns (not with ``-G``)."""
+    recompute INFO/AC and INFO/AN over them (bcftools does unless ``--no-update``), whether
+    to write the FORMAT and sample columns (not with ``-G``), and whether an option counted
+    alleles (``-c/-C/-q/-Q/-u/-U/-x/-X/-a``: bcftools then writes INFO/AC and INFO/AN into
+    every record, counted from the selected samples' GT, else as ``bcf_calc_ac``)."""
 
     samples: np.ndarray | None = None
     update_counts: bool = True
     genotypes: bool = True
+    counts_alleles: bool = False
+    #: ``-a``: remove the ALT alleles no selected sample calls (:mod:`.trim`)
+    trim: bool = False
 
     @property
     def subsets(self) -> bool:
         return self.samples is not None
+
+    def writes_counts(self, has_gt: bool) -> bool:
+        """Whether INFO/AC and INFO/AN are written (recounted): a subset of a store with GT
+        (bcftools recounts a record with GT only), or an option that counted alleles."""
+        return self.update_counts and ((self.subsets and has_gt) or self.counts_alleles)
 
 
 def _sorted_blocks(source: ChunkSource, chunk: int,
@@ -60,14 +72,35 @@ def _filter_text(filters: np.ndarray, names: list[str]) -> list[str]:
     return [";".join(n for n, on in zip(names, row) if on) or vt.MISSING for row in filters]
 
 
-def _counts(genotypes: np.ndarray, num_alleles: np.ndarray) -> Counts:
-    """INFO/AC and INFO/AN texts over the given calls (bcftools ``bcf_calc_ac``)."""
-    an = (genotypes >= 0).reshape(len(genotypes), -1).sum(axis=1)
-    ac_texts = []
-    for row, n in zip(genotypes.reshape(len(genotypes), -1), num_alleles):
-        counts = np.bincount(row[row > 0], minlength=n)[1:n]
-        ac_texts.append(",".join(map(str, counts)) if len(counts) else "")
-    return ac_texts, [str(v) for v in an]
+def _counts(source: ChunkSource, blocks: BatchBlocks, rows: np.ndarray, order: np.ndarray | None,
+            num_alts: np.ndarray, trim: Trim | None) -> Counts | None:
+    """INFO/AC and INFO/AN of each row, as bcftools writes them: over the GT of the samples
+    of ``blocks`` in output ``order`` when it selects some (None without GT: bcftools writes
+    none), else as ``bcf_calc_ac`` (INFO/AC and AN where the record has them, else GT;
+    neither: AC=0 and AN=0); ``num_alts``: before ``trim``."""
+    store = source.store
+    has_gt = "GT" in store.format_fields
+    width = max(int(num_alts.max(initial=0)), 1)
+    if blocks.samples is not None:
+        if not has_gt:
+            return None
+        calls = blocks.read(spec.CALL_GENOTYPE)[rows]
+        calls = (calls if order is None else calls[:, order]).reshape(len(rows), -1)
+        counted = (calls > 0) & (calls <= width)
+        slots = (np.arange(len(rows))[:, None] * width + calls - 1)[counted]
+        ac = np.bincount(slots, minlength=len(rows) * width).reshape(len(rows), width)
+        an = (calls >= 0).sum(axis=1)
+    elif has_gt or ("AC" in store.info_fields and "AN" in store.info_fields):
+        ac, an = ValueReader(source, blocks.chunk_index).allele_counts(None)
+        ac, an = ac[rows], an[rows]
+    else:
+        ac, an = np.zeros((len(rows), width), np.int64), np.zeros(len(rows), np.int64)
+    if trim is not None and ("AC" not in store.info_fields or store.info_fields["AC"].number == "A"):
+        # bcftools writes AC before trimming, then trims it as a Number=A field
+        ac, _ = trim.values(ac, "A", None)
+        num_alts = trim.num_alleles - 1
+    ac = np.where(np.arange(ac.shape[1])[None, :] < num_alts[:, None], ac, spec.INT_FILL)
+    return (vt.cell_matrix(ac, "Integer"), num_alts > 0), (vt.cell_matrix(an, "Integer"), np.ones(len(rows), bool))
 
 
 def _named(name: str, text: np.ndarray | None, rows: int, first: bool) -> np.ndarray:
@@ -83,7 +116,8 @@ def _text_matrix(texts: list[str]) -> np.ndarray:
     return vt.as_matrix(np.array([t.encode() for t in texts]))
 
 
-def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None) -> np.ndarray:
+def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None,
+                 trim: Trim | None = None) -> np.ndarray:
     """The INFO column of each row: a uint8 matrix, NUL-padded (:func:`_joined`)."""
     texts: list[np.ndarray] = []
     shown: list[np.ndarray] = []
@@ -91,11 +125,13 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
     recounted = {} if counts is None else {"AC": counts[0], "AN": counts[1]}
     for name, field in fields.items():
         if name in recounted:
-            texts.append(_named(name, _text_matrix(recounted[name]), len(rows), not texts))
-            shown.append(np.array([bool(t) for t in recounted[name]], bool).reshape(len(rows)))
+            texts.append(_named(name, recounted[name][0], len(rows), not texts))
+            shown.append(recounted[name][1])
             continue
         values = blocks.read(field.array)[rows]
         no_value = None if field.mask is None else blocks.read(field.mask)[rows]
+        if trim is not None:
+            values, no_value = trim.values(values, field.number, no_value, f"{store.path}: INFO/{name}")
         if field.vcf_type == "Flag":
             texts.append(_named(name, None, len(rows), not texts))
             shown.append(values.reshape(len(rows), -1).any(axis=1))
@@ -104,10 +140,10 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
         if present.any():
             texts.append(_named(name, vt.cell_matrix(values, field.vcf_type, no_value), len(rows), not texts))
             shown.append(present)
-    for name, text in recounted.items():  # AC/AN not declared in the store: bcftools appends them
+    for name, (text, has) in recounted.items():  # AC/AN not declared in the store: bcftools appends them
         if name not in fields:
-            texts.append(_named(name, _text_matrix(text), len(rows), not texts))
-            shown.append(np.array([bool(t) for t in text], bool).reshape(len(rows)))
+            texts.append(_named(name, text, len(rows), not texts))
+            shown.append(has)
     if not texts:
         return np.full((len(rows), 1), ord(vt.MISSING), np.uint8)
     return _joined(texts, np.array(shown).reshape(len(texts), len(rows)))
@@ -152,7 +188,7 @@ def _without_padding(blocks: list[np.ndarray]) -> bytes:
 
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
-                    order: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+                    order: np.ndarray | None, trim: Trim | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the FORMAT column (its tab, the keys; a NUL-padded uint8 matrix), and the
     sample columns (each sample's tab and cell; :func:`_joined`)."""
     names: list[str] = []
@@ -163,6 +199,11 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
         field = fields[name]
         values = blocks.read(field.array)[rows]
         no_value = None if field.mask is None else blocks.read(field.mask)[rows]
+        if trim is not None:
+            every = None if everyone is blocks or field.number != "G" else (
+                everyone.read(field.array)[rows], None if field.mask is None else everyone.read(field.mask)[rows])
+            values, no_value = trim.values(values, field.number, no_value, f"{store.path}: FORMAT/{name}", every)
+            values = trim.genotypes(values) if name == "GT" else values
         if order is not None:
             values = values[:, order]
             no_value = None if no_value is None else no_value[:, order]
@@ -185,6 +226,7 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
             np.ones(len(rows), bool) if name == "GT"
             else vt.present(everyone.read(field.array)[rows], field.vcf_type,
                             None if field.mask is None else everyone.read(field.mask)[rows])
+            & (trim is None or field.number != "A" or trim.num_alleles > 1)  # no ALT left: no A key
         )
     showing = np.array(shown).reshape(len(names), len(rows))
     keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
@@ -210,6 +252,12 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     positions = blocks.read(spec.VARIANT_POSITION)[rows]
     ids = blocks.read(spec.VARIANT_ID)[rows] if store.has_array(spec.VARIANT_ID) else None
     alleles = blocks.read(spec.VARIANT_ALLELE)[rows]
+    num_alts = (alleles[:, 1:] != spec.STR_FILL).sum(axis=1)
+    trim = None
+    if options.trim and "GT" in store.format_fields:  # (without GT bcftools trims nothing)
+        trim = Trim.of(blocks.read(spec.CALL_GENOTYPE)[rows], (alleles != spec.STR_FILL).sum(axis=1),
+                       np.char.add(np.char.add(contigs.astype(str), ":"), positions.astype(str)))
+        alleles = trim.alleles(alleles)
     quality = blocks.read(spec.VARIANT_QUALITY)[rows] if store.has_array(spec.VARIANT_QUALITY) else None
     quals = [vt.MISSING] * len(rows) if quality is None else vt.cells(quality, "Float").tolist()
     filters = (
@@ -217,11 +265,9 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
         if store.has_array(spec.VARIANT_FILTER) else [vt.MISSING] * len(rows)
     )
     counts = None
-    if options.subsets and options.update_counts and "GT" in store.format_fields:
-        genotypes = blocks.read(spec.CALL_GENOTYPE)[rows]
-        genotypes = genotypes if order is None else genotypes[:, order]
-        counts = _counts(genotypes, (alleles != spec.STR_FILL).sum(axis=1))
-    info = _info_column(store, blocks, rows, counts)
+    if options.writes_counts("GT" in store.format_fields):
+        counts = _counts(source, blocks, rows, order, num_alts, trim)
+    info = _info_column(store, blocks, rows, counts, trim)
     alts = _alt_text(alleles)
     fixed = _text_matrix([
         "\t".join([contigs[k], str(positions[k]), vt.MISSING if ids is None else ids[k],
@@ -232,5 +278,5 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     written = len(store.samples) if options.samples is None else len(options.samples)
     if not (store.format_fields and options.genotypes and written):
         return _without_padding([np.concatenate(columns, axis=1)])
-    keys, samples = _format_columns(store, blocks, everyone, rows, order)
+    keys, samples = _format_columns(store, blocks, everyone, rows, order, trim)
     return _without_padding([np.concatenate([*columns, keys], axis=1), samples])

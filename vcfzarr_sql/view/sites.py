@@ -3,7 +3,8 @@
 
 Allele counts are INFO/AC and INFO/AN when the store has them, else counted from GT; with
 ``-s`` they are counted from the selected samples' GT (bcftools recounts after subsetting).
-``-a`` (trim ALT alleles) rewrites records and is not implemented: it is refused.
+``-a`` (trim ALT alleles) filters nothing: it is carried here and rewrites records
+(:mod:`.trim`).
 
 >>> SiteFilters.parse(min_ac="2:minor", types="snps,indels").min_ac
 (2.0, 'minor')
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vcfzarr_sql.errors import NotSupportedError, QueryError
+from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.view.rows import ValueReader
@@ -76,6 +77,7 @@ class SiteFilters:
     exclude_phased: bool = False  # -P
     private: bool = False  # -x
     exclude_private: bool = False  # -X
+    trim_alt_alleles: bool = False  # -a (not a filter: view.trim rewrites the records)
 
     @classmethod
     def parse(cls, *, min_ac: str | None = None, max_ac: str | None = None,
@@ -83,10 +85,8 @@ class SiteFilters:
               min_alleles: int | None = None, max_alleles: int | None = None,
               types: str | None = None, exclude_types: str | None = None,
               apply_filters: str | None = None, genotype: str | None = None,
-              trim_alt_alleles: bool = False, **flags: bool) -> SiteFilters:
+              **flags: bool) -> SiteFilters:
         """The filters of bcftools' option texts (``-c 2:minor``, ``-v snps,indels``...)."""
-        if trim_alt_alleles:
-            raise NotSupportedError("-a/--trim-alt-alleles is not implemented (it rewrites records)")
         if genotype is not None and genotype.removeprefix("^") not in GENOTYPES:
             raise QueryError(f"-g {genotype}: expected one of hom, het, miss, optionally after ^")
         if types is not None and exclude_types is not None:
@@ -101,7 +101,15 @@ class SiteFilters:
         )
 
     def __bool__(self) -> bool:
-        return self != SiteFilters()
+        return self != SiteFilters(trim_alt_alleles=self.trim_alt_alleles)
+
+    @property
+    def counts_alleles(self) -> bool:
+        """Whether bcftools counts alleles for these options (then it writes INFO/AC and
+        INFO/AN into every record)."""
+        return bool(self.min_ac or self.max_ac or self.min_af or self.max_af or self.uncalled
+                    or self.exclude_uncalled or self.private or self.exclude_private
+                    or self.trim_alt_alleles)
 
     def check(self, subsets: bool, has_gt: bool) -> None:
         """Refuse what cannot apply, before anything is written."""
