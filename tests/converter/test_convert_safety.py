@@ -349,3 +349,13 @@ def test_the_memory_bound_is_a_size(tmp_path, capsys) -> None:
     vcf = write_vcf(tmp_path / "in.vcf")
     code, err = one_line_cli(capsys, str(vcf), str(tmp_path / "out.vcz"), "--max-memory", "lots")
     assert code != 0 and "'lots' is not a memory size" in err, err
+
+
+def test_an_htslib_read_error_names_the_record(tmp_path, capsys) -> None:
+    """cyvcf2's bare ``bcf_read`` errors (a record of one column, the gzip bomb at its end)
+    name the record they stopped at; the first record is fine."""
+    vcf = tmp_path / "in.vcf"
+    vcf.write_text("##fileformat=VCFv4.2\n##contig=<ID=1>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                   "1\t1\t.\tA\tC\t.\t.\t.\n1\n")
+    code, err = one_line_cli(capsys, str(vcf), str(tmp_path / "out.vcz"))
+    assert code != 0 and f"{vcf}: " in err and "bcf_read" in err and err.endswith(" at record 2"), err

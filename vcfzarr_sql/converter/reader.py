@@ -112,8 +112,9 @@ class _PartitionReader:
             yield v
 
     def _parsed(self, records: Iterator[Variant]) -> Iterator[Variant]:
-        """``records``, with a refused allocation (a line htslib cannot hold within the
-        worker's memory bound) raised as a VcfParseError naming the record."""
+        """``records``, with htslib's read errors (cyvcf2's bare ``Exception``) and a refused
+        allocation (a line htslib cannot hold within the worker's memory bound) raised as a
+        VcfParseError naming the record (its number in the file, or in the region read)."""
         clear_errno()
         read = 0
         while True:
@@ -122,12 +123,14 @@ class _PartitionReader:
             except StopIteration:
                 return
             except Exception as exc:
-                if not out_of_memory(exc):
+                memory = out_of_memory(exc)
+                if not memory and type(exc) is not Exception:
                     raise
                 region = self.partition.region
                 where = f"{read + 1}" if region is None else f"{read + 1} of region {region}"
-                raise VcfParseError(self.path, "a line longer than the parser's memory allows "
-                                    f"(--max-memory, {memory_limit()} bytes)", record=where) from None
+                what = (f"a line longer than the parser's memory allows (--max-memory, {memory_limit()} bytes)"
+                        if memory else f"{type(exc).__name__}: {exc}")
+                raise VcfParseError(self.path, what, record=where) from None
             read += 1
             yield v
 
