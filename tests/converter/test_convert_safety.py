@@ -16,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -310,3 +311,51 @@ def test_write_error_without_a_file_name_names_the_output(vcf, tmp_path, monkeyp
     with pytest.raises(OutputError, match=f"^{tmp_path / 'out.vcz'}: No space left on device$"):
         convert(vcf, tmp_path / "out.vcz", show_progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.vcf"]
+
+
+def _gzip_bomb(path: Path, line_bytes: int) -> None:
+    """A gzipped VCF whose third record is one line of ``line_bytes`` (written as a stream:
+    about 4 MB on disk a GB)."""
+    z = zlib.compressobj(1, zlib.DEFLATED, 31)
+    chunk = b"a" * (1 << 22)
+    with open(path, "wb") as f:
+        f.write(z.compress(b'##fileformat=VCFv4.2\n##contig=<ID=1>\n'
+                           b'##INFO=<ID=X,Number=1,Type=String,Description="x">\n'
+                           b"#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                           b"1\t1\t.\tA\tC\t.\t.\tX=a\n1\t2\t.\tA\tC\t.\t.\tX=a\n1\t3\t.\tA\tC\t.\t.\tX="))
+        for _ in range(line_bytes // len(chunk)):
+            f.write(z.compress(chunk))
+        f.write(z.compress(b"\n1\t4\t.\tA\tC\t.\t.\tX=a\n"))
+        f.write(z.flush())
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_line_bigger_than_the_workers_memory_is_one_line_naming_the_record(tmp_path, capsys, workers):
+    """Issue 23 item 9: htslib grows its line buffer without bound (a 6 GB single-line gzip
+    bomb took the machine, then failed with ``bcf_read error-code: 0 and ret: -3``). Workers
+    run under --max-memory; the refused allocation names the file and the record, and leaves
+    no store."""
+    bomb = tmp_path / "bomb.vcf.gz"
+    _gzip_bomb(bomb, 1 << 30)
+    out = tmp_path / "out.vcz"
+    code, err = one_line_cli(capsys, str(bomb), str(out), "--max-memory", "256MiB", "--workers", str(workers))
+    assert code != 0
+    assert err.endswith(f"{bomb}: a line longer than the parser's memory allows "
+                        f"(--max-memory, {256 << 20} bytes) at record 3"), err
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["bomb.vcf.gz"]
+
+
+def test_the_memory_bound_is_a_size(tmp_path, capsys) -> None:
+    vcf = write_vcf(tmp_path / "in.vcf")
+    code, err = one_line_cli(capsys, str(vcf), str(tmp_path / "out.vcz"), "--max-memory", "lots")
+    assert code != 0 and "'lots' is not a memory size" in err, err
+
+
+def test_an_htslib_read_error_names_the_record(tmp_path, capsys) -> None:
+    """cyvcf2's bare ``bcf_read`` errors (a record of one column, the gzip bomb at its end)
+    name the record they stopped at; the first record is fine."""
+    vcf = tmp_path / "in.vcf"
+    vcf.write_text("##fileformat=VCFv4.2\n##contig=<ID=1>\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+                   "1\t1\t.\tA\tC\t.\t.\t.\n1\n")
+    code, err = one_line_cli(capsys, str(vcf), str(tmp_path / "out.vcz"))
+    assert code != 0 and f"{vcf}: " in err and "bcf_read" in err and err.endswith(" at record 2"), err

@@ -53,10 +53,14 @@ def _inputs_and_output(paths: tuple[str, ...]) -> tuple[list[str], str]:
 @options.variants_chunk_size
 @options.samples_chunk_size
 @options.workers
+@click.option("--max-memory", metavar="SIZE",
+              help="Memory each worker process may allocate (300MB, 2GiB...); a record the "
+                   "parser cannot hold within it is an error naming the file and the record "
+                   "[default: 3/4 of the machine's memory, divided among the workers].")
 @options.force
 @options.quiet
 def command(paths: tuple[str, ...], variants_chunk_size: int, samples_chunk_size: int,
-            workers: int, force: bool, quiet: bool) -> None:
+            workers: int, max_memory: str | None, force: bool, quiet: bool) -> None:
     """Convert VCF, bgzipped VCF or BCF INPUT files to a VCF Zarr store OUTPUT.
 
     Several INPUTs (per-chromosome files, say) become one store, as their concatenation;
@@ -67,6 +71,7 @@ def command(paths: tuple[str, ...], variants_chunk_size: int, samples_chunk_size
     metadata and chunks (a file you put inside, a link): move that out first.
     """
     from vcfzarr_sql.converter import convert
+    from vcfzarr_sql.serve.pg.memory import parse_size
 
     inputs, output = _inputs_and_output(paths)
 
@@ -78,6 +83,7 @@ def command(paths: tuple[str, ...], variants_chunk_size: int, samples_chunk_size
             samples_chunk_size=samples_chunk_size,
             workers=workers,
             force=force,
+            max_memory=None if max_memory is None else parse_size(max_memory),
             show_progress=False if quiet else None,
         )
     if not quiet:

@@ -293,6 +293,7 @@ def convert(
     force: bool = False,
     show_progress: bool | None = None,
     compressor: numcodecs.abc.Codec | None = None,
+    max_memory: int | None = None,
 ) -> ConvertSummary:
     """Convert a VCF, bgzipped VCF or BCF file to a VCF Zarr 0.3 store (Zarr v2) at ``output``.
 
@@ -301,7 +302,10 @@ def convert(
 
     ``compressor``: a numcodecs codec for every array (default: Blosc zstd 7, bit-shuffled for
     genotypes and bool arrays, byte-shuffled otherwise). ``show_progress``: a progress bar on
-    stderr (default: when stderr is a terminal). Raises :class:`VcfParseError` for input that
+    stderr (default: when stderr is a terminal). ``max_memory``: bytes each worker process may
+    allocate (Linux ``RLIMIT_DATA``; default: 3/4 of the machine's memory among the workers):
+    a record the parser cannot hold within it is a :class:`VcfParseError` naming the file and
+    the record, as htslib grows its line buffer without limit. Raises :class:`VcfParseError` for input that
     cannot be read (and leaves nothing behind), :class:`OutputError` if ``output`` exists and
     ``force`` is not set, if ``force`` is set but ``output`` is not a VCF Zarr store (or is the
     input, holds it, holds anything but Zarr metadata and chunks, or is the working directory
@@ -333,7 +337,7 @@ def convert(
             work = Path(tempfile.mkdtemp(prefix=f".{output_path.name}.", suffix=WORK_SUFFIX,
                                          dir=output_path.parent))
             try:
-                layout = _build_in(inputs, work, show_progress, settings)
+                layout = _build_in(inputs, work, show_progress, settings, max_memory)
                 swap_into_place(work / "store", output_path)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
@@ -343,12 +347,13 @@ def convert(
                           time.perf_counter() - started)
 
 
-def _build_in(inputs: list[str], work: Path, show_progress: bool, settings: dict) -> Layout:
+def _build_in(inputs: list[str], work: Path, show_progress: bool, settings: dict,
+              max_memory: int | None) -> Layout:
     """Build the store in ``work/store`` with a worker pool; its layout."""
     input_path = str(single_input(inputs, work))
     if inputs == [STDIN]:  # spooled to a file: checked as a file is
         _check_bgzf_eof(Path(input_path), "standard input")
-    with WorkerPool(input_path, settings["workers"], work) as pool:
+    with WorkerPool(input_path, settings["workers"], work, max_memory) as pool:
         progress = _Progress(show_progress, pool)
         try:
             return _build(input_path, work / "store", work, pool, progress, **settings)

@@ -22,7 +22,7 @@ from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
 from vcfzarr_sql.converter.order import SortCheck
 from vcfzarr_sql.converter.spill import write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
-from vcfzarr_sql.converter.workers import add_progress
+from vcfzarr_sql.converter.workers import add_progress, clear_errno, memory_limit, out_of_memory
 from vcfzarr_sql.errors import NotVcfError, VcfParseError
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class _PartitionReader:
     def records(self) -> Iterator[Variant]:
         p = self.partition
         records = self.reader(p.region) if p.region is not None else self.reader
-        for v in records:
+        for v in self._parsed(iter(records)):
             pos = v.start + 1  # v.POS is 32-bit in cyvcf2
             if p.start is not None and pos < p.start:
                 continue
@@ -109,6 +109,29 @@ class _PartitionReader:
                     f"(0 vs {self.n_samples})",
                     record=f"{v.CHROM}:{pos}",
                 )
+            yield v
+
+    def _parsed(self, records: Iterator[Variant]) -> Iterator[Variant]:
+        """``records``, with htslib's read errors (cyvcf2's bare ``Exception``) and a refused
+        allocation (a line htslib cannot hold within the worker's memory bound) raised as a
+        VcfParseError naming the record (its number in the file, or in the region read)."""
+        clear_errno()
+        read = 0
+        while True:
+            try:
+                v = next(records)
+            except StopIteration:
+                return
+            except Exception as exc:
+                memory = out_of_memory(exc)
+                if not memory and type(exc) is not Exception:
+                    raise
+                region = self.partition.region
+                where = f"{read + 1}" if region is None else f"{read + 1} of region {region}"
+                what = (f"a line longer than the parser's memory allows (--max-memory, {memory_limit()} bytes)"
+                        if memory else f"{type(exc).__name__}: {exc}")
+                raise VcfParseError(self.path, what, record=where) from None
+            read += 1
             yield v
 
     def run(self) -> PartitionResult:

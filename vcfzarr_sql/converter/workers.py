@@ -5,13 +5,20 @@ on file descriptor 2. Every task therefore runs in a spawned worker process with
 sent to a file of its own: a failed or crashed task becomes a one-line
 :class:`~vcfzarr_sql.errors.VcfParseError` carrying htslib's ``[E::...]`` message, and
 warnings never reach the user's terminal.
+
+Each worker also runs under a memory bound (Linux ``RLIMIT_DATA``: its heap and private
+mappings): htslib grows its line buffer without limit, so a single-line gzip bomb would
+otherwise take the machine. An allocation the bound refuses ends the conversion with a
+one-line error naming the file and the record (see :func:`out_of_memory`).
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import multiprocessing
 import os
+import resource
 import signal
 import sys
 from collections.abc import Callable, Iterable
@@ -31,6 +38,9 @@ T = TypeVar("T")
 
 _progress: Synchronized[int] | None = None  # a worker's shared record counter (set by _init_worker)
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+#: The default memory bound of each worker is this share of the machine's physical memory,
+#: divided among the workers (what ``convert --max-memory`` sets otherwise).
+SHARE_OF_MACHINE = 0.75
 
 
 def die_with_parent(parent: int) -> None:
@@ -43,9 +53,57 @@ def die_with_parent(parent: int) -> None:
             os._exit(1)
 
 
-def _init_worker(progress: Synchronized[int], single_process: bool, parent: int) -> None:
+def default_max_memory(workers: int) -> int:
+    """Bytes each of ``workers`` worker processes may allocate when no bound is given:
+    :data:`SHARE_OF_MACHINE` of the machine's physical memory among them."""
+    machine = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return int(SHARE_OF_MACHINE * machine) // workers
+
+
+def limit_memory(limit: int) -> None:
+    """Bound this process's heap and private mappings (``RLIMIT_DATA``) to ``limit`` bytes
+    (at most the hard limit already set)."""
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    soft = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
+def memory_limit() -> int | None:
+    """This process's memory bound (``RLIMIT_DATA``), in bytes; None when unlimited."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_DATA)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _errno() -> ctypes._Pointer[ctypes.c_int] | None:
+    """C's thread-local ``errno`` (glibc's; None elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.__errno_location.restype = ctypes.POINTER(ctypes.c_int)
+    return libc.__errno_location()
+
+
+def clear_errno() -> None:
+    """Set C's ``errno`` to 0 (before reading, so that :func:`out_of_memory` sees only the
+    reader's own failures)."""
+    found = _errno()
+    if found is not None:
+        found[0] = 0
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from a refused allocation: Python's MemoryError, or cyvcf2's
+    bare ``Exception`` about ``bcf_read`` with C's ``errno`` left at ENOMEM by htslib (only
+    MemoryError off Linux)."""
+    found = _errno()
+    return isinstance(exc, MemoryError) or (found is not None and found[0] == errno.ENOMEM)
+
+
+def _init_worker(progress: Synchronized[int], single_process: bool, parent: int,
+                 max_memory: int) -> None:
     global _progress
     die_with_parent(parent)
+    limit_memory(max_memory)
     _progress = progress
     if not single_process:
         from numcodecs import blosc
@@ -79,6 +137,9 @@ def _run(stderr_path: str, parsing: bool, fn: Callable[..., T], args: tuple[obje
         return fn(*args)
     except VcfParseError as exc:
         return _Failure(exc.what, exc.record, exc.field, explained=isinstance(exc, NotVcfError))
+    except MemoryError:
+        return _Failure(f"a worker needed more memory than --max-memory allows ({memory_limit()} bytes)",
+                        explained=True)
     except VcfZarrError as exc:
         return _Failure(str(exc), unexpected=True)
     except OSError as exc:
@@ -111,7 +172,8 @@ def htslib_error(stderr_path: str | Path) -> str | None:
 class WorkerPool:
     """Spawned worker processes running tasks for one input file."""
 
-    def __init__(self, input_path: str, workers: int, log_dir: str | Path):
+    def __init__(self, input_path: str, workers: int, log_dir: str | Path, max_memory: int | None = None):
+        """``max_memory``: bytes each worker may allocate (default: :func:`default_max_memory`)."""
         ctx = multiprocessing.get_context("spawn")
         self.input_path = input_path
         self.log_dir = Path(log_dir)
@@ -120,7 +182,8 @@ class WorkerPool:
             max_workers=workers,
             mp_context=ctx,
             initializer=_init_worker,
-            initargs=(self.progress, workers == 1, os.getpid()),
+            initargs=(self.progress, workers == 1, os.getpid(),
+                      default_max_memory(workers) if max_memory is None else max_memory),
         )
         self._tasks = 0
 

@@ -126,10 +126,8 @@ class _Statement:
         """Run it with its first parameter row: its rows (an empty reader for an update)."""
         if len(self.parameters) > 1 and self.is_query:
             raise flight.FlightServerError("a query takes one row of parameters; bind one row")
-        relation = self.con.sql(self.query, params=self.parameters[0] or None)
-        if relation is None:
-            return pa.RecordBatchReader.from_batches(pa.schema([]), [])
-        return relation.to_arrow_reader(BATCH_ROWS)
+        reader = self.con.rows(self.query, self.parameters[0] or None, batch_rows=BATCH_ROWS)
+        return pa.RecordBatchReader.from_batches(pa.schema([]), []) if reader is None else reader
 
     def schema(self) -> pa.Schema:
         """The schema of its rows, without running it (parameters NULL when none are bound)."""
@@ -139,8 +137,10 @@ class _Statement:
             with self.run() as reader:
                 return reader.schema
         bound = self.parameters[0] or [None] * self.parameter_count
-        return self.con.sql(f"SELECT * FROM ({self.query}) LIMIT 0", params=bound or None) \
-            .to_arrow_table().schema
+        reader = self.con.rows(f"SELECT * FROM ({self.query}) LIMIT 0", bound or None)
+        assert reader is not None  # (a SELECT)
+        with reader:
+            return reader.schema
 
     def fileno(self) -> None:
         """No socket of its own (gRPC's calls have none the server sees)."""

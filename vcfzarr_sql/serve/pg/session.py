@@ -14,7 +14,6 @@ import logging
 import socket
 import struct
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -58,11 +57,6 @@ SEND_BUFFER = 1 << 18
 SEND_GRACE = 2.0
 
 SERVER_VERSION = "15.0 (vcfzarr-sql)"
-
-# A long statement's rows come from ``execute`` (see ClientSession._run_long): DuckDB warns
-# that this copies them; it is the price of not stopping every session while DuckDB parses.
-warnings.filterwarnings("ignore", "Arrow output on a DB-API result", UserWarning)
-
 
 def server_parameters(user: str, application_name: str) -> dict[str, str]:
     """The ParameterStatus values sent at startup (also what ``SHOW name`` answers)."""
@@ -496,18 +490,17 @@ class ClientSession:
         return Result("SELECT", RowStream(relation.to_arrow_reader(BATCH_ROWS), statement.sql))
 
     def _run_long(self, statement: Statement, parameters: Sequence[object]) -> Result:
-        """Run a long statement with DuckDB's ``execute``, which parses it without Python's
-        GIL (``sql`` holds it while it parses: 9.8 s for a 9 MB text, every session stopped)."""
+        """Run a long statement without holding Python's GIL while DuckDB parses it (see
+        :meth:`~vcfzarr_sql.engine.connection.Connection.rows`)."""
         assert self._con is not None
-        self._con.execute(statement.sql, list(parameters) or None)
+        reader = self._con.rows(statement.sql, list(parameters) or None, batch_rows=BATCH_ROWS)
         self._status = transaction_status(statement, self._status)
-        con = self._con.duckdb_connection
-        columns = [column[0] for column in con.description or []]
-        if not columns or (statement.kind != "SELECT" and columns in (["Count"], ["Success"])):
-            rows = con.fetchall() if columns else []
-            count = rows[0][0] if rows and columns == ["Count"] else None
+        columns = reader.schema.names if reader is not None else []
+        if reader is None or (statement.kind != "SELECT" and columns in (["Count"], ["Success"])):
+            rows = reader.read_all().to_pylist() if reader is not None else []
+            count = rows[0]["Count"] if rows and columns == ["Count"] else None
             return Result(command_tag(statement, count))
-        return Result("SELECT", RowStream(con.to_arrow_reader(BATCH_ROWS), statement.sql))
+        return Result("SELECT", RowStream(reader, statement.sql))
 
     def _end_failed_transaction(self, statement: Statement) -> Result:
         """In a failed transaction block only its end is accepted, and it rolls back."""
