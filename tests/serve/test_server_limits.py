@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -14,6 +15,7 @@ import psycopg
 import pytest
 from server_sessions import data_dir, serve_process, serving  # noqa: F401 (fixtures)
 
+from vcfzarr_sql.engine.saved_calls import sidecar
 from vcfzarr_sql.serve.pg.auth import LoginThrottle
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy
 from vcfzarr_sql.store.confined import DataDirs
@@ -122,7 +124,7 @@ def test_views_of_a_writable_database_name_the_data_directorys_stores(serving, d
         con.execute("CREATE VIEW counted AS SELECT count(*) AS n FROM vcf_zarr('sample.zarr')")
         row = con.execute("SELECT n FROM counted").fetchone()
         assert row is not None and row[0] > 0
-        [(name,)] = con.execute("SELECT name FROM vcfzarr_sql.table_function_calls").fetchall()
+    [name] = json.loads(Path(sidecar(str(tmp_path / "shared.duckdb"))).read_text())
     with _connect(server.port) as later:
         assert later.execute("SELECT n FROM counted").fetchone() == row
         with pytest.raises(psycopg.Error, match="reserved"):
