@@ -90,15 +90,17 @@ CORPUS_STORES = [corpus_store(f) for f in readable_corpus()]
 SLOW_CALLS, SLOW_RECORDS = 1_000_000, 10_000
 
 
-def corpus_params() -> list:
-    """:data:`CORPUS_STORES` as pytest parameters (ids: corpus paths), the large ones slow."""
+def corpus_params(largest: bool = True) -> list:
+    """:data:`CORPUS_STORES` as pytest parameters (ids: corpus paths), the large ones slow;
+    ``largest=False``: without the stores of more than :data:`SLOW_CALLS` genotype calls."""
     sizes = {str(f.path): (f.records or 0, f.samples or 0) for f in readable_corpus()}
 
     def marks(store: StoreCase) -> list:
         records, samples = sizes[store.vcf]
         return [pytest.mark.slow] if records * samples > SLOW_CALLS or records > SLOW_RECORDS else []
 
-    return [pytest.param(s, id=s.name, marks=marks(s)) for s in CORPUS_STORES]
+    return [pytest.param(s, id=s.name, marks=marks(s)) for s in CORPUS_STORES
+            if largest or sizes[s.vcf][0] * sizes[s.vcf][1] <= SLOW_CALLS]
 
 
 def converted(stores: list[StoreCase], convert_once: Callable) -> dict[str, tuple[StoreCase, str]]:
