@@ -105,3 +105,26 @@ def serve_process(*args: str, ignore_sigint: bool = False) -> Iterator[tuple[sub
         if process.poll() is None:
             process.kill()
         process.wait(60)
+
+
+@contextlib.contextmanager
+def longest_gil_hold() -> Iterator[list[float]]:
+    """A thread that wakes every 10 ms while the block runs; yields the list its gaps go to
+    (its max is the longest stretch another thread held Python's GIL)."""
+    gaps: list[float] = []
+    done = threading.Event()
+
+    def tick() -> None:
+        last = time.monotonic()
+        while not done.is_set():
+            time.sleep(0.01)
+            gaps.append(time.monotonic() - last)
+            last = time.monotonic()
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    try:
+        yield gaps
+    finally:
+        done.set()
+        ticker.join()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
+from server_sessions import longest_gil_hold
 
 pytest.importorskip("google.protobuf")
 if TYPE_CHECKING:
@@ -233,19 +234,7 @@ def test_a_long_statement_does_not_hold_the_gil(flight_serving, tmp_path) -> Non
     options = flight.FlightCallOptions()
     values = ",".join(map(str, range(600_000)))
     query = f"SELECT count(*) AS n FROM range(10) WHERE range IN ({values})"
-    gaps: list[float] = []
-    done = threading.Event()
-
-    def tick() -> None:
-        last = time.monotonic()
-        while not done.is_set():
-            time.sleep(0.01)
-            gaps.append(time.monotonic() - last)
-            last = time.monotonic()
-
-    ticker = threading.Thread(target=tick)
-    ticker.start()
-    try:
+    with longest_gil_hold() as gaps:
         assert client.get_schema(_query(query), options).schema.names == ["n"]
         info = client.get_flight_info(_query(query), options)
         assert client.do_get(info.endpoints[0].ticket, options).read_all().to_pylist() == [{"n": 10}]
@@ -254,7 +243,4 @@ def test_a_long_statement_does_not_hold_the_gil(flight_serving, tmp_path) -> Non
         writer.done_writing()
         assert sql.DoPutUpdateResult.FromString(reader.read().to_pybytes()).record_count == 1
         writer.close()
-    finally:
-        done.set()
-        ticker.join()
     assert max(gaps) < 1.5, f"the GIL was held {max(gaps):.1f} s"

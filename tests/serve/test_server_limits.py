@@ -7,13 +7,12 @@ import json
 import os
 import signal
 import socket
-import threading
 import time
 from pathlib import Path
 
 import psycopg
 import pytest
-from server_sessions import data_dir, serve_process, serving  # noqa: F401 (fixtures)
+from server_sessions import data_dir, longest_gil_hold, serve_process, serving  # noqa: F401 (fixtures)
 
 from vcfzarr_sql.engine.saved_calls import sidecar
 from vcfzarr_sql.serve.pg.auth import LoginThrottle
@@ -140,22 +139,6 @@ def test_a_long_statement_does_not_hold_the_gil(serving, data_dir) -> None:  # n
     server = serving(data_dirs=[data_dir])
     statement = ("SELECT count(*) FROM range(10) WHERE range IN ("
                  + ",".join(map(str, range(600_000))) + ")")
-    gaps: list[float] = []
-    done = threading.Event()
-
-    def tick() -> None:
-        last = time.monotonic()
-        while not done.is_set():
-            time.sleep(0.01)
-            gaps.append(time.monotonic() - last)
-            last = time.monotonic()
-
-    ticker = threading.Thread(target=tick)
-    with _connect(server.port) as con:
-        ticker.start()
-        try:
-            assert con.execute(statement).fetchone() == (10,)
-        finally:
-            done.set()
-            ticker.join()
+    with _connect(server.port) as con, longest_gil_hold() as gaps:
+        assert con.execute(statement).fetchone() == (10,)
     assert max(gaps) < 1.5, f"the GIL was held {max(gaps):.1f} s"
