@@ -157,3 +157,13 @@ def counted_reads(
     monkeypatch.setattr(kv, "get", one)
     monkeypatch.setattr(kv, "get_many", many)
     return singles, batches
+
+
+def set_zarray(store: Path, array: str, **changes: Any) -> None:
+    """Change ``.zarray`` of ``array`` and its copy in ``.zmetadata``."""
+    zarray = json.loads((store / array / ".zarray").read_text())
+    zarray.update(changes)
+    (store / array / ".zarray").write_text(json.dumps(zarray))
+    meta = json.loads((store / ".zmetadata").read_text())
+    meta["metadata"][f"{array}/.zarray"] = zarray
+    (store / ".zmetadata").write_text(json.dumps(meta))

@@ -7,7 +7,6 @@ Hand facts: the sample's records (``oracle.records``), 2 per chunk: chunk 1 hold
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import warnings
@@ -18,6 +17,7 @@ import numcodecs
 import numpy as np
 import oracle
 import pytest
+from store_support import set_zarray
 
 import vcfzarr_sql
 from vcfzarr_sql import cli
@@ -34,16 +34,6 @@ def store(convert_once, tmp_path) -> Path:
     copy = tmp_path / "s.vcz"
     shutil.copytree(convert_once(SAMPLE, variants_chunk_size=2), copy)
     return copy
-
-
-def set_zarray(store: Path, array: str, **changes) -> None:
-    """Change ``.zarray`` of ``array`` and its copy in ``.zmetadata``."""
-    zarray = json.loads((store / array / ".zarray").read_text())
-    zarray.update(changes)
-    (store / array / ".zarray").write_text(json.dumps(zarray))
-    meta = json.loads((store / ".zmetadata").read_text())
-    meta["metadata"][f"{array}/.zarray"] = zarray
-    (store / ".zmetadata").write_text(json.dumps(meta))
 
 
 def query_error(capsys, path: Path | str, sql: str) -> str:

@@ -22,6 +22,7 @@ import oracle
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from store_support import set_zarray
 
 import vcfzarr_sql
 from vcfzarr_sql import cli
@@ -51,16 +52,6 @@ def count(path: Path | str, **params) -> int:
 def rows(path: Path, sql: str = "SELECT pos, id, info_DP FROM vcf_zarr('{}') ORDER BY pos"):
     with vcfzarr_sql.connect() as con:
         return con.sql(sql.format(path)).fetchall()
-
-
-def set_zarray(store: Path, array: str, **changes) -> None:
-    """Change ``.zarray`` of ``array`` and its copy in ``.zmetadata``."""
-    zarray = json.loads((store / array / ".zarray").read_text())
-    zarray.update(changes)
-    (store / array / ".zarray").write_text(json.dumps(zarray))
-    meta = json.loads((store / ".zmetadata").read_text())
-    meta["metadata"][f"{array}/.zarray"] = zarray
-    (store / ".zmetadata").write_text(json.dumps(meta))
 
 
 def query_error(capsys, path: Path, sql: str = "SELECT sum(info_DP), count(id) FROM vcf_zarr('{}')"):
