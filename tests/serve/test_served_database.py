@@ -340,3 +340,34 @@ def test_flight_sql_get_objects_lists_the_file_with_type_names(database) -> None
     for table in tables.values():
         assert [(c["column_name"], c["xdbc_type_name"]) for c in table["table_columns"]] == \
             [(column, duckdb_type) for column, duckdb_type, *_ in COLUMNS]
+
+
+# -- views over the table functions, saved in the served file -------------------------------
+
+
+def test_a_view_over_vcf_zarr_in_the_file_reads_in_every_session(data_dir, tmp_path) -> None:
+    import oracle
+    from server_sessions import SAMPLE_VCF
+
+    import vcfzarr_sql
+
+    outside = tmp_path / "outside.zarr"  # a store the server was not given
+    shutil.copytree(data_dir / "sample.zarr", outside)
+    path = tmp_path / "views.duckdb"
+    with vcfzarr_sql.connect(str(path)) as con:
+        con.sql(f"CREATE VIEW sites AS SELECT contig, pos FROM vcf_zarr('{data_dir / 'sample.zarr'}')")
+        con.sql(f"CREATE VIEW elsewhere AS SELECT pos FROM vcf_zarr('{outside}')")
+    expected = [(r.chrom, r.pos) for r in oracle.records(SAMPLE_VCF)]
+    server = make_server("127.0.0.1", 0, data_dirs=[data_dir], database=str(path))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for _ in range(2):  # each session registers the file's calls
+            with _connect(server) as con:
+                assert con.execute("SELECT contig, pos FROM sites ORDER BY contig, pos").fetchall() \
+                    == sorted(expected)
+                with pytest.raises(psycopg.Error) as refused:
+                    con.execute("SELECT count(*) FROM elsewhere").fetchall()
+                assert str(tmp_path) not in str(refused.value)
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -24,6 +24,7 @@ from vcfzarr_sql.errors import QueryError
 if TYPE_CHECKING:  # SQL without table functions needs neither sqlglot nor the store modules
     import pyarrow as pa
 
+    from vcfzarr_sql.engine.functions import ScanSpec
     from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
     from vcfzarr_sql.engine.rules.expand_stores import Expander
     from vcfzarr_sql.engine.rules.inline_parameters import Parameters
@@ -48,13 +49,16 @@ class Connection:
     ``expand`` gives the paths a glob of stores names (the local file system's by default);
     ``read_files``: whether ``regions_file := ...``/``samples_file := ...`` may read local
     files (a server says no). Subqueries in arguments (``samples := (SELECT ...)``) run in this
-    session, before the query.
+    session, before the query. ``saved``: calls to register when the current database is not
+    the file whose views use them (a server's session, with the file attached read-only:
+    :func:`.saved_calls.load_beside`).
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection,
                  opener: Callable[[str], VczStore] | None = None,
                  defaults: ScanDefaults | None = None, *, registry: Registry | None = None,
-                 expand: Expander | None = None, read_files: bool = True):
+                 expand: Expander | None = None, read_files: bool = True,
+                 saved: Mapping[str, ScanSpec] | None = None):
         self._con = connection
         self._defaults = defaults
         self._expand = expand
@@ -62,7 +66,7 @@ class Connection:
         self._registry = Registry(connection, opener) if registry is None else registry
         self._stats_before: dict[str, Mapping] = {}
         self._saves_calls = saved_calls.is_database_file(connection)
-        self._saved_calls = saved_calls.load(connection) if self._saves_calls else {}
+        self._saved_calls = saved_calls.load(connection) if self._saves_calls else dict(saved or {})
         self._registry.register_available(self._saved_calls)
 
     @property

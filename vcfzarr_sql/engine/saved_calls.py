@@ -115,7 +115,18 @@ def load(con: duckdb.DuckDBPyConnection) -> dict[str, ScanSpec]:
     found = _database_path(con)
     if found is None:
         return {}
-    rows = {**_legacy_rows(con), **_read(sidecar(found[0]))}
+    return _calls({**_legacy_rows(con), **_read(sidecar(found[0]))})
+
+
+def load_beside(database: str) -> dict[str, ScanSpec]:
+    """The calls kept beside the database file ``database`` (one a server attaches read-only to
+    each session, whose current database is its own): the views in it over the table functions
+    work in those sessions. (A file an older version wrote keeps them in :data:`TABLE`: open it
+    once with :func:`~vcfzarr_sql.connect` and make a view, and they are written beside it.)"""
+    return _calls(_read(sidecar(database)))
+
+
+def _calls(rows: dict[str, dict[str, object]]) -> dict[str, ScanSpec]:
     calls = {}
     for name, row in rows.items():
         function, path, region, samples = (row.get(key) for key in ("function", "path", "region", "samples"))

@@ -152,9 +152,12 @@ class LockedDatabase:
                 con.close()
                 raise
         dirs = self.policy.data_dirs
+        # the calls the file's views use, read as data and opened only under the data directories
+        saved = saved_calls.load_beside(self.policy.database) \
+            if self._shared is None and self.policy.database is not None else None
         return Connection(con, functools.partial(_open_store, dirs),
                           ScanDefaults(base=os.path.join(dirs.roots[0], ".")), expand=dirs.glob,
-                          read_files=False)
+                          read_files=False, saved=saved)
 
     def _attach(self, con: duckdb.DuckDBPyConnection) -> None:
         if self.policy.database is None:
