@@ -15,9 +15,9 @@ per record or call. ``values`` is
 - ``"dosage"``: int8 (variants, samples), the number of non-reference alleles of each call
   (0, 1, 2 for a diploid call; of every allele for a multi-allelic record), or
   :data:`MISSING_DOSAGE` (-9, as pgenlib's ``read_range``) when any allele is missing;
-- ``"genotypes"``: int8 (variants, samples, ploidy), the allele indexes as stored (-1
-  missing, -2 the padding of a call of lower ploidy), as ``bcftools query -f '[%GT]'``
-  lists them.
+- ``"genotypes"``: (variants, samples, ploidy), the allele indexes as stored (int8 unless a
+  record has more than 127 alleles; -1 missing, -2 the padding of a call of lower ploidy), as
+  ``bcftools query -f '[%GT]'`` lists them.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class GenotypeMatrix:
     variants: pa.Table
     #: the sample ids of the columns
     samples: list[str]
-    #: (variants, samples) dosages, or (variants, samples, ploidy) allele indexes (int8)
+    #: (variants, samples) dosages (int8), or (variants, samples, ploidy) allele indexes (the
+    #: store's integer type: int8 unless a record has more than 127 alleles)
     values: np.ndarray
 
 
@@ -106,8 +107,9 @@ def genotype_matrix(
 
     parts = list(run_plan(source, plan, work, ahead=PREFETCH_DEPTH))
     sample_ids = [str(s) for s in (store.samples if request.samples is None else store.samples[request.samples])]
-    ploidy = store.array_info(genotype_array).shape[-1]
-    empty = np.empty((0, len(sample_ids)) + ((ploidy,) if values == "genotypes" else ()), np.int8)
+    info = store.array_info(genotype_array)
+    empty = (np.empty((0, len(sample_ids), info.shape[-1]), info.dtype) if values == "genotypes"
+             else np.empty((0, len(sample_ids)), np.int8))
     return GenotypeMatrix(
         variants=pa.Table.from_batches([b for b, _ in parts], schema=plan.schema),
         samples=sample_ids,
@@ -116,15 +118,14 @@ def genotype_matrix(
 
 
 def dosage(genotypes: np.ndarray) -> np.ndarray:
-    """The non-reference alleles of each call of ``genotypes`` (int8, (..., ploidy)), or
+    """The non-reference alleles of each call of ``genotypes`` ((..., ploidy) integers), or
     :data:`MISSING_DOSAGE` where an allele is missing (-1); padding (-2) is no allele.
 
     >>> dosage(np.array([[[0, 0], [0, 1], [2, 1], [-1, 0], [1, -2], [0, -2]]], np.int8))
     array([[ 0,  1,  2, -9,  1,  0]], dtype=int8)
     """
-    genotypes = np.ascontiguousarray(genotypes, dtype=np.int8)
-    if genotypes.shape[-1] == 2:  # one table look-up per call: both alleles as one uint16
-        return np.take(_diploid_dosages(), genotypes.view(np.uint16)[..., 0])
+    if genotypes.shape[-1] == 2 and genotypes.dtype == np.int8:  # one look-up per call: a uint16
+        return np.take(_diploid_dosages(), np.ascontiguousarray(genotypes).view(np.uint16)[..., 0])
     out = np.count_nonzero(genotypes > 0, axis=-1).astype(np.int8)
     out[(genotypes == -1).any(axis=-1)] = MISSING_DOSAGE
     return out
