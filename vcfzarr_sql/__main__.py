@@ -2,6 +2,6 @@
 
 import sys
 
-from vcfzarr_sql.cli import main
+from vcfzarr_sql.cli import run
 
-sys.exit(main())
+sys.exit(run())

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 import click
 
 from vcfzarr_sql.cli.interrupt import Interrupted
+from vcfzarr_sql.cli.process import imported, process_start
 from vcfzarr_sql.errors import VcfZarrError, VcfZarrWarning
 
 #: Each command's module (defining a click command named ``command``) -> its one-line summary,
@@ -49,6 +50,7 @@ class LazyGroup(click.Group):
             return None
         command = importlib.import_module(f"vcfzarr_sql.cli.{cmd_name}").command
         command.short_help = COMMANDS[cmd_name]
+        imported()
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
@@ -102,5 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def run() -> int:
+    """The ``vcfzarr-sql`` process: :func:`main` started and ended as :mod:`.process` says
+    (no pandas, no garbage collection while the command's modules are imported)."""
+    with process_start():
+        return main()
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    sys.exit(run())

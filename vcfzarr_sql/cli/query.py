@@ -27,7 +27,6 @@ from vcfzarr_sql.engine.argument_sources import local_lines
 from vcfzarr_sql.engine.connection import Connection, connect
 from vcfzarr_sql.engine.sql_text import without_trailing_comments
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.view.output import named_type
 
 if TYPE_CHECKING:
     from vcfzarr_sql.engine.rules import ScanDefaults
@@ -65,10 +64,13 @@ def output_format(fmt: str | None, output: str | None) -> str:
     >>> output_format(None, "x.vcf.gz"), output_format(None, "x.BCF")
     ('vcf', 'vcf')
     """
-    if named_type(output) is not None:
-        if fmt not in (None, "vcf"):
-            raise QueryError(f"{output}: a VCF/BCF name; --format {fmt} writes another format (use another name)")
-        return "vcf"
+    if output is not None:
+        from vcfzarr_sql.view.output import named_type  # the view package: only for a file name
+
+        if named_type(output) is not None:
+            if fmt not in (None, "vcf"):
+                raise QueryError(f"{output}: a VCF/BCF name; --format {fmt} writes another format (use another name)")
+            return "vcf"
     if fmt is not None:
         return fmt
     return EXTENSION_FORMATS.get(os.path.splitext(output or "")[1].lower(), "table")

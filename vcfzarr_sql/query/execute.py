@@ -115,7 +115,7 @@ def residual_rows(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: An
     parsed (:func:`~.expressions.parse_or_none`). For work that reads its own arrays."""
     if task.filter is None:
         return None
-    batch = decode.decode_variants(source, task.variant_chunk, task.columns, None, task.chunk_count)
+    batch = decode.decode_variants(source, task.variant_chunk, task.columns, task.samples, task.chunk_count)
     mask = matching_mask(batch, tree, task.filter, plan.filter_columns)
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 

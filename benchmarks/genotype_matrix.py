@@ -1,0 +1,120 @@
+"""A dosage matrix of 1,000 variants x all samples into numpy: ``genotype_matrix`` against pgenlib.
+
+    python -m benchmarks.genotype_matrix [--repeats 15] [--variants 1000]
+
+Both read the same records of the scan benchmark's simulation (:func:`benchmarks.scan_floor.scan_store`,
+1000 samples x 104,843 variants; plink2 ``--make-pgen`` of its VCF, cached beside it), the
+reader or store opened once, outside the timing:
+
+- pgenlib: ``PgenReader.read_range(start, stop, out)`` into an int8 (variants, samples) array
+  (needs ``pip install pgenlib``: benchmarks only);
+- ours: ``vcfzarr_sql.genotype_matrix(store, region=..., columns=())`` for the region that
+  spans the same records, ``values`` int8 dosages (-9 missing, as pgenlib).
+
+The two answers are checked equal (on the records biallelic in both) before timing; each tool
+is then run ``repeats`` times, interleaved; the medians of CPU time (this process, all
+threads) and wall time are printed with their ratio to pgenlib's, beside two references: the
+same dosages through SQL and Arrow (``SELECT fmt_GT ... region := ...``, then numpy), and the
+decode floor (the genotype chunks holding the records, decoded with numcodecs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+import vcfzarr_sql
+from benchmarks.data import generate
+from benchmarks.scan_floor import SCAN, scan_store
+from vcfzarr_sql.adapters.matrix import dosage
+
+
+def pgen(vcf: Path) -> Path:
+    """plink2's ``.pgen`` of ``vcf`` (cached beside it; the prefix is returned)."""
+    prefix = vcf.parent / "plink"
+    if not prefix.with_suffix(".pgen").exists():
+        subprocess.run(["plink2", "--vcf", str(vcf), "--make-pgen", "--allow-extra-chr", "--threads", "2",
+                        "--out", str(prefix)], check=True, capture_output=True)
+    return prefix
+
+
+def timed(run: Callable[[], object], repeats: int, cpu: list[float], wall: list[float]) -> None:
+    for _ in range(repeats):
+        c, w = time.process_time(), time.perf_counter()
+        run()
+        cpu.append(time.process_time() - c)
+        wall.append(time.perf_counter() - w)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--variants", type=int, default=1000)
+    args = parser.parse_args(argv)
+    import pgenlib
+
+    files = generate(SCAN)
+    store = vcfzarr_sql.open_store(scan_store())
+    prefix = pgen(files.vcf)
+    pvar = np.loadtxt(prefix.with_suffix(".pvar"), comments="#", usecols=(1, 4), dtype=str)
+    positions = pvar[:, 0].astype(np.int64)
+    alleles = np.char.count(pvar[:, 1], ",") + 2
+    offsets = np.concatenate([[0], np.cumsum(alleles)]).astype(np.uintp)
+    start = len(positions) // 2
+    stop = start + args.variants
+    region = f"1:{positions[start]}-{positions[stop - 1]}"
+    reader = pgenlib.PgenReader(bytes(str(prefix.with_suffix(".pgen")), "utf8"), allele_idx_offsets=offsets)
+    samples = reader.get_raw_sample_ct()
+    out = np.empty((stop - start, samples), np.int8)
+
+    def theirs() -> np.ndarray:
+        reader.read_range(start, stop, out)
+        return out
+
+    def ours() -> np.ndarray:
+        return vcfzarr_sql.genotype_matrix(store, region=region, columns=()).values
+
+    con = vcfzarr_sql.connect()
+    sql = f"SELECT fmt_GT FROM vcf_zarr('{store.path}', region := '{region}')"
+
+    def through_sql() -> np.ndarray:  # what a user did before: SQL, Arrow, then numpy
+        column = con.sql(sql).to_arrow_table().column("fmt_GT").combine_chunks()
+        alleles = column.flatten().flatten().fill_null(-1).to_numpy().reshape(len(column), samples, -1)
+        return dosage(alleles.astype(np.int8))
+
+    chunks = range(store.num_variant_chunks)[start // store.variants_chunk_size:(stop - 1) // store.variants_chunk_size + 1]
+
+    def decode_floor() -> list[np.ndarray]:  # the genotype chunks the records are in, decoded
+        return [store.read_chunk("call_genotype", (c, 0, 0)) for c in chunks]
+
+    ours_values, theirs_values = ours(), theirs().copy()
+    if ours_values.shape != theirs_values.shape:
+        raise SystemExit(f"different shapes: ours {ours_values.shape}, pgenlib {theirs_values.shape}")
+    biallelic = alleles[start:stop] == 2
+    if not (ours_values[biallelic] == theirs_values[biallelic]).all():
+        raise SystemExit("different dosages")
+    print(f"{stop - start} variants x {samples} samples ({region}); answers equal "
+          f"({int(biallelic.sum())} biallelic records compared)")
+
+    if not (through_sql() == ours_values).all():
+        raise SystemExit("different dosages through SQL")
+    tools = {"pgenlib": theirs, "ours": ours, "SQL+Arrow": through_sql, "decode floor": decode_floor}
+    cpu: dict[str, list[float]] = {tool: [] for tool in tools}
+    wall: dict[str, list[float]] = {tool: [] for tool in tools}
+    for _ in range(args.repeats):
+        for tool, run in tools.items():
+            timed(run, 1, cpu[tool], wall[tool])
+    medians = {tool: (statistics.median(cpu[tool]), statistics.median(wall[tool])) for tool in cpu}
+    for tool, (c, w) in medians.items():
+        print(f"{tool:12s} CPU {c * 1000:7.1f} ms  wall {w * 1000:7.1f} ms   "
+              f"/ pgenlib: CPU {c / medians['pgenlib'][0]:.2f}x, wall {w / medians['pgenlib'][1]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

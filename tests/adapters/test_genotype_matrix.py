@@ -1,0 +1,82 @@
+"""``genotype_matrix``: genotypes and dosages as numpy equal bcftools' GT of the same records
+(region, samples and filter applied as bcftools -r, -s and -i would); dosages by hand from it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.compute as pc
+import pytest
+from fill_tags import fill_tags, simulated_vcf
+from oracle import CORPUS_SAMPLE, genotype_arrays, records
+
+import vcfzarr_sql
+from vcfzarr_sql.errors import QueryError
+
+
+def expected_dosage(alleles: np.ndarray) -> np.ndarray:
+    """Non-reference alleles per call, -9 where one is missing (pgenlib's convention)."""
+    out = (alleles > 0).sum(axis=-1).astype(np.int8)
+    out[(alleles == -1).any(axis=-1)] = -9
+    return out
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory, convert_once):
+    """Haploid to triploid calls, multi-allelic, missing: 120 records in chunks of 7, 24
+    samples in chunks of 10."""
+    vcf = simulated_vcf(tmp_path_factory.mktemp("matrix") / "matrix.vcf", seed=7, ploidies=(1, 2, 2, 3))
+    return str(vcf), convert_once(vcf, variants_chunk_size=7, samples_chunk_size=10)
+
+
+@pytest.mark.parametrize("region", [None, "1:95-405", "1:1-1,2"])
+@pytest.mark.parametrize("samples", [None, ["sample3"], ["sample21", "sample0", "sample12", "sample13"]])
+def test_simulated_matrix_is_bcftools_gt(simulated, region, samples):
+    vcf, store = simulated
+    alleles, _ = genotype_arrays(vcf, region=region)
+    expected_records = records(vcf, region=region)
+    names = [f"sample{i}" for i in range(24)]
+    keep = sorted(names.index(s) for s in samples) if samples else list(range(24))
+    is_a = np.array([r.ref == "A" for r in expected_records], bool)
+
+    got = vcfzarr_sql.genotype_matrix(store, region=region, samples=samples, values="genotypes")
+    assert got.samples == [names[k] for k in keep]
+    assert got.variants.column("pos").to_pylist() == [r.pos for r in expected_records]
+    width = got.values.shape[-1]
+    assert (got.values == alleles[:, keep, :width]).all() and (alleles[:, :, width:] == -2).all()
+
+    dosage = vcfzarr_sql.genotype_matrix(store, region=region, samples=samples, where=pc.field("ref") == "A",
+                                         columns=["ref"])
+    assert dosage.values.dtype == np.int8
+    assert dosage.variants.column_names == ["ref"] and set(dosage.variants.column("ref").to_pylist()) <= {"A"}
+    assert (dosage.values == expected_dosage(alleles[is_a][:, keep])).all()
+
+
+def test_sample_vcf_with_a_filter(convert_once):
+    """Haploid calls on X, a record without ALT, missing calls: QUAL > 20 on contig 20."""
+    alleles, _ = genotype_arrays(CORPUS_SAMPLE, region="20")
+    expected = records(CORPUS_SAMPLE, region="20")
+    kept = [k for k, r in enumerate(expected) if r.qual is not None and r.qual > 20]
+    got = vcfzarr_sql.genotype_matrix(convert_once(CORPUS_SAMPLE), region="20", where=pc.field("qual") > 20)
+    assert got.variants.column("id").to_pylist() == [expected[k].id for k in kept]
+    assert got.values.tolist() == expected_dosage(alleles[kept]).tolist()
+
+
+def test_a_filter_on_genotype_statistics_counts_the_selected_samples(simulated):
+    """``gt_AN >= 6`` over four samples: AN as ``bcftools view -s | +fill-tags`` computes it."""
+    vcf, store = simulated
+    alleles, _ = genotype_arrays(vcf)
+    subset = ["sample21", "sample0", "sample12", "sample13"]
+    an = np.array([row["AN"] for row in fill_tags(vcf, ["AN"], samples=subset)])
+    got = vcfzarr_sql.genotype_matrix(store, samples=subset, where=pc.field("gt_AN") >= 6, columns=["gt_AN"])
+    assert got.variants.column("gt_AN").to_pylist() == an[an >= 6].tolist()
+    assert (got.values == expected_dosage(alleles[an >= 6][:, [0, 12, 13, 21]])).all()
+
+
+def test_unknown_values_is_refused(simulated):
+    with pytest.raises(QueryError, match="values: expected one of dosage, genotypes"):
+        vcfzarr_sql.genotype_matrix(simulated[1], values="dosages")
+
+
+def test_no_record_gives_empty_arrays(simulated):
+    got = vcfzarr_sql.genotype_matrix(simulated[1], region="2:1-5", samples=["sample1", "sample2"])
+    assert got.values.shape == (0, 2) and got.variants.num_rows == 0

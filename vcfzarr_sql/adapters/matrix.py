@@ -1,0 +1,140 @@
+"""A variants x samples genotype matrix as numpy: what a GWAS, PCA or ML step reads next.
+
+>>> import vcfzarr_sql, pyarrow.compute as pc
+>>> m = vcfzarr_sql.genotype_matrix("cohort.vcz", region="1:1-5000000", samples=["S1", "S2"],
+...                                 where=pc.field("qual") > 30)            # doctest: +SKIP
+>>> m.values.shape, m.variants.column_names, m.samples                       # doctest: +SKIP
+((812, 2), ['contig', 'pos', 'id', 'ref', 'alt'], ['S1', 'S2'])
+
+The rows are the records a scan of the ``variants`` table with that region, samples and
+filter returns (the same plan, pruned by the region index, run by the one executor,
+:func:`~vcfzarr_sql.query.execute.run_plan`); for each run of chunks the genotype chunks are
+read straight into numpy and the kept rows taken: no Arrow list column and no Python object
+per record or call. ``values`` is
+
+- ``"dosage"``: int8 (variants, samples), the number of non-reference alleles of each call
+  (0, 1, 2 for a diploid call; of every allele for a multi-allelic record), or
+  :data:`MISSING_DOSAGE` (-9, as pgenlib's ``read_range``) when any allele is missing;
+- ``"genotypes"``: (variants, samples, ploidy), the allele indexes as stored (int8 unless a
+  record has more than 127 alleles; -1 missing, -2 the padding of a call of lower ploidy), as
+  ``bcftools query -f '[%GT]'`` lists them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.query import arrays, decode
+from vcfzarr_sql.query.execute import residual_rows, run_plan, scan_source
+from vcfzarr_sql.query.expressions import parse_or_none
+from vcfzarr_sql.query.plan import plan_scan
+from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
+from vcfzarr_sql.query.request import scan_request
+from vcfzarr_sql.query.schema import GT
+from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.vcz import VczStore
+
+__all__ = ["MISSING_DOSAGE", "VALUES", "GenotypeMatrix", "genotype_matrix"]
+
+#: the dosage of a call with a missing allele (pgenlib's ``read_range`` gives the same)
+MISSING_DOSAGE = -9
+#: what :func:`genotype_matrix` can put in ``values``
+VALUES = ("dosage", "genotypes")
+#: the variant columns :func:`genotype_matrix` returns unless told otherwise
+DEFAULT_COLUMNS = ("contig", "pos", "id", "ref", "alt")
+
+
+@dataclass(frozen=True)
+class GenotypeMatrix:
+    """Rows: the records of :attr:`variants`; columns: :attr:`samples`, in store order."""
+
+    #: one row per record: the requested variant columns (the ``variants`` table's types)
+    variants: pa.Table
+    #: the sample ids of the columns
+    samples: list[str]
+    #: (variants, samples) dosages (int8), or (variants, samples, ploidy) allele indexes (the
+    #: store's integer type: int8 unless a record has more than 127 alleles)
+    values: np.ndarray
+
+
+def genotype_matrix(
+    store: VczStore | str | os.PathLike,
+    *,
+    region: str | None = None,
+    samples: Sequence[str] | str | None = None,
+    where: pc.Expression | None = None,
+    columns: Sequence[str] = DEFAULT_COLUMNS,
+    values: str = "dosage",
+) -> GenotypeMatrix:
+    """The genotypes of the records overlapping ``region`` (a bcftools ``-r`` string) that
+    satisfy ``where`` (a pyarrow expression over the ``variants`` table's columns, as
+    ``dataset().scanner(filter=...)`` takes: ``pc.field("info_AF") > 0.01``), for ``samples``
+    (None: all), as a :class:`GenotypeMatrix` of ``values`` (:data:`VALUES`) with the
+    variant ``columns`` beside it.
+    """
+    if values not in VALUES:
+        raise QueryError(f"values: expected one of {', '.join(VALUES)}, got {values!r}")
+    if isinstance(store, (str, os.PathLike)):
+        from vcfzarr_sql.store import open_store
+
+        store = open_store(store)
+    if GT not in store.format_fields:
+        raise QueryError(f"{store.path}: no genotypes (FORMAT/GT) for a genotype matrix")
+    request = scan_request(store, "variants", columns=columns, filter=where, region=region, samples=samples)
+    plan = plan_scan(store, request)
+    source = scan_source(store, plan)
+    tree = None if plan.filter is None else parse_or_none(plan.filter)
+    genotype_array = store.format_fields[GT].array
+    names = list(plan.schema.names)
+
+    def work(run: range) -> tuple[pa.RecordBatch, np.ndarray]:
+        task = plan.run(run.start, run.stop)
+        keep = residual_rows(source, plan, task, tree)
+        batch = (decode.decode_variants(source, task.variant_chunk, tuple(names), task.samples, task.chunk_count)
+                 if names else arrays.rows_only(task.num_rows))
+        genotypes = BatchBlocks(source, task.variant_chunk, task.samples, task.chunk_count).read(genotype_array)
+        if keep is not None:
+            batch, genotypes = batch.filter(pa.array(keep)), genotypes[keep]
+        return batch.select(names), genotypes if values == "genotypes" else dosage(genotypes)
+
+    parts = list(run_plan(source, plan, work, ahead=PREFETCH_DEPTH))
+    sample_ids = [str(s) for s in (store.samples if request.samples is None else store.samples[request.samples])]
+    info = store.array_info(genotype_array)
+    empty = (np.empty((0, len(sample_ids), info.shape[-1]), info.dtype) if values == "genotypes"
+             else np.empty((0, len(sample_ids)), np.int8))
+    return GenotypeMatrix(
+        variants=pa.Table.from_batches([b for b, _ in parts], schema=plan.schema),
+        samples=sample_ids,
+        values=np.concatenate([v for _, v in parts]) if parts else empty,
+    )
+
+
+def dosage(genotypes: np.ndarray) -> np.ndarray:
+    """The non-reference alleles of each call of ``genotypes`` ((..., ploidy) integers), or
+    :data:`MISSING_DOSAGE` where an allele is missing (-1); padding (-2) is no allele.
+
+    >>> dosage(np.array([[[0, 0], [0, 1], [2, 1], [-1, 0], [1, -2], [0, -2]]], np.int8))
+    array([[ 0,  1,  2, -9,  1,  0]], dtype=int8)
+    """
+    if genotypes.shape[-1] == 2 and genotypes.dtype == np.int8:  # one look-up per call: a uint16
+        return np.take(_diploid_dosages(), np.ascontiguousarray(genotypes).view(np.uint16)[..., 0])
+    out = np.count_nonzero(genotypes > 0, axis=-1).astype(np.int8)
+    out[(genotypes == -1).any(axis=-1)] = MISSING_DOSAGE
+    return out
+
+
+@cache
+def _diploid_dosages() -> np.ndarray:
+    """The dosage of every pair of int8 alleles, indexed by the pair's bytes as a uint16."""
+    pairs = np.arange(1 << 16, dtype=np.uint16).view(np.int8).reshape(-1, 2)
+    out = (pairs > 0).sum(axis=1).astype(np.int8)
+    out[(pairs == -1).any(axis=1)] = MISSING_DOSAGE
+    return out
