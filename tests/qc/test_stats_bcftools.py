@@ -3,7 +3,7 @@ data line of SN, TSTV, SiS, AF, QUAL, IDD, ST, DP, PSC, PSI and HWE: on simulate
 (SNPs, MNPs, indels longer than 60 bases, symbolic and ``*`` alleles, multiallelic sites,
 haploid and triploid calls, missing and half-missing calls, FORMAT DP and AD, INFO/DP, with
 and without INFO/AC and AN), with ``-s`` subsets, ``-r`` regions, ``-t`` targets, ``-i/-e``;
-and on the corpus files with genotypes.
+and on the small corpus files with genotypes.
 
 bcftools reads the BCF of each simulated file: with a filter that needs only site fields,
 bcftools does not parse the sample columns of a VCF (and counts no genotype), but does read
@@ -13,6 +13,7 @@ them from a BCF; the store has them either way.
 from __future__ import annotations
 
 import subprocess
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -40,7 +41,8 @@ def _bcftools(path, *options: str) -> list[str]:
 
 def _selection(options: tuple[str, ...]) -> Selection:
     names = {"-s": "samples", "-r": "regions", "-t": "targets", "-i": "include", "-e": "exclude"}
-    return Selection(**{names[options[k]]: options[k + 1] for k in range(0, len(options), 2)})
+    given: dict[str, Any] = {names[options[k]]: options[k + 1] for k in range(0, len(options), 2)}
+    return Selection(**given)
 
 
 def _ours(store, options: tuple[str, ...]) -> list[str]:
@@ -103,10 +105,9 @@ def _records_without_gt(vcf) -> bool:
     return 0 < with_gt < len(formats)
 
 
-GENOTYPED = [
-    pytest.param(f, id=f.id, marks=[pytest.mark.slow] if (f.records or 0) > 1000 else [])
-    for f in readable_corpus() if (f.samples or 0) > 0
-]
+#: The small corpus files with samples (the suite's CPU budget: larger ones add no case).
+GENOTYPED = [pytest.param(f, id=f.id) for f in readable_corpus()
+             if (f.samples or 0) > 0 and (f.records or 0) <= 1000]
 
 
 @pytest.mark.parametrize("corpus_file", GENOTYPED)

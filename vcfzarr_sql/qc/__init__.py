@@ -1,5 +1,5 @@
 """Quality control of a call set: the numbers of ``bcftools stats`` (:func:`stats_lines`,
-:func:`section_table`) and the plots of ``plot-vcfstats`` (:mod:`.report`, with the
+:func:`stats_table`, ``vcf_zarr_stats`` in SQL) and the plots of ``plot-vcfstats`` (:mod:`.report`, with the
 ``report`` extra: matplotlib).
 
 >>> from vcfzarr_sql.qc import stats_lines
@@ -15,14 +15,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 
-import pyarrow as pa
-
 from vcfzarr_sql.qc.collect import Counted, collect
-from vcfzarr_sql.qc.text import SECTIONS, section_rows, stats_text
+from vcfzarr_sql.qc.table import stats_table
+from vcfzarr_sql.qc.text import SECTIONS, stats_text
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view import Selection
 
-__all__ = ["SECTIONS", "Counted", "collect", "section_table", "stats_lines"]
+__all__ = ["SECTIONS", "Counted", "collect", "stats_lines", "stats_table"]
 
 
 def _open(store: VczStore | str | os.PathLike) -> VczStore:
@@ -38,13 +37,3 @@ def stats_lines(store: VczStore | str | os.PathLike, selection: Selection | None
     counted = collect(_open(store), selection)
     source = str(store) if isinstance(store, (str, os.PathLike)) else "store"
     return stats_text(counted.totals, counted.sample_names, sections, source)
-
-
-def section_table(counted: Counted, section: str) -> pa.Table:
-    """The rows of one section as a table: its fields (after the section name and id) as
-    string columns ``f3``, ``f4``, ... (bcftools' column numbers)."""
-    rows = section_rows(counted.totals, section, counted.sample_names)
-    width = max((len(r) for r in rows), default=2)
-    columns = {f"f{k + 1}": [r[k] if k < len(r) else None for r in rows] for k in range(2, width)}
-    return pa.table({"section": [section] * len(rows), **columns}) if rows else pa.table({"section": pa.array([], pa.string())})
-
