@@ -94,6 +94,8 @@ def _count_genotypes(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotyp
     fraction = n_het[counted].astype(np.float32) / total[counted].astype(np.float32)
     index = (fraction * np.float32(HWE_BINS - 1)).astype(np.int64)
     index += np.where(iaf1[counted] >= 0, HWE_BINS * iaf1[counted], 0)
+    biallelic = counted & (alleles.count == 2)
+    totals.genotype_counts.append(np.stack([n_ref, n_het, n_alt], axis=1)[biallelic])
     totals.hwe.update(Counter(dict(zip(*(v.tolist() for v in np.unique(index, return_counts=True))))))
     # SNP classes (and REF-only calls), their transitions and transversions
     type_i, type_j = _take(alleles.types, ial), _take(alleles.types, jal)

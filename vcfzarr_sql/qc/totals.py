@@ -103,6 +103,9 @@ class Totals:
     vaf_n: np.ndarray = field(init=False)  # (2 * MAX_INDEL + 1,): by indel length + MAX_INDEL
     vaf_sum: np.ndarray = field(init=False)
     hwe: Counter[int] = field(init=False)  # af bin * HWE_BINS + het bin -> records
+    #: per biallelic record with calls: (hom ref, het, hom alt) calls of the -s samples, the
+    #: report's HWE tests (blocks, in record order)
+    genotype_counts: list[np.ndarray] = field(init=False)
 
     def __post_init__(self) -> None:
         self.m_af = af_bin_count(self.num_samples)
@@ -119,6 +122,7 @@ class Totals:
         self.vaf_n = np.zeros(2 * MAX_INDEL + 1, np.int64)
         self.vaf_sum = np.zeros(2 * MAX_INDEL + 1, np.float64)
         self.hwe = Counter()
+        self.genotype_counts = []
 
     def add(self, chunk: Totals) -> None:
         """Add the counts of ``chunk`` (a :class:`Totals` of the same shape) to these."""
@@ -128,6 +132,7 @@ class Totals:
         for mine, theirs in zip(self.quality, chunk.quality):
             mine.update(theirs)
         self.hwe.update(chunk.hwe)
+        self.genotype_counts.extend(chunk.genotype_counts)
 
     def empty(self) -> Totals:
         """A :class:`Totals` of the same shape with nothing counted."""
