@@ -29,8 +29,8 @@ def _alt(rng: random.Random, ref: str) -> str:
     return "<INS>"
 
 
-def _call(rng: random.Random, alleles: int) -> str:
-    ploidy = rng.choice([1, 2, 2, 2, 2, 3])
+def _call(rng: random.Random, alleles: int, ploidies: tuple[int, ...]) -> str:
+    ploidy = rng.choice(ploidies)
     if rng.random() < 0.08:
         return "/".join("." * ploidy)
     values = []
@@ -42,8 +42,10 @@ def _call(rng: random.Random, alleles: int) -> str:
     return ("|" if rng.random() < 0.3 else "/").join(values)
 
 
-def qc_vcf(path: Path, *, seed: int, records: int = 150, samples: int = 12) -> Path:
-    """Write the call set (uncompressed VCF) to ``path``."""
+def qc_vcf(path: Path, *, seed: int, records: int = 150, samples: int = 12,
+           ploidies: tuple[int, ...] = (1, 2, 2, 2, 2, 3)) -> Path:
+    """Write the call set (uncompressed VCF) to ``path``: each call of a ploidy among
+    ``ploidies``."""
     rng = random.Random(seed)
     names = [f"s{i}" for i in range(samples)]
     lines = [
@@ -71,7 +73,7 @@ def qc_vcf(path: Path, *, seed: int, records: int = 150, samples: int = 12) -> P
         for _ in names:
             dp = str(rng.randint(0, 600)) if rng.random() < 0.85 else "."
             ad = ",".join(str(rng.randint(0, 30)) for _ in range(n)) if rng.random() < 0.8 else "."
-            calls.append(f"{_call(rng, n)}:{dp}:{ad}")
+            calls.append(f"{_call(rng, n, ploidies)}:{dp}:{ad}")
         lines.append("\t".join([chrom, str(10 * i + 1), ".", ref, ",".join(alts) or ".", quality, ".",
                                 info, "GT:DP:AD", *calls]))
     path.write_text("\n".join(lines) + "\n")

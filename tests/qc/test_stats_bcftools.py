@@ -1,7 +1,7 @@
 """``vcfzarr-sql stats`` equals ``bcftools stats`` (Debian bcftools 1.16) line for line, every
 data line of SN, TSTV, SiS, AF, QUAL, IDD, ST, DP, PSC, PSI and HWE: on simulated call sets
 (SNPs, MNPs, indels longer than 60 bases, symbolic and ``*`` alleles, multiallelic sites,
-haploid and triploid calls, missing and half-missing calls, FORMAT DP and AD, INFO/DP, with
+haploid, diploid and triploid calls, missing and half-missing calls, FORMAT DP and AD, INFO/DP, with
 and without INFO/AC and AN), with ``-s`` subsets, ``-r`` regions, ``-t`` targets, ``-i/-e``;
 and on the small corpus files with genotypes.
 
@@ -58,10 +58,14 @@ def simulated(tmp_path_factory, convert_once):
     subprocess.run(bcftools("view", "-Ob", "-o", str(bcf), str(vcf)), check=True)
     subprocess.run(bcftools("+fill-tags", str(bcf), "-Ob", "-o", str(filled), "--", "-t", "AC,AN"),
                    check=True, capture_output=True)
-    for path in (bcf, filled):
+    diploid = qc_vcf(root / "diploid.vcf", seed=2, ploidies=(1, 2, 2, 2))  # (at most two alleles)
+    diploid_bcf = root / "diploid.bcf"
+    subprocess.run(bcftools("view", "-Ob", "-o", str(diploid_bcf), str(diploid)), check=True)
+    for path in (bcf, filled, diploid_bcf):
         subprocess.run(bcftools("index", "-f", str(path)), check=True)
     return {"plain": (bcf, convert_once(vcf, variants_chunk_size=25, samples_chunk_size=5)),
-            "ac_an": (filled, convert_once(filled, variants_chunk_size=40, samples_chunk_size=7))}
+            "ac_an": (filled, convert_once(filled, variants_chunk_size=40, samples_chunk_size=7)),
+            "diploid": (diploid_bcf, convert_once(diploid, variants_chunk_size=30))}
 
 
 CASES = [
@@ -77,6 +81,8 @@ CASES = [
     ("ac_an", ()),
     ("ac_an", ("-s", "s5,s2")),
     ("ac_an", ("-s", "-", "-r", "2")),
+    ("diploid", ("-s", "-")),
+    ("diploid", ("-s", "s9,s4,s5", "-r", "1")),
 ]
 
 

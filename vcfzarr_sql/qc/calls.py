@@ -27,6 +27,8 @@ def genotype_types(genotypes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     >>> [a.tolist() for a in genotype_types(g)]
     [[[0, 1, 2, 3, 6, 5, 6]], [[0, 1, 1, 1, 0, 1, 0]], [[0, 0, 0, 2, 0, 0, 0]]]
     """
+    if genotypes.shape[2] == 2:
+        return _diploid_types(genotypes[..., 0], genotypes[..., 1])
     shape = genotypes.shape[:2]
     ial = np.zeros(shape, np.int32)
     jal = np.zeros(shape, np.int32)
@@ -56,9 +58,42 @@ def genotype_types(genotypes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nd
     return kind.astype(np.int8), ial, jal
 
 
+def _diploid_types(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`genotype_types` of calls of at most two alleles (``a``, ``b``: the first and
+    second of each), in the genotypes' own integer type."""
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    zero = np.zeros((), a.dtype)
+    diploid = (a >= 0) & (b >= 0)
+    kind = np.full(a.shape, UNKNOWN, np.int8)
+    kind[diploid & (high == 0)] = HOM_RR
+    kind[diploid & (low == 0) & (high > 0)] = HET_RA
+    kind[diploid & (low > 0) & (low == high)] = HOM_AA
+    kind[diploid & (low > 0) & (low != high)] = HET_AA
+    haploid = (a >= 0) & (b == spec.INT_FILL)
+    kind[haploid & (a == 0)] = HAP_R
+    kind[haploid & (a > 0)] = HAP_A
+    ial = np.where(diploid, np.where(low > 0, low, high), np.where(haploid, a, zero))
+    jal = np.where(diploid & (low > 0) & (low != high), high, zero)
+    return kind, ial, jal
+
+
 def _take(values: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """``values[r, index[r, s]]`` for (records, alleles) values and (records, samples) indexes."""
-    return np.take_along_axis(values, index, axis=1)
+    """``values[r, index[r, s]]`` for (records, alleles) values and (records, samples) indexes
+    (a few alleles: one pass per allele, without an index array of machine integers)."""
+    if values.shape[1] > 4:
+        return np.take_along_axis(values, index.astype(np.intp), axis=1)
+    out = np.zeros(index.shape, values.dtype)
+    for k in range(values.shape[1]):
+        column = values[:, k : k + 1]
+        if column.any():
+            out = np.where(index == k, column, out)
+    return out
+
+
+def _sum(mask: np.ndarray) -> np.ndarray:
+    """Per sample: the calls ``mask`` selects (int32 sums: several times faster than numpy's
+    default for booleans)."""
+    return mask.sum(axis=0, dtype=np.int32)
 
 
 def count_calls(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: np.ndarray | None,
@@ -68,27 +103,73 @@ def count_calls(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: n
     each record's first ALT (-1: no ALT), ``depth`` FORMAT/DP (records, samples; None:
     absent), ``allele_depth`` FORMAT/AD (records, samples, alleles; None: absent)."""
     if genotypes is not None:
-        _count_genotypes(totals, alleles, iaf1, genotypes, allele_depth)
+        simple = _simple_records(alleles, genotypes)
+        if simple.any():
+            _count_simple(totals, alleles.rows(simple), iaf1[simple], genotypes[simple])
+        if not simple.all():
+            other = ~simple
+            _count_genotypes(totals, alleles.rows(other), iaf1[other], genotypes[other],
+                             None if allele_depth is None else allele_depth[other])
     _count_depth(totals, depth, allele_depth)
 
 
-def _count_genotypes(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: np.ndarray,
-                     allele_depth: np.ndarray | None) -> None:
+def _simple_records(alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:
+    """Records counted by :func:`_count_simple`: at most one ALT, a SNP or one without
+    variation, in a store of at most two alleles per call whose genotypes name no other
+    allele."""
+    if genotypes.shape[2] != 2 or len(genotypes) == 0:
+        return np.zeros(len(genotypes), bool)
+    simple = (alleles.count <= 2) & ((alleles.types & ~SNP) == 0).all(axis=1)
+    if simple.any():
+        simple &= genotypes.reshape(len(genotypes), -1).max(axis=1) <= 1
+    return simple
+
+
+#: Calls of alleles (a, b) in -2..1 by their code 4a + b: each kind's codes (a haploid call
+#: is (allele, -2); every code not listed is a missing call).
+_CODES = {HOM_RR: (0,), HET_RA: (1, 4), HOM_AA: (5,), HAP_R: (-2,), HAP_A: (2,)}
+
+
+def _count_simple(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: np.ndarray) -> None:
+    """The counts of records of :func:`_simple_records`: each call's kind from one int8 code
+    of its allele pair; transitions and transversions by record."""
     s = totals.samples
-    kind, ial, jal = genotype_types(genotypes)
-    s[SAMPLE_ROW["missing"]] += (kind == UNKNOWN).sum(axis=0)
-    s[SAMPLE_ROW["hap_ref"]] += (kind == HAP_R).sum(axis=0)
-    s[SAMPLE_ROW["hap_alt"]] += (kind == HAP_A).sum(axis=0)
-    diploid = kind <= HET_AA
-    nonref = diploid & (kind != HOM_RR)
-    het = (kind == HET_RA) | (kind == HET_AA)
-    # singletons: the one sample of a record with a non-reference call
-    lonely = nonref.sum(axis=1) == 1
-    s[SAMPLE_ROW["singletons"]] += (nonref & lonely[:, None]).sum(axis=0)
-    # HWE: the fraction of heterozygous calls, by the first ALT's AF bin
-    n_ref = (kind == HOM_RR).sum(axis=1)
-    n_het = (kind == HET_RA).sum(axis=1)
-    n_alt = ((kind == HOM_AA) | (kind == HET_AA)).sum(axis=1)
+    code = genotypes[..., 0].astype(np.int8) * np.int8(4) + genotypes[..., 1].astype(np.int8)
+    of_kind = {}
+    for kind, codes in _CODES.items():
+        mask = code == codes[0]
+        for other in codes[1:]:
+            mask |= code == other
+        of_kind[kind] = mask
+    counted = np.zeros(code.shape[1], np.int64)
+    for kind, row in ((HOM_RR, "hom_ref"), (HET_RA, "het"), (HOM_AA, "hom_alt"), (HAP_R, "hap_ref"), (HAP_A, "hap_alt")):
+        sums = _sum(of_kind[kind])
+        s[SAMPLE_ROW[row]] += sums
+        counted += sums
+    s[SAMPLE_ROW["missing"]] += len(code) - counted
+    nonref = of_kind[HET_RA] | of_kind[HOM_AA]
+    n_ref = of_kind[HOM_RR].sum(axis=1, dtype=np.int64)
+    n_het = of_kind[HET_RA].sum(axis=1, dtype=np.int64)
+    n_alt = of_kind[HOM_AA].sum(axis=1, dtype=np.int64)
+    _count_records(totals, alleles, iaf1, nonref, n_ref, n_het, n_alt)
+    if alleles.types.shape[1] < 2:
+        return
+    ref, base = alleles.bases[:, 0].astype(np.int16), alleles.bases[:, 1].astype(np.int16)
+    snp = ((alleles.types[:, 1] & SNP) != 0) & (base >= 0)
+    transition = snp & (np.abs(ref - base) == 2)
+    if transition.any():
+        s[SAMPLE_ROW["ts"]] += _sum(nonref[transition])
+    if (snp & ~transition).any():
+        s[SAMPLE_ROW["tv"]] += _sum(nonref[snp & ~transition])
+
+
+def _count_records(totals: Totals, alleles: Alleles, iaf1: np.ndarray, nonref: np.ndarray,
+                   n_ref: np.ndarray, n_het: np.ndarray, n_alt: np.ndarray) -> None:
+    """Singletons (the one sample of a record with a non-reference call) and HWE (the
+    fraction of heterozygous calls, by the first ALT's AF bin) from per-record counts."""
+    lonely = nonref.sum(axis=1, dtype=np.int32) == 1
+    if lonely.any():
+        totals.samples[SAMPLE_ROW["singletons"]] += _sum(nonref[lonely])
     total = n_ref + n_het + n_alt
     counted = total > 0
     fraction = n_het[counted].astype(np.float32) / total[counted].astype(np.float32)
@@ -97,31 +178,59 @@ def _count_genotypes(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotyp
     biallelic = counted & (alleles.count == 2)
     totals.genotype_counts.append(np.stack([n_ref, n_het, n_alt], axis=1)[biallelic])
     totals.hwe.update(Counter(dict(zip(*(v.tolist() for v in np.unique(index, return_counts=True))))))
-    # SNP classes (and REF-only calls), their transitions and transversions
-    type_i, type_j = _take(alleles.types, ial), _take(alleles.types, jal)
-    var_type = type_i | type_j
-    gate = diploid & (((var_type & SNP) != 0) | (var_type == 0))
-    s[SAMPLE_ROW["het"]] += (gate & het).sum(axis=0)
-    s[SAMPLE_ROW["hom_ref"]] += (gate & (kind == HOM_RR)).sum(axis=0)
-    s[SAMPLE_ROW["hom_alt"]] += (gate & (kind == HOM_AA)).sum(axis=0)
-    snp_alt = gate & nonref & ((type_i & SNP) != 0)
-    base = _take(alleles.bases, ial).astype(np.int16)
-    ref = alleles.bases[:, :1].astype(np.int16)
+
+
+def _count_genotypes(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: np.ndarray,
+                     allele_depth: np.ndarray | None) -> None:
+    s = totals.samples
+    kind, ial, jal = genotype_types(genotypes)
+    of_kind = {k: kind == k for k in range(UNKNOWN + 1)}
+    s[SAMPLE_ROW["missing"]] += _sum(of_kind[UNKNOWN])
+    s[SAMPLE_ROW["hap_ref"]] += _sum(of_kind[HAP_R])
+    s[SAMPLE_ROW["hap_alt"]] += _sum(of_kind[HAP_A])
+    het = of_kind[HET_RA] | of_kind[HET_AA]
+    hom_alt = of_kind[HOM_AA] | of_kind[HET_AA]  # (bcftools' HWE "alt" calls)
+    nonref = het | of_kind[HOM_AA]
+    n_ref = of_kind[HOM_RR].sum(axis=1, dtype=np.int64)
+    n_het = of_kind[HET_RA].sum(axis=1, dtype=np.int64)
+    _count_records(totals, alleles, iaf1, nonref, n_ref, n_het, hom_alt.sum(axis=1, dtype=np.int64))
+    # SNP classes (and REF-only calls), their transitions and transversions; a chunk whose
+    # ALTs are all SNPs (or show no variation) gates nothing
+    types = alleles.types
+    plain = bool(((types & ~SNP) == 0).all())
+    type_i = _take(types, ial)
+    if plain:
+        gate = None
+        var_type = type_i
+    else:
+        var_type = type_i | _take(types, jal)
+        gate = ((var_type & SNP) != 0) | (var_type == 0)
+    s[SAMPLE_ROW["het"]] += _sum(het if gate is None else gate & het)
+    s[SAMPLE_ROW["hom_ref"]] += _sum(of_kind[HOM_RR] if gate is None else gate & of_kind[HOM_RR])
+    s[SAMPLE_ROW["hom_alt"]] += _sum(of_kind[HOM_AA] if gate is None else gate & of_kind[HOM_AA])
+    snp_alt = nonref & ((type_i & SNP) != 0)
+    if gate is not None:
+        snp_alt &= gate
+    base = _take(alleles.bases, ial)
+    ref = alleles.bases[:, :1]
     skipped = snp_alt & (base < 0)  # (bcftools goes on to the next sample)
     change = snp_alt & ~skipped
     transition = change & (np.abs(ref - base) == 2)
-    s[SAMPLE_ROW["ts"]] += transition.sum(axis=0)
-    s[SAMPLE_ROW["tv"]] += (change & ~transition).sum(axis=0)
+    s[SAMPLE_ROW["ts"]] += _sum(transition)
+    s[SAMPLE_ROW["tv"]] += _sum(change & ~transition)
+    if not (types & INDEL).any():
+        return
     # indels
-    indel = diploid & ((var_type & INDEL) != 0) & ~skipped & nonref
-    s[SAMPLE_ROW["indels"]] += indel.sum(axis=0)
+    indel = ((var_type & INDEL) != 0) & ~skipped & nonref
+    s[SAMPLE_ROW["indels"]] += _sum(indel)
+    type_j = _take(types, jal)
     length_i, length_j = _take(alleles.lengths, ial), _take(alleles.lengths, jal)
     indel_i, indel_j = indel & het & ((type_i & INDEL) != 0), indel & het & ((type_j & INDEL) != 0)
-    s[SAMPLE_ROW["del_hets"]] += ((indel_i & (length_i < 0)) | (indel_j & (length_j < 0))).sum(axis=0)
-    s[SAMPLE_ROW["ins_hets"]] += ((indel_i & (length_i >= 0)) | (indel_j & (length_j >= 0))).sum(axis=0)
-    hom = indel & (kind == HOM_AA)
-    s[SAMPLE_ROW["del_homs"]] += (hom & (length_i < 0)).sum(axis=0)
-    s[SAMPLE_ROW["ins_homs"]] += (hom & (length_i >= 0)).sum(axis=0)
+    s[SAMPLE_ROW["del_hets"]] += _sum((indel_i & (length_i < 0)) | (indel_j & (length_j < 0)))
+    s[SAMPLE_ROW["ins_hets"]] += _sum((indel_i & (length_i >= 0)) | (indel_j & (length_j >= 0)))
+    hom = indel & of_kind[HOM_AA]
+    s[SAMPLE_ROW["del_homs"]] += _sum(hom & (length_i < 0))
+    s[SAMPLE_ROW["ins_homs"]] += _sum(hom & (length_i >= 0))
     if allele_depth is not None and (indel_i.any() or indel_j.any()):
         _add_vaf(totals, allele_depth, indel_i, ial, jal, length_i)
         _add_vaf(totals, allele_depth, indel_j, jal, ial, length_j)
@@ -133,7 +242,7 @@ def _add_vaf(totals: Totals, allele_depth: np.ndarray, calls: np.ndarray, ial: n
     by the indel length of ``ial``, for the ``calls`` selected."""
     r, smp = np.nonzero(calls)
     width = allele_depth.shape[2]
-    i, j = ial[r, smp], jal[r, smp]
+    i, j = ial[r, smp].astype(np.intp), jal[r, smp].astype(np.intp)
     inside = (i < width) & (j < width)
     r, smp, i, j = r[inside], smp[inside], i[inside], j[inside]
     a = allele_depth[r, smp, i].astype(np.int64)
@@ -163,3 +272,4 @@ def _count_depth(totals: Totals, depth: np.ndarray | None, allele_depth: np.ndar
     totals.dp_calls += np.bincount(depth_bins(values[present]), minlength=len(totals.dp_calls))
     s[SAMPLE_ROW["dp_n"]] += present.sum(axis=0)
     s[SAMPLE_ROW["dp_sum"]] += np.where(present, values, 0).sum(axis=0)
+

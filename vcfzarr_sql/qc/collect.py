@@ -149,11 +149,13 @@ def _chunk_counts(source: ChunkSource, plan: ScanPlan, expression: ExpressionFil
             called = BatchBlocks(source, task.variant_chunk, None if every else unique, task.chunk_count)
             genotypes = called.read(gt.array)[keep]
             if every:
+                counted = genotypes[from_genotypes] if not from_genotypes.all() else genotypes
                 for k in range(width):
-                    allele_counts[from_genotypes, k] = (genotypes[from_genotypes] == k).sum(axis=(1, 2))
+                    allele_counts[from_genotypes, k] = (counted == k).reshape(len(counted), -1).sum(axis=1, dtype=np.int64)
                 known |= from_genotypes
-                genotypes = genotypes[:, samples]
-            else:
+                if not np.array_equal(samples, np.arange(genotypes.shape[1])):
+                    genotypes = genotypes[:, samples]
+            elif order is not None and not np.array_equal(order, np.arange(len(order))):
                 genotypes = genotypes[:, order]
         quality = blocks.read(spec.VARIANT_QUALITY)[keep] if store.has_array(spec.VARIANT_QUALITY) else None
         site_dp = None if info_dp is None else _present(blocks, info_dp, keep)

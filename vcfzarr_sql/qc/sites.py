@@ -32,6 +32,10 @@ class Alleles:
     bases: np.ndarray  # (records, alleles) first base, A C G T = 0..3, else -1
     count: np.ndarray  # (records,) alleles (REF and ALTs)
 
+    def rows(self, mask: np.ndarray) -> Alleles:
+        """The alleles of the records ``mask`` selects."""
+        return Alleles(self.types[mask], self.lengths[mask], self.bases[mask], self.count[mask])
+
     @classmethod
     def of(cls, alleles: np.ndarray) -> Alleles:
         types, lengths = allele_types(alleles)
