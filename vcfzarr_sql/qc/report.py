@@ -60,22 +60,29 @@ def _substitutions(ax: Any, totals: Totals, counted: Counted) -> None:
     ax.tick_params(axis="x", rotation=90)
 
 
-def _af_spectrum(ax: Any, totals: Totals, counted: Counted) -> None:
-    af = totals.af.copy()
+def _af_counts(totals: Totals, rows: tuple[int, ...], bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """(bin centres, counts per row) of the AF bins (singletons in the first), joined into at
+    most ``bins`` bins of equal width (a cohort of thousands has as many AF bins)."""
+    af = totals.af[list(rows)].copy()
     af[:, 1] += af[:, 0]
     x = _af_axis(totals)[1:]
-    ax.plot(x, np.maximum(af[0, 1:], 0.5), label="SNPs", drawstyle="steps-mid")
-    ax.plot(x, np.maximum(af[3, 1:], 0.5), label="indels", drawstyle="steps-mid")
+    edges = np.linspace(0, 1, min(bins, len(x)) + 1)
+    counts = np.stack([np.histogram(x, edges, weights=row[1:])[0] for row in af])
+    return (edges[:-1] + edges[1:]) / 2, counts
+
+
+def _af_spectrum(ax: Any, totals: Totals, counted: Counted) -> None:
+    x, (snps, indels) = _af_counts(totals, (0, 3), 100)
+    ax.plot(x, np.maximum(snps, 0.5), label="SNPs", drawstyle="steps-mid")
+    ax.plot(x, np.maximum(indels, 0.5), label="indels", drawstyle="steps-mid")
     ax.set_yscale("log")
     ax.legend()
 
 
 def _tstv_by_af(ax: Any, totals: Totals, counted: Counted) -> None:
-    af = totals.af.copy()
-    af[:, 1] += af[:, 0]
-    keep = af[2, 1:] > 0
-    x = _af_axis(totals)[1:]
-    ax.plot(x[keep], af[1, 1:][keep] / af[2, 1:][keep], marker=".", linestyle="-")
+    x, (ts, tv) = _af_counts(totals, (1, 2), 20)
+    keep = tv > 0
+    ax.plot(x[keep], ts[keep] / tv[keep], marker="o", linestyle="-")
 
 
 def _quality(ax: Any, totals: Totals, counted: Counted) -> None:
@@ -85,7 +92,7 @@ def _quality(ax: Any, totals: Totals, counted: Counted) -> None:
     for label, counts in (("SNPs (1st ALT)", ts + tv), ("indels", indels)):
         bins = sorted(counts)
         x = [0.1 * (quality_bin_start(b) - 1) if b else -1 for b in bins]
-        ax.plot(x, np.cumsum([counts[b] for b in bins]), label=label)
+        ax.plot(x, np.cumsum([counts[b] for b in bins]), label=label, marker=".", drawstyle="steps-post")
     ax.legend()
 
 
@@ -96,10 +103,13 @@ def _indels(ax: Any, totals: Totals, counted: Counted) -> None:
 
 
 def _depth(ax: Any, totals: Totals, counted: Counted) -> None:
-    x = np.arange(DP_BINS) - 1
+    x = np.arange(DP_BINS) - 1  # (the first bin: below 0; the last: above 500)
+    x[-1] = DP_BINS - 2
     for label, counts in (("genotypes", totals.dp_calls), ("sites", totals.dp_sites)):
         if counts.sum():
-            ax.plot(x[1:-1], 100 * counts[1:-1] / counts.sum(), label=label)
+            used = np.flatnonzero(counts)
+            ax.plot(x[used[0] : used[-1] + 1], 100 * counts[used[0] : used[-1] + 1] / counts.sum(),
+                    label=label, marker=".", markersize=3)
     ax.legend()
 
 
@@ -170,16 +180,17 @@ SITE_PLOTS = (
     Plot("substitutions", "Substitution types", "substitution (REF>ALT)", "number of SNPs",
          "SNPs by substitution (ST): transitions red, transversions blue.", _substitutions),
     Plot("af_spectrum", "Allele frequency spectrum", "non-reference allele frequency",
-         "number of sites (log scale)", "SNPs and indels by non-reference allele frequency (AF).",
+         "number of sites (log scale)",
+         "SNPs and indels by non-reference allele frequency (AF; at most 100 bins, singletons in the first).",
          _af_spectrum),
     Plot("tstv_by_af", "Ts/Tv by allele frequency", "non-reference allele frequency",
-         "transitions / transversions", "Transition/transversion ratio by AF bin (AF).", _tstv_by_af),
+         "transitions / transversions", "Transition/transversion ratio by AF (AF, in 20 bins).", _tstv_by_af),
     Plot("quality", "Quality", "QUAL", "number of sites (cumulative)",
          "Cumulative SNPs (1st ALT) and indels by quality (QUAL).", _quality),
     Plot("indels", "Indel lengths", "indel length (deletions negative)", "number of sites",
          "Indels by length (IDD): deletions red, insertions blue.", _indels),
     Plot("depth", "Depth", "depth (DP)", "fraction (%)",
-         "Distribution of FORMAT/DP over genotypes and INFO/DP over sites (DP).", _depth),
+         "Distribution of FORMAT/DP over genotypes and INFO/DP over sites (DP; 501: above 500).", _depth),
 )
 SAMPLE_PLOTS = (
     Plot("per_sample", "Per-sample counts", "sample (in -s order)", "number of calls",
