@@ -25,8 +25,9 @@ ALLOWED: dict[str, set[str]] = {
     "adapters": {"errors", "format", "store", "query"},
     "converter": {"errors", "format", "store", "query", "version"},
     "view": {"errors", "format", "store", "query"},
+    "qc": {"errors", "format", "store", "query", "view"},
     "validation": {"errors", "format", "store", "query"},
-    "engine": {"errors", "format", "store", "query", "stats", "adapters"},
+    "engine": {"errors", "format", "store", "query", "stats", "adapters", "qc"},
     "serve": {"errors", "format", "store", "engine", "version"},
 }
 #: Entry points may import any layer: the CLI, the package's lazy public names, the public
@@ -185,3 +186,21 @@ def test_no_store_or_chunk_source_is_typed_any():
                 ):
                     untyped.append(f"{_module_name(path)}.{function.name}({argument.arg})")
     assert untyped == []
+
+
+#: Optional libraries (pyproject extras) and the only modules that may import them.
+OPTIONAL = {"matplotlib": {"vcfzarr_sql.qc.report"}}
+
+
+def _foreign_imports(path: Path) -> Iterator[str]:
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module.split(".")[0]
+
+
+@pytest.mark.parametrize("library", sorted(OPTIONAL))
+def test_optional_libraries_stay_in_their_module(library):
+    importers = {_module_name(p) for p in PACKAGE.rglob("*.py") if library in set(_foreign_imports(p))}
+    assert importers <= OPTIONAL[library], sorted(importers - OPTIONAL[library])

@@ -31,6 +31,7 @@ COMMANDS = {
     "demo": "Convert a small VCF and query it, with pruning statistics.",
     "serve": "Serve SQL on the PostgreSQL wire protocol.",
     "view": "Write a store as VCF/BCF, as bcftools view would.",
+    "stats": "Print bcftools stats sections (and an HTML report of their plots).",
 }
 
 

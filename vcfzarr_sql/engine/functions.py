@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class TableFunction:
     """One table function: its SQL name, the table it returns and its named parameters."""
 
     name: str
-    table: str  # "variants", "calls", "sample_stats", "samples", "contigs" or "fields"
+    table: str  # "variants", "calls", "sample_stats", "stats", "samples", "contigs" or "fields"
     parameters: tuple[str, ...]
     summary: str
 
@@ -36,6 +36,10 @@ TABLE_FUNCTIONS: dict[str, TableFunction] = {
         TableFunction(
             "vcf_zarr_sample_stats", "sample_stats", _SCAN_PARAMETERS,
             "one row per sample: genotype counts as bcftools stats -s counts them",
+        ),
+        TableFunction(
+            "vcf_zarr_stats", "stats", ("section", *_SCAN_PARAMETERS),
+            "one row per line of a bcftools stats section (section := 'SN', 'PSC', ...)",
         ),
         TableFunction("vcf_zarr_samples", "samples", (), "the samples of a store"),
         TableFunction("vcf_zarr_contigs", "contigs", (), "the contigs of a store"),
@@ -69,6 +73,9 @@ class ScanSpec:
     samples: tuple[str, ...] | None = None
     #: ``samples`` names the samples left out (bcftools ``-s ^A,B``)
     exclude_samples: bool = False
+    #: ``vcf_zarr_stats``: the bcftools stats section (shown by :attr:`call_sql`, not by repr,
+    #: which the other functions' calls keep as it was)
+    section: str | None = field(default=None, repr=False)
 
     @property
     def table(self) -> str:
@@ -82,7 +89,8 @@ class ScanSpec:
         'vcf_zarr_5335f9a62062'
         """
         key = repr((self.function, canonical_path(self.path), self.region, self.samples)
-                   + (("exclude",) if self.exclude_samples else ()))
+                   + (("exclude",) if self.exclude_samples else ())
+                   + (() if self.section is None else (("section", self.section),)))
         return f"{self.function}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
     @property
@@ -103,4 +111,6 @@ class ScanSpec:
             arguments.append(f"samples := [{', '.join(map(literal, self.samples))}]")
         if self.exclude_samples:
             arguments.append("exclude_samples := true")
+        if self.section is not None:
+            arguments.append(f"section := {literal(self.section)}")
         return f"{self.function}({', '.join(arguments)})"

@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # the store and scan modules are imported once a query needs 
 
 def open_relation(spec: ScanSpec, store: VczStore) -> Any:
     """A pyarrow Dataset (``vcf_zarr``, ``vcf_zarr_calls``, and ``vcf_zarr_sample_stats``,
-    computed when its rows are read) or an Arrow table (metadata)."""
+    computed when its rows are read) or an Arrow table (metadata, and a ``vcf_zarr_stats``
+    section, computed when the call is bound)."""
     from vcfzarr_sql.adapters import dataset
     from vcfzarr_sql.engine.metadata import METADATA_TABLES
     from vcfzarr_sql.stats.dataset import SampleStatsDataset
@@ -39,6 +40,10 @@ def open_relation(spec: ScanSpec, store: VczStore) -> Any:
         samples = excluded_samples(store, samples)
     if spec.table == "sample_stats":
         return SampleStatsDataset(store, region=spec.region, samples=samples)
+    if spec.table == "stats":
+        from vcfzarr_sql.qc import stats_table
+
+        return stats_table(store, spec.section or "SN", region=spec.region, samples=samples)
     return dataset(store, table=spec.table, samples=samples, region=spec.region)
 
 

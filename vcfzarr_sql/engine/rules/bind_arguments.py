@@ -161,10 +161,12 @@ def bind_arguments(call: exp.Anonymous, sources: ArgumentSources | None = None) 
         raise QueryError(f"{function}(): exclude_samples must be true or false, got {exclude!r}")
     if exclude and samples is None:
         raise QueryError(f"{function}(): exclude_samples needs samples (the ones to leave out)")
+    section = named.get("section")
     return ScanSpec(
         function=function,
         path=_string(function, "the store path", path),
         region=None if region is None else _region(function, region),
         samples=None if samples is None else _strings(function, "samples", samples),
         exclude_samples=exclude,
+        section=None if section is None else _string(function, "section", section),
     )

@@ -1,0 +1,79 @@
+"""``vcfzarr-sql stats -s -`` side by side with ``bcftools stats -s -`` on the BCF of the same
+10,000-sample cohort (the simulated biallelic cohort of :mod:`benchmarks.genotype_stats`).
+
+Both run as processes, interleaved (the order rotates each round), ``--repeats`` rounds; the
+data lines of both outputs are checked equal once before timing. Prints the median wall and
+CPU (user + system, children included) of each, and the ratios ours / bcftools (the issue's
+target: wall <= 0.05).
+
+    python -m benchmarks.qc                      # 10,000 samples x 6,000 records
+    python -m benchmarks.qc --samples 2000 --records 20000 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.genotype_stats import simulate
+from benchmarks.harness import run_process
+from benchmarks.sizes import DATA_DIR
+from vcfzarr_sql.converter import convert
+
+OURS = [sys.executable, "-c", "import sys; from vcfzarr_sql.cli import main; sys.exit(main())", "stats"]
+
+
+def prepare(directory: Path, samples: int, records: int) -> tuple[Path, Path]:
+    """(BCF, store) of the cohort, made once."""
+    vcf = simulate(directory, samples, records)
+    bcf = directory / "sim.bcf"
+    if not bcf.exists():
+        subprocess.run(["bcftools", "view", "-Ob", "-o", str(bcf), str(vcf)], check=True)
+        subprocess.run(["bcftools", "index", "-f", str(bcf)], check=True)
+    store = directory / "sim.vcz"
+    if not store.exists():
+        convert(vcf, store, workers=2, show_progress=False)
+    return bcf, store
+
+
+def _data(output: bytes) -> list[str]:
+    return [line for line in output.decode().splitlines() if line and not line.startswith(("#", "ID\t"))]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=10_000)
+    parser.add_argument("--records", type=int, default=6_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    bcf, store = prepare(DATA_DIR / f"gtstats-{args.samples}x{args.records}", args.samples, args.records)
+    tools = {
+        "vcfzarr-sql stats -s -": [*OURS, str(store), "-s", "-"],
+        "bcftools stats -s -": ["bcftools", "stats", "-s", "-", str(bcf)],
+    }
+    answers = {name: _data(run_process(argv).stdout) for name, argv in tools.items()}
+    ours, theirs = answers.values()
+    if ours != theirs:
+        different = next(k for k, (a, b) in enumerate(zip(ours, theirs)) if a != b) if len(ours) == len(theirs) else -1
+        raise SystemExit(f"outputs differ (line {different})")
+    print(f"{len(ours)} data lines equal; {args.samples} samples x {args.records} records")
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in tools}
+    names = list(tools)
+    for round_ in range(args.repeats):
+        for name in names[round_ % 2 :] + names[: round_ % 2]:
+            result = run_process(tools[name], capture=False)
+            times[name].append((result.wall_s, result.cpu_s))
+    medians = {name: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
+               for name, t in times.items()}
+    for name, (wall, cpu) in medians.items():
+        print(f"{name:28s} wall {wall:7.2f} s   cpu {cpu:7.2f} s")
+    (ours_wall, ours_cpu), (bcf_wall, bcf_cpu) = medians.values()
+    print(f"ours / bcftools: wall {ours_wall / bcf_wall:.3f}x   cpu {ours_cpu / bcf_cpu:.3f}x "
+          f"(target: wall <= 0.05x)")
+
+
+if __name__ == "__main__":
+    main()

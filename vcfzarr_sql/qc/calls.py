@@ -1,0 +1,275 @@
+"""The per-sample counts of ``bcftools stats -s`` (PSC, PSI, HWE, DP of genotypes, IDD's VAF)
+for a block of records, vectorised over records and samples (``vcfstats.c``'s
+``do_sample_stats``, with htslib's ``bcf_gt_type``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.qc.sites import Alleles
+from vcfzarr_sql.qc.totals import HWE_BINS, MAX_INDEL, SAMPLE_ROW, Totals, depth_bins
+from vcfzarr_sql.query.variant_types import INDEL, SNP
+
+#: ``bcf_gt_type``'s classes.
+HOM_RR, HET_RA, HOM_AA, HET_AA, HAP_R, HAP_A, UNKNOWN = range(7)
+
+
+def genotype_types(genotypes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(class, ial, jal) of each call of ``genotypes`` (records, samples, ploidy), as htslib's
+    ``bcf_gt_type``: a call with any missing allele is unknown; ``ial`` the smallest ALT of the
+    call (0: none), ``jal`` the other ALT of a call with two (for more, the last one seen
+    above ``ial``), else 0.
+
+    >>> g = np.array([[[0, 0], [0, 1], [1, 1], [2, 1], [0, -1], [1, -2], [-1, -2]]])
+    >>> [a.tolist() for a in genotype_types(g)]
+    [[[0, 1, 2, 3, 6, 5, 6]], [[0, 1, 1, 1, 0, 1, 0]], [[0, 0, 0, 2, 0, 0, 0]]]
+    """
+    if genotypes.shape[2] == 2:
+        return _diploid_types(genotypes[..., 0], genotypes[..., 1])
+    shape = genotypes.shape[:2]
+    ial = np.zeros(shape, np.int32)
+    jal = np.zeros(shape, np.int32)
+    has_ref = np.zeros(shape, bool)
+    alts = np.zeros(shape, np.int8)  # 0, 1 (one ALT), 2 (two distinct)
+    nals = np.zeros(shape, np.int32)
+    ended = np.zeros(shape, bool)
+    missing = np.zeros(shape, bool)
+    for k in range(genotypes.shape[2]):
+        allele = genotypes[..., k].astype(np.int32)
+        ended |= allele == spec.INT_FILL
+        active = ~ended
+        missing |= active & (allele < 0)
+        called = active & (allele >= 0)
+        has_ref |= called & (allele == 0)
+        alt = called & (allele > 0)
+        first = alt & (ial == 0)
+        other = alt & (ial != 0) & (allele != ial)
+        lower = other & (allele < ial)
+        jal = np.where(lower, ial, np.where(other, allele, jal))
+        ial = np.where(first | lower, allele, ial)
+        alts = np.where(first, np.int8(1), np.where(other, np.int8(2), alts))
+        nals += called
+    kind = np.where(has_ref, np.where(alts > 0, HET_RA, HOM_RR), np.where(alts == 1, HOM_AA, HET_AA))
+    kind = np.where(nals == 1, np.where(has_ref, HAP_R, HAP_A), kind)
+    kind = np.where(missing | (nals == 0), UNKNOWN, kind)
+    return kind.astype(np.int8), ial, jal
+
+
+def _diploid_types(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`genotype_types` of calls of at most two alleles (``a``, ``b``: the first and
+    second of each), in the genotypes' own integer type."""
+    low, high = np.minimum(a, b), np.maximum(a, b)
+    zero = np.zeros((), a.dtype)
+    diploid = (a >= 0) & (b >= 0)
+    kind = np.full(a.shape, UNKNOWN, np.int8)
+    kind[diploid & (high == 0)] = HOM_RR
+    kind[diploid & (low == 0) & (high > 0)] = HET_RA
+    kind[diploid & (low > 0) & (low == high)] = HOM_AA
+    kind[diploid & (low > 0) & (low != high)] = HET_AA
+    haploid = (a >= 0) & (b == spec.INT_FILL)
+    kind[haploid & (a == 0)] = HAP_R
+    kind[haploid & (a > 0)] = HAP_A
+    ial = np.where(diploid, np.where(low > 0, low, high), np.where(haploid, a, zero))
+    jal = np.where(diploid & (low > 0) & (low != high), high, zero)
+    return kind, ial, jal
+
+
+def _take(values: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``values[r, index[r, s]]`` for (records, alleles) values and (records, samples) indexes
+    (a few alleles: one pass per allele, without an index array of machine integers)."""
+    if values.shape[1] > 4:
+        return np.take_along_axis(values, index.astype(np.intp), axis=1)
+    out = np.zeros(index.shape, values.dtype)
+    for k in range(values.shape[1]):
+        column = values[:, k : k + 1]
+        if column.any():
+            out = np.where(index == k, column, out)
+    return out
+
+
+def _sum(mask: np.ndarray) -> np.ndarray:
+    """Per sample: the calls ``mask`` selects (int32 sums: several times faster than numpy's
+    default for booleans)."""
+    return mask.sum(axis=0, dtype=np.int32)
+
+
+def count_calls(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: np.ndarray | None,
+                depth: np.ndarray | None, allele_depth: np.ndarray | None) -> None:
+    """Add the per-sample counts of a block of records to ``totals``: ``genotypes`` (records,
+    selected samples, ploidy; None: no GT, nothing but depth counted), ``iaf1`` the AF bin of
+    each record's first ALT (-1: no ALT), ``depth`` FORMAT/DP (records, samples; None:
+    absent), ``allele_depth`` FORMAT/AD (records, samples, alleles; None: absent)."""
+    if genotypes is not None:
+        simple = _simple_records(alleles, genotypes)
+        if simple.any():
+            _count_simple(totals, alleles.rows(simple), iaf1[simple], genotypes[simple])
+        if not simple.all():
+            other = ~simple
+            _count_genotypes(totals, alleles.rows(other), iaf1[other], genotypes[other],
+                             None if allele_depth is None else allele_depth[other])
+    _count_depth(totals, depth, allele_depth)
+
+
+def _simple_records(alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:
+    """Records counted by :func:`_count_simple`: at most one ALT, a SNP or one without
+    variation, in a store of at most two alleles per call whose genotypes name no other
+    allele."""
+    if genotypes.shape[2] != 2 or len(genotypes) == 0:
+        return np.zeros(len(genotypes), bool)
+    simple = (alleles.count <= 2) & ((alleles.types & ~SNP) == 0).all(axis=1)
+    if simple.any():
+        simple &= genotypes.reshape(len(genotypes), -1).max(axis=1) <= 1
+    return simple
+
+
+#: Calls of alleles (a, b) in -2..1 by their code 4a + b: each kind's codes (a haploid call
+#: is (allele, -2); every code not listed is a missing call).
+_CODES = {HOM_RR: (0,), HET_RA: (1, 4), HOM_AA: (5,), HAP_R: (-2,), HAP_A: (2,)}
+
+
+def _count_simple(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: np.ndarray) -> None:
+    """The counts of records of :func:`_simple_records`: each call's kind from one int8 code
+    of its allele pair; transitions and transversions by record."""
+    s = totals.samples
+    code = genotypes[..., 0].astype(np.int8) * np.int8(4) + genotypes[..., 1].astype(np.int8)
+    of_kind = {}
+    for kind, codes in _CODES.items():
+        mask = code == codes[0]
+        for other in codes[1:]:
+            mask |= code == other
+        of_kind[kind] = mask
+    counted = np.zeros(code.shape[1], np.int64)
+    for kind, row in ((HOM_RR, "hom_ref"), (HET_RA, "het"), (HOM_AA, "hom_alt"), (HAP_R, "hap_ref"), (HAP_A, "hap_alt")):
+        sums = _sum(of_kind[kind])
+        s[SAMPLE_ROW[row]] += sums
+        counted += sums
+    s[SAMPLE_ROW["missing"]] += len(code) - counted
+    nonref = of_kind[HET_RA] | of_kind[HOM_AA]
+    n_ref = of_kind[HOM_RR].sum(axis=1, dtype=np.int64)
+    n_het = of_kind[HET_RA].sum(axis=1, dtype=np.int64)
+    n_alt = of_kind[HOM_AA].sum(axis=1, dtype=np.int64)
+    _count_records(totals, alleles, iaf1, nonref, n_ref, n_het, n_alt)
+    if alleles.types.shape[1] < 2:
+        return
+    ref, base = alleles.bases[:, 0].astype(np.int16), alleles.bases[:, 1].astype(np.int16)
+    snp = ((alleles.types[:, 1] & SNP) != 0) & (base >= 0)
+    transition = snp & (np.abs(ref - base) == 2)
+    if transition.any():
+        s[SAMPLE_ROW["ts"]] += _sum(nonref[transition])
+    if (snp & ~transition).any():
+        s[SAMPLE_ROW["tv"]] += _sum(nonref[snp & ~transition])
+
+
+def _count_records(totals: Totals, alleles: Alleles, iaf1: np.ndarray, nonref: np.ndarray,
+                   n_ref: np.ndarray, n_het: np.ndarray, n_alt: np.ndarray) -> None:
+    """Singletons (the one sample of a record with a non-reference call) and HWE (the
+    fraction of heterozygous calls, by the first ALT's AF bin) from per-record counts."""
+    lonely = nonref.sum(axis=1, dtype=np.int32) == 1
+    if lonely.any():
+        totals.samples[SAMPLE_ROW["singletons"]] += _sum(nonref[lonely])
+    total = n_ref + n_het + n_alt
+    counted = total > 0
+    fraction = n_het[counted].astype(np.float32) / total[counted].astype(np.float32)
+    index = (fraction * np.float32(HWE_BINS - 1)).astype(np.int64)
+    index += np.where(iaf1[counted] >= 0, HWE_BINS * iaf1[counted], 0)
+    biallelic = counted & (alleles.count == 2)
+    totals.genotype_counts.append(np.stack([n_ref, n_het, n_alt], axis=1)[biallelic])
+    totals.hwe.update(Counter(dict(zip(*(v.tolist() for v in np.unique(index, return_counts=True))))))
+
+
+def _count_genotypes(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: np.ndarray,
+                     allele_depth: np.ndarray | None) -> None:
+    s = totals.samples
+    kind, ial, jal = genotype_types(genotypes)
+    of_kind = {k: kind == k for k in range(UNKNOWN + 1)}
+    s[SAMPLE_ROW["missing"]] += _sum(of_kind[UNKNOWN])
+    s[SAMPLE_ROW["hap_ref"]] += _sum(of_kind[HAP_R])
+    s[SAMPLE_ROW["hap_alt"]] += _sum(of_kind[HAP_A])
+    het = of_kind[HET_RA] | of_kind[HET_AA]
+    hom_alt = of_kind[HOM_AA] | of_kind[HET_AA]  # (bcftools' HWE "alt" calls)
+    nonref = het | of_kind[HOM_AA]
+    n_ref = of_kind[HOM_RR].sum(axis=1, dtype=np.int64)
+    n_het = of_kind[HET_RA].sum(axis=1, dtype=np.int64)
+    _count_records(totals, alleles, iaf1, nonref, n_ref, n_het, hom_alt.sum(axis=1, dtype=np.int64))
+    # SNP classes (and REF-only calls), their transitions and transversions; a chunk whose
+    # ALTs are all SNPs (or show no variation) gates nothing
+    types = alleles.types
+    plain = bool(((types & ~SNP) == 0).all())
+    type_i = _take(types, ial)
+    if plain:
+        gate = None
+        var_type = type_i
+    else:
+        var_type = type_i | _take(types, jal)
+        gate = ((var_type & SNP) != 0) | (var_type == 0)
+    s[SAMPLE_ROW["het"]] += _sum(het if gate is None else gate & het)
+    s[SAMPLE_ROW["hom_ref"]] += _sum(of_kind[HOM_RR] if gate is None else gate & of_kind[HOM_RR])
+    s[SAMPLE_ROW["hom_alt"]] += _sum(of_kind[HOM_AA] if gate is None else gate & of_kind[HOM_AA])
+    snp_alt = nonref & ((type_i & SNP) != 0)
+    if gate is not None:
+        snp_alt &= gate
+    base = _take(alleles.bases, ial)
+    ref = alleles.bases[:, :1]
+    skipped = snp_alt & (base < 0)  # (bcftools goes on to the next sample)
+    change = snp_alt & ~skipped
+    transition = change & (np.abs(ref - base) == 2)
+    s[SAMPLE_ROW["ts"]] += _sum(transition)
+    s[SAMPLE_ROW["tv"]] += _sum(change & ~transition)
+    if not (types & INDEL).any():
+        return
+    # indels
+    indel = ((var_type & INDEL) != 0) & ~skipped & nonref
+    s[SAMPLE_ROW["indels"]] += _sum(indel)
+    type_j = _take(types, jal)
+    length_i, length_j = _take(alleles.lengths, ial), _take(alleles.lengths, jal)
+    indel_i, indel_j = indel & het & ((type_i & INDEL) != 0), indel & het & ((type_j & INDEL) != 0)
+    s[SAMPLE_ROW["del_hets"]] += _sum((indel_i & (length_i < 0)) | (indel_j & (length_j < 0)))
+    s[SAMPLE_ROW["ins_hets"]] += _sum((indel_i & (length_i >= 0)) | (indel_j & (length_j >= 0)))
+    hom = indel & of_kind[HOM_AA]
+    s[SAMPLE_ROW["del_homs"]] += _sum(hom & (length_i < 0))
+    s[SAMPLE_ROW["ins_homs"]] += _sum(hom & (length_i >= 0))
+    if allele_depth is not None and (indel_i.any() or indel_j.any()):
+        _add_vaf(totals, allele_depth, indel_i, ial, jal, length_i)
+        _add_vaf(totals, allele_depth, indel_j, jal, ial, length_j)
+
+
+def _add_vaf(totals: Totals, allele_depth: np.ndarray, calls: np.ndarray, ial: np.ndarray,
+             jal: np.ndarray, length: np.ndarray) -> None:
+    """``update_dvaf``: the fraction of reads of allele ``ial`` against ``ial`` and ``jal``,
+    by the indel length of ``ial``, for the ``calls`` selected."""
+    r, smp = np.nonzero(calls)
+    width = allele_depth.shape[2]
+    i, j = ial[r, smp].astype(np.intp), jal[r, smp].astype(np.intp)
+    inside = (i < width) & (j < width)
+    r, smp, i, j = r[inside], smp[inside], i[inside], j[inside]
+    a = allele_depth[r, smp, i].astype(np.int64)
+    b = allele_depth[r, smp, j].astype(np.int64)
+    ok = (a >= 0) & (b >= 0) & ((a != 0) | (b != 0))
+    vaf = a[ok].astype(np.float32) / (a[ok] + b[ok]).astype(np.float32)
+    bins = MAX_INDEL + np.clip(length[r, smp][ok].astype(np.int64), -MAX_INDEL, MAX_INDEL)
+    totals.vaf_n += np.bincount(bins, minlength=len(totals.vaf_n))
+    totals.vaf_sum += np.bincount(bins, weights=vaf.astype(np.float64), minlength=len(totals.vaf_sum))
+
+
+def _count_depth(totals: Totals, depth: np.ndarray | None, allele_depth: np.ndarray | None) -> None:
+    """FORMAT/DP of each call (in a store without FORMAT/DP: the sum of its AD, as bcftools
+    sums AD for a record without DP) into the DP bins and the samples' mean depth."""
+    s = totals.samples
+    if depth is not None:
+        values = depth.astype(np.int64)
+        present = (values != spec.INT_MISSING) & (values != spec.INT_FILL)
+    elif allele_depth is not None:
+        ad = allele_depth.astype(np.int64)
+        ended = np.cumsum(ad == spec.INT_FILL, axis=2) > 0
+        valid = ~ended & (ad != spec.INT_MISSING)
+        present = valid.any(axis=2)
+        values = np.where(valid, ad, 0).sum(axis=2)
+    else:
+        return
+    totals.dp_calls += np.bincount(depth_bins(values[present]), minlength=len(totals.dp_calls))
+    s[SAMPLE_ROW["dp_n"]] += present.sum(axis=0)
+    s[SAMPLE_ROW["dp_sum"]] += np.where(present, values, 0).sum(axis=0)
+

@@ -1,0 +1,174 @@
+"""Counting ``bcftools stats`` over a store: :func:`collect`.
+
+The records are those of a scan plan of the selection (``-r/-R`` or ``-t/-T`` its row filter,
+as ``view``'s, :mod:`vcfzarr_sql.view.select`), kept by ``-i/-e`` (``view``'s expression
+filter, which sees every sample), run by the executor
+(:func:`~vcfzarr_sql.query.execute.run_plan`). Without ``-s`` only site arrays are read
+(bcftools then counts no genotype either: its AF bins come from INFO/AC and AN); with ``-s``
+the genotypes of the selected samples, and those of every sample only where the allele
+frequencies need them (no INFO/AC and AN), as ``bcf_calc_ac`` counts them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.qc.calls import count_calls
+from vcfzarr_sql.qc.sites import Alleles, af_bins, count_sites
+from vcfzarr_sql.qc.totals import Totals
+from vcfzarr_sql.query.execute import residual_rows, run_plan, scan_source
+from vcfzarr_sql.query.expressions import parse_or_none
+from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
+from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
+from vcfzarr_sql.query.request import table_schema
+from vcfzarr_sql.query.schema import GT
+from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.fields import FieldInfo
+from vcfzarr_sql.store.source import ChunkSource
+from vcfzarr_sql.store.vcz import VczStore
+from vcfzarr_sql.view import Selection
+from vcfzarr_sql.view.rows import ExpressionFilter
+from vcfzarr_sql.view.select import intervals, sample_indexes
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What :func:`collect` counted: the totals, and the names of the ``-s`` samples."""
+
+    totals: Totals
+    sample_names: tuple[str, ...]
+
+
+def selected_samples(store: VczStore, selection: Selection) -> np.ndarray | None:
+    """Store indexes of the ``-s``/``-S`` samples in bcftools' order (``-`` is every sample);
+    None without ``-s``."""
+    if selection.samples == "-":
+        return np.arange(store.num_samples, dtype=np.int64)
+    return sample_indexes(list(store.samples), selection.samples, selection.samples_file)
+
+
+def stats_plan(store: VczStore, selection: Selection) -> ScanPlan:
+    """The plan of the records the selection's ``-r/-R`` or ``-t/-T`` keep (all without)."""
+    regions = intervals(selection.regions, selection.regions_file, targets=False)
+    targets = intervals(selection.targets, selection.targets_file, targets=True)
+    if regions is not None and targets is not None:
+        raise QueryError("-r/-R and -t/-T cannot be used together")
+    selected = regions or targets
+    request = ScanRequest("variants", table_schema(store, "variants"), columns=(),
+                          filter=None if selected is None else selected.expression())
+    return plan_scan(store, request)
+
+
+def collect(store: VczStore, selection: Selection | None = None) -> Counted:
+    """The counts of ``bcftools stats`` (with the selection's ``-r/-R``, ``-t/-T``, ``-s/-S``,
+    ``-i/-e``; None: none) over ``store``."""
+    selection = selection or Selection()
+    if selection.include is not None and selection.exclude is not None:
+        raise QueryError("-i and -e cannot be used together")
+    samples = selected_samples(store, selection)
+    expression = ExpressionFilter.of(store, selection.include, selection.exclude)
+    plan = stats_plan(store, selection)
+    source = scan_source(store, plan)
+    totals = Totals(store.num_samples, 0 if samples is None else len(samples))
+    reads_calls = samples is not None and GT in store.format_fields
+    work = _chunk_counts(source, plan, expression, totals, samples)
+    for counted in run_plan(source, plan, work, ahead=PREFETCH_DEPTH if reads_calls else 0):
+        totals.add(counted)
+    names = () if samples is None else tuple(store.samples[k] for k in samples)
+    return Counted(totals, names)
+
+
+def _integer_field(store: VczStore, category: str, name: str) -> str | None:
+    fields = store.info_fields if category == "INFO" else store.format_fields
+    field = fields.get(name)
+    return field.array if field is not None and field.vcf_type == "Integer" else None
+
+
+def _present(blocks: BatchBlocks, field: FieldInfo, keep: np.ndarray) -> np.ndarray:
+    """The first value of a field in the kept records that have one (its mask array, where
+    the store has one, tells values equal to a sentinel from missing ones)."""
+    values = blocks.read(field.array)[keep].reshape(int(keep.sum()), -1)[:, 0]
+    if field.mask is not None:
+        present = ~blocks.read(field.mask)[keep].reshape(len(values), -1)[:, 0]
+    else:
+        present = (values != spec.INT_MISSING) & (values != spec.INT_FILL)
+    return values[present]
+
+
+def _chunk_counts(source: ChunkSource, plan: ScanPlan, expression: ExpressionFilter | None,
+                  totals: Totals, samples: np.ndarray | None) -> Callable[[range], Totals]:
+    """The executor's work: the counts of the kept records of one task (one variant chunk)."""
+    store = source.store
+    tree = None if plan.filter is None else parse_or_none(plan.filter)
+    ac, an = _integer_field(store, "INFO", "AC"), _integer_field(store, "INFO", "AN")
+    info_dp = store.info_fields.get("DP")
+    if info_dp is not None and info_dp.vcf_type != "Integer":
+        info_dp = None
+    gt = store.format_fields.get(GT)
+    dp, ad = _integer_field(store, "FORMAT", "DP"), _integer_field(store, "FORMAT", "AD")
+    unique = None if samples is None else np.unique(samples)
+    order = None if samples is None or unique is None else np.searchsorted(unique, samples)
+    depth_samples = None if samples is None else np.arange(len(samples))
+
+    def work(run: range) -> Totals:
+        task = plan.run(run.start, run.stop)
+        counts = totals.empty()
+        keep = residual_rows(source, plan, task, tree)
+        if keep is None:
+            keep = np.ones(task.num_rows, bool)
+        if expression is not None and keep.any():
+            keep &= expression.mask(source, task.variant_chunk)
+        if not keep.any():
+            return counts
+        blocks = BatchBlocks(source, task.variant_chunk, None, task.chunk_count)
+        alleles = Alleles.of(blocks.read(spec.VARIANT_ALLELE)[keep])
+        width = alleles.types.shape[1]
+        allele_counts = np.zeros((int(keep.sum()), width), np.int64)
+        known = np.zeros(len(allele_counts), bool)
+        from_genotypes = np.ones(len(allele_counts), bool)
+        if ac is not None and an is not None:
+            # bcf_calc_ac: INFO/AN and AC when the record has both, unless AC has not one
+            # value per ALT (then no counts at all)
+            info_an = blocks.read(an)[keep].reshape(len(known), -1)[:, 0].astype(np.int64)
+            info_ac = blocks.read(ac)[keep].reshape(len(known), -1).astype(np.int64)
+            given = (info_an >= 0) & (info_ac >= 0).any(axis=1)
+            from_genotypes = ~given
+            known = given & ((info_ac != spec.INT_FILL).sum(axis=1) == alleles.count - 1)
+            values = np.where(info_ac >= 0, info_ac, 0)[:, : width - 1]
+            allele_counts[:, 1 : 1 + values.shape[1]] = values
+            allele_counts[:, 0] = info_an - values.sum(axis=1)
+            allele_counts[~known] = 0
+        genotypes = None
+        if samples is not None and gt is not None:
+            every = bool(from_genotypes.any())
+            called = BatchBlocks(source, task.variant_chunk, None if every else unique, task.chunk_count)
+            genotypes = called.read(gt.array)[keep]
+            if every:
+                counted = genotypes[from_genotypes] if not from_genotypes.all() else genotypes
+                for k in range(width):
+                    allele_counts[from_genotypes, k] = (counted == k).reshape(len(counted), -1).sum(axis=1, dtype=np.int64)
+                known |= from_genotypes
+                if not np.array_equal(samples, np.arange(genotypes.shape[1])):
+                    genotypes = genotypes[:, samples]
+            elif order is not None and not np.array_equal(order, np.arange(len(order))):
+                genotypes = genotypes[:, order]
+        quality = blocks.read(spec.VARIANT_QUALITY)[keep] if store.has_array(spec.VARIANT_QUALITY) else None
+        site_dp = None if info_dp is None else _present(blocks, info_dp, keep)
+        iaf = af_bins(allele_counts, known, counts.m_af)
+        count_sites(counts, alleles, iaf, quality, site_dp)
+        if samples is not None:
+            # bcftools reads FORMAT/DP and AD of the first samples of the file, as many as -s
+            # selects, not those of the -s samples (``do_sample_stats``, ``update_dvaf``)
+            first = BatchBlocks(source, task.variant_chunk, depth_samples, task.chunk_count)
+            depth = first.read(dp)[keep] if dp else None
+            allele_depth = first.read(ad)[keep] if ad else None
+            iaf1 = np.where(alleles.count > 1, iaf[:, 1] if width > 1 else 0, -1)
+            count_calls(counts, alleles, iaf1, genotypes, depth, allele_depth)
+        return counts
+
+    return work

@@ -1,0 +1,139 @@
+"""The counts ``bcftools stats`` keeps (``vcfstats.c``'s ``stats_t``), added up chunk by chunk.
+
+Bins, as bcftools makes them:
+
+* allele frequency (AF, SiS, HWE): ``m_af = max(101, samples + 1)`` bins of the ALT's
+  frequency ``AC/AN`` (float32), bin 0 for singletons (AC = 1) and for records whose counts
+  are unknown, ``1 + int(af * (m_af - 2))`` otherwise;
+* quality (QUAL): ``1 + int(QUAL * 10)`` (float32), 0 for a missing or negative QUAL, exact up to
+  10^5 then in bins of growing powers of ten (``dist.c``, :func:`quality_bin`);
+* depth (DP): 0 to 500 by 1, with one bin below and one above (:func:`depth_bins`);
+* indel lengths (IDD, PSI's VAF): 1 to 60, longer ones in the 60 bin;
+* HWE: per AF bin, 100 bins of the fraction of heterozygous calls.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: Longest indel length counted on its own (``m_indel``).
+MAX_INDEL = 60
+#: Depth bins: 0..500 by 1, plus one below and two above (as ``idist_init(0, 500, 1)``).
+DP_MIN, DP_MAX = 0, 500
+DP_BINS = 4 + DP_MAX - DP_MIN
+#: HWE: heterozygous-fraction bins per AF bin.
+HWE_BINS = 100
+#: Quality bins kept exact (``dist_init(5)``: 10^5), and the bins of each further power of ten.
+QUAL_EXACT = 10**5
+QUAL_LEVEL = QUAL_EXACT - 10**4
+
+#: The per-sample counters, rows of :attr:`Totals.samples`.
+SAMPLE_COUNTERS = ("hom_ref", "hom_alt", "het", "ts", "tv", "indels", "dp_sum", "dp_n",
+                   "singletons", "hap_ref", "hap_alt", "missing", "ins_hets", "del_hets",
+                   "ins_homs", "del_homs")
+SAMPLE_ROW = {name: k for k, name in enumerate(SAMPLE_COUNTERS)}
+#: Rows of :attr:`Totals.sn` (SN's counters after ``number of samples``).
+SN_COUNTERS = ("records", "no-ALTs", "SNPs", "MNPs", "indels", "others", "multiallelic sites",
+               "multiallelic SNP sites")
+
+
+def af_bin_count(num_samples: int) -> int:
+    """bcftools' ``m_af``: AF bins for a file of ``num_samples`` samples.
+
+    >>> af_bin_count(3), af_bin_count(5000)
+    (101, 5001)
+    """
+    return max(101, num_samples + 1)
+
+
+def depth_bins(values: np.ndarray) -> np.ndarray:
+    """The DP bin of each depth: 0 below 0, 1 + depth up to 500, the last bin above.
+
+    >>> depth_bins(np.array([-5, 0, 7, 500, 501, 9999])).tolist()
+    [0, 1, 8, 501, 503, 503]
+    """
+    return np.where(values > DP_MAX, DP_BINS - 1, np.where(values < DP_MIN, 0, 1 + values - DP_MIN))
+
+
+def quality_bin(value: int) -> int:
+    """The ``dist.c`` bin of a quality value (``1 + int(QUAL * 10)``).
+
+    >>> quality_bin(305), quality_bin(QUAL_EXACT), quality_bin(123_456)
+    (305, 100000, 102345)
+    """
+    if value <= QUAL_EXACT:
+        return value
+    power = int(math.log10(value))
+    level = power - 5 + 1
+    step = 10**level
+    return QUAL_EXACT + QUAL_LEVEL * (level - 1) + int((value - 10**power) / step)
+
+
+def quality_bin_start(index: int) -> int:
+    """The smallest quality value of bin ``index`` (``dist_get``'s ``beg``)."""
+    if index < QUAL_EXACT:
+        return index
+    level = (index - QUAL_EXACT) // QUAL_LEVEL + 1
+    step = 10**level
+    return 10 ** (level + 4) + step * (index - QUAL_EXACT - QUAL_LEVEL * (level - 1))
+
+
+@dataclass
+class Totals:
+    """Everything the printed sections need; :meth:`add` merges one chunk's counts."""
+
+    num_samples: int  # of the store (SN "number of samples", and m_af)
+    selected: int  # samples counted (-s); 0 without -s
+    sn: np.ndarray = field(init=False)
+    ts_tv_alt1: np.ndarray = field(init=False)  # (2,)
+    #: (4, m_af): SNPs, transitions, transversions, indels per AF bin
+    af: np.ndarray = field(init=False)
+    #: quality bin -> count, for transitions (1st ALT), transversions (1st ALT), indels
+    quality: tuple[Counter[int], Counter[int], Counter[int]] = field(init=False)
+    deletions: np.ndarray = field(init=False)  # (MAX_INDEL,): length - 1
+    insertions: np.ndarray = field(init=False)
+    substitutions: np.ndarray = field(init=False)  # (16,): ref << 2 | alt
+    dp_calls: np.ndarray = field(init=False)  # (DP_BINS,)
+    dp_sites: np.ndarray = field(init=False)
+    samples: np.ndarray = field(init=False)  # (SAMPLE_COUNTERS, selected)
+    vaf_n: np.ndarray = field(init=False)  # (2 * MAX_INDEL + 1,): by indel length + MAX_INDEL
+    vaf_sum: np.ndarray = field(init=False)
+    hwe: Counter[int] = field(init=False)  # af bin * HWE_BINS + het bin -> records
+    #: per biallelic record with calls: (hom ref, het, hom alt) calls of the -s samples, the
+    #: report's HWE tests (blocks, in record order)
+    genotype_counts: list[np.ndarray] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.m_af = af_bin_count(self.num_samples)
+        self.sn = np.zeros(len(SN_COUNTERS), np.int64)
+        self.ts_tv_alt1 = np.zeros(2, np.int64)
+        self.af = np.zeros((4, self.m_af), np.int64)
+        self.quality = (Counter(), Counter(), Counter())
+        self.deletions = np.zeros(MAX_INDEL, np.int64)
+        self.insertions = np.zeros(MAX_INDEL, np.int64)
+        self.substitutions = np.zeros(16, np.int64)
+        self.dp_calls = np.zeros(DP_BINS, np.int64)
+        self.dp_sites = np.zeros(DP_BINS, np.int64)
+        self.samples = np.zeros((len(SAMPLE_COUNTERS), self.selected), np.int64)
+        self.vaf_n = np.zeros(2 * MAX_INDEL + 1, np.int64)
+        self.vaf_sum = np.zeros(2 * MAX_INDEL + 1, np.float64)
+        self.hwe = Counter()
+        self.genotype_counts = []
+
+    def add(self, chunk: Totals) -> None:
+        """Add the counts of ``chunk`` (a :class:`Totals` of the same shape) to these."""
+        for name in ("sn", "ts_tv_alt1", "af", "deletions", "insertions", "substitutions",
+                     "dp_calls", "dp_sites", "samples", "vaf_n", "vaf_sum"):
+            getattr(self, name)[...] += getattr(chunk, name)
+        for mine, theirs in zip(self.quality, chunk.quality):
+            mine.update(theirs)
+        self.hwe.update(chunk.hwe)
+        self.genotype_counts.extend(chunk.genotype_counts)
+
+    def empty(self) -> Totals:
+        """A :class:`Totals` of the same shape with nothing counted."""
+        return Totals(self.num_samples, self.selected)
