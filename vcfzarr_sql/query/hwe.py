@@ -41,8 +41,23 @@ def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.
         (((nrare & 1) ^ (nhet & 1)) != 0) | (nrare < nhet) | (((nref + nalt) & 1) != 0)
     )
     hwe[invalid] = exc_het[invalid] = np.nan
-    rows = np.nonzero(tested & ~invalid)[0]
-    rows = rows[np.argsort(nrare[rows], kind="stable")]
+    computed = tested & ~invalid
+    # Each distinct (nref, nalt, nhet) once: most records of a cohort share a few.
+    triples, inverse = np.unique(
+        np.stack([nref, nalt, nhet], axis=1)[computed], axis=0, return_inverse=True
+    )
+    distinct_hwe, distinct_exc_het = _distinct_tests(*triples.T)
+    hwe[computed] = distinct_hwe[inverse.reshape(-1)]
+    exc_het[computed] = distinct_exc_het[inverse.reshape(-1)]
+    return hwe, exc_het
+
+
+def _distinct_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`hwe_tests` of rows that are all tested and valid, in groups of similar width."""
+    hwe = np.ones(len(nref))
+    exc_het = np.ones(len(nref))
+    nrare = np.minimum(nref, nalt)
+    rows = np.argsort(nrare, kind="stable")
     start = 0
     while start < len(rows):
         widths = nrare[rows[start:]] + 1  # ascending
