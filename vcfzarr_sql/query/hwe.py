@@ -66,18 +66,29 @@ def _distinct_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tup
     hom_r = (nrare - mid) // 2
     hom_c = total // 2 - mid - hom_r
     walked = _walk(mid, hom_r, hom_c, nrare)
-    hwe = np.ones(len(nref))
-    exc_het = np.ones(len(nref))
     rows = np.argsort(nrare, kind="stable")
-    start = 0
-    while start < len(rows):
-        widths = nrare[rows[start:]] + 1  # ascending
+    bounds = [0]
+    while bounds[-1] < len(rows):
+        widths = nrare[rows[bounds[-1]:]] + 1  # ascending
         fits = np.arange(1, len(widths) + 1) * widths <= _GROUP_CELLS
         fits &= widths <= _GROUP_WIDENING * widths[0] + _GROUP_SLACK
-        end = start + max(1, int(np.count_nonzero(fits)))
-        group = rows[start:end]
-        hwe[group], exc_het[group] = _tests(group, nhet[group], nrare[group], mid[group], walked)
-        start = end
+        bounds.append(bounds[-1] + max(1, int(np.count_nonzero(fits))))
+    # Each row's group and place in it; the values of each group's rows, together.
+    group_of = np.empty(len(nref), dtype=np.int16 if len(bounds) < 1 << 15 else np.int64)
+    place = np.empty(len(nref), dtype=np.int64)
+    for g, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        group_of[rows[a:b]] = g
+        place[rows[a:b]] = np.arange(b - a)
+    groups = group_of[walked.row]
+    by_group = np.argsort(groups, kind="stable")
+    cuts = np.searchsorted(groups[by_group], np.arange(len(bounds)))
+    hwe = np.ones(len(nref))
+    exc_het = np.ones(len(nref))
+    for g, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        group, mine = rows[a:b], by_group[cuts[g]:cuts[g + 1]]
+        hwe[group], exc_het[group] = _tests(
+            nhet[group], nrare[group], mid[group], walked.total[group], walked.value[mine],
+            place[walked.row[mine]], walked.step[mine], walked.down[mine])
     return hwe, exc_het
 
 
@@ -94,22 +105,19 @@ class _Walked:
     down: np.ndarray
 
 
-def _tests(group: np.ndarray, nhet: np.ndarray, nrare: np.ndarray, mid: np.ndarray,
-           walked: _Walked) -> tuple[np.ndarray, np.ndarray]:
-    """HWE and ExcHet of the rows ``group`` from their walked values, over heterozygote counts
-    of the rows' parity only (the others have probability 0: adding their zeros changes no sum)."""
-    local = np.full(max(int(group.max()), int(walked.row.max(initial=0))) + 1, -1)
-    local[group] = np.arange(len(group))
-    at = local[walked.row]
-    mine = at >= 0
-    at, step, down, value = at[mine], walked.step[mine], walked.down[mine], walked.value[mine]
+def _tests(nhet: np.ndarray, nrare: np.ndarray, mid: np.ndarray, total: np.ndarray, value: np.ndarray,
+           at: np.ndarray, step: np.ndarray, down: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """HWE and ExcHet of a group of rows from their walk: ``total`` per row, and per value its
+    row ``at`` (in the group), ``step`` and direction (:class:`_Walked`); over heterozygote
+    counts of the rows' parity only (the others have probability 0: adding their zeros
+    changes no sum)."""
     parity = nrare & 1
     middle = (mid - parity) // 2
-    rows = np.arange(len(group))
-    probs = np.zeros((len(group), int(nrare.max()) // 2 + 1))
+    rows = np.arange(len(nhet))
+    probs = np.zeros((len(nhet), int(nrare.max()) // 2 + 1))
     probs[rows, middle] = 1.0
     probs[at, middle[at] + np.where(down, -1, 1) * (step + 1)] = value
-    probs /= walked.total[group][:, None]
+    probs /= total[:, None]
     observed_at = (nhet - parity) // 2
     observed = probs[rows, observed_at]
     columns = np.arange(probs.shape[1])
