@@ -80,23 +80,18 @@ class AlleleCounts:
         return self.het + self.hom + self.hemi
 
 
-def allele_counts(genotypes: np.ndarray, num_alleles: int) -> AlleleCounts:
-    """bcftools +fill-tags' counts of ``genotypes`` (records, samples, ploidy) over alleles
-    ``0 .. num_alleles - 1`` (at least the largest allele called plus one).
+class CallCounts:
+    """bcftools' counts of one batch of genotypes (records, samples, ploidy) over at least
+    ``num_alleles`` alleles, each computed once and when first asked for: diploid and haploid
+    calls from one table of allele pairs per record (:func:`~.call_pairs.pair_table`: every
+    genotype read a fixed number of times, whatever the alleles), other ploidies through a sort
+    of each call's alleles.
 
     >>> g = np.array([[[0, 1], [1, 1], [0, 0], [-1, -1], [0, -1]]], dtype=np.int8)
-    >>> c = allele_counts(g, 2)
+    >>> c = CallCounts(g, 2).alleles
     >>> c.het.tolist(), c.hom.tolist(), c.hemi.tolist(), c.called.tolist()
     ([[1, 1]], [[2, 2]], [[1, 0]], [4])
     """
-    return CallCounts(genotypes, num_alleles).alleles
-
-
-class CallCounts:
-    """bcftools' counts of one batch of genotypes (records, samples, ploidy), each computed once
-    and when first asked for: diploid and haploid calls from one table of allele pairs per
-    record (:func:`~.call_pairs.pair_table`: every genotype read a fixed number of times,
-    whatever the alleles), other ploidies through a sort of each call's alleles."""
 
     def __init__(self, genotypes: np.ndarray, num_alleles: int):
         self.genotypes = genotypes
