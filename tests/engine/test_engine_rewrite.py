@@ -126,3 +126,54 @@ def test_docstring_examples(name: str) -> None:
     module = importlib.import_module(name)
     failed, attempted = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert attempted > 0 and failed == 0
+
+
+def _names(count: int, quote: str = "") -> str:
+    return "[" + ", ".join(f"'{quote}S{i:05d}'" for i in range(count)) + "]"
+
+
+LONG = _names(40)
+LONG_LIST_QUERIES = [
+    f"SELECT pos FROM vcf_zarr('/d/x.zarr', samples := {LONG}) WHERE pos > $1",
+    f"SELECT * FROM vcf_zarr('/d/x.zarr', region := {_names(33)}, samples := {LONG})",
+    f"SELECT * FROM vcf_zarr_sample_stats('/d/x.zarr', samples := {LONG}, exclude_samples := true)",
+    # a list outside every call, one in a comment, one in a $$ string: kept as written
+    f"SELECT list_contains({LONG}, s) FROM vcf_zarr_calls('/d/x.zarr', samples := {LONG}) -- ({LONG})",
+    f"SELECT $$x, {LONG}$$ AS t, * FROM vcf_zarr('/d/x.zarr', samples:={LONG}) /* ={LONG} */",
+    # strings the regular expressions do not read (quotes, backslashes): tokenized
+    f"SELECT * FROM vcf_zarr('/d/x.zarr', samples := {_names(40, quote=chr(39) * 2)})",
+    f"SELECT * FROM vcf_zarr('/d/x.zarr', samples := {_names(40, quote=chr(92))})",
+    # a list in a quoted identifier: the text tokenized whole
+    f"SELECT 1 AS \"x={LONG}\" FROM vcf_zarr('/d/x.zarr')",
+]
+
+
+@pytest.mark.parametrize("sql", LONG_LIST_QUERIES)
+def test_long_string_lists_rewrite_as_the_tokenizer_reads_them(sql: str) -> None:
+    """The lists read by regular expressions give the rewrite of the text tokenized whole."""
+    from vcfzarr_sql.engine.call_sites import tokenize
+    from vcfzarr_sql.engine.rewrite import _rewrite_tokens
+
+    params = [5] if "$1" in sql else None
+    expected = _rewrite_tokens(sql, tokenize(sql), params, None, None, None)
+    got = rewrite(sql, params)
+    assert (got.sql, got.relations, got.parameters) == (expected.sql, expected.relations, expected.parameters)
+
+
+def test_long_string_list_errors_are_the_tokenizers() -> None:
+    sql = f"SELECT * FROM vcf_zarr('/d/x.zarr', samples := {LONG}, samples := {LONG})"
+    with pytest.raises(QueryError, match="given twice"):
+        rewrite(sql)
+
+
+def test_ten_thousand_samples_cost_little_to_rewrite() -> None:
+    import time
+
+    sql = f"SELECT pos FROM vcf_zarr('/d/x.zarr', samples := {_names(10_000)}) WHERE pos > 1"
+    costs = []
+    for k in range(3):
+        started = time.process_time()
+        query = rewrite(sql.replace("pos > 1", f"pos > {k}"))  # (not a remembered text)
+        costs.append(time.process_time() - started)
+    assert len(next(iter(query.relations.values())).samples or ()) == 10_000
+    assert min(costs) < 0.05, costs

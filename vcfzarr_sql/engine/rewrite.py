@@ -10,11 +10,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from vcfzarr_sql.engine.argument_sources import NeedsSources
 from vcfzarr_sql.engine.functions import ScanSpec
+from vcfzarr_sql.errors import QueryError
 
 if TYPE_CHECKING:  # sqlglot is imported only for SQL that calls a table function
     from vcfzarr_sql.engine.argument_sources import ArgumentSources
@@ -120,7 +121,30 @@ def _rewrite_text(sql: str, cwd: str, home: str, defaults: ScanDefaults | None,
 
 def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = None,
              expand: Expander | None = None, sources: ArgumentSources | None = None) -> RewrittenQuery:
-    from vcfzarr_sql.engine.call_sites import find_call_sites, tokenize
+    from vcfzarr_sql.engine.call_sites import tokenize
+    from vcfzarr_sql.engine.sql_text import long_lists
+
+    named = long_lists(sql)
+    if named.lists:
+        # Long lists of strings (samples := [...]) read by regular expressions, not tokenized
+        # and parsed; the text read whole when one stood in a string or comment, or on an error.
+        short = tokenize(named.text)
+        if named.standing({(t.start, t.text) for t in short if t.token_type.name == "VAR"}):
+            try:
+                done = _rewrite_tokens(named.text, short, parameters, defaults, expand, sources, named.lists)
+            except NeedsSources:
+                raise
+            except QueryError:
+                pass
+            else:
+                return replace(done, sql=named.restored(done.sql))
+    return _rewrite_tokens(sql, tokenize(sql), parameters, defaults, expand, sources)
+
+
+def _rewrite_tokens(sql: str, tokens: list, parameters: Parameters, defaults: ScanDefaults | None,
+                    expand: Expander | None, sources: ArgumentSources | None,
+                    lists: Mapping[str, Sequence[str]] | None = None) -> RewrittenQuery:
+    from vcfzarr_sql.engine.call_sites import find_call_sites
     from vcfzarr_sql.engine.rules import (
         bind_arguments,
         default_arguments,
@@ -130,7 +154,6 @@ def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = N
     )
     from vcfzarr_sql.engine.rules.expand_stores import expand_stores, is_glob, local_paths, union_reference
 
-    tokens = tokenize(sql)
     sites = find_call_sites(sql, tokens)
     replacements = []
     relations: dict[str, ScanSpec] = {}
@@ -141,7 +164,7 @@ def _rewrite(sql: str, parameters: Parameters, defaults: ScanDefaults | None = N
         call = inline_parameters(site.call, parameters, site.first_placeholder)
         calls = expand_stores(call, expand or local_paths)
         globbed |= is_glob(call)
-        specs = [default_arguments(bind_arguments(c, sources), defaults) for c in calls]
+        specs = [default_arguments(bind_arguments(c, sources, lists), defaults) for c in calls]
         relations.update((spec.relation_name, spec) for spec in specs)
         if len(specs) == 1:
             reference = reference_relation(site.call, specs[0].relation_name, site.needs_alias).sql("duckdb")

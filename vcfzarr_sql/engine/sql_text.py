@@ -15,7 +15,9 @@ no ``;`` before its end (nothing can split it), and refuses it otherwise (as :fu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -24,8 +26,8 @@ from vcfzarr_sql.errors import VcfZarrError
 if TYPE_CHECKING:  # sqlglot is imported when a text needs tokenizing (`query "SELECT 1"` does not)
     from sqlglot.tokens import Token, TokenType
 
-__all__ = ["MAX_TOKENIZED", "SqlTextTooLong", "ends_statement", "pieces", "statements", "tokens",
-           "without_trailing_comments"]
+__all__ = ["LONG_LIST", "MAX_TOKENIZED", "LongLists", "SqlTextTooLong", "ends_statement", "long_lists",
+           "pieces", "statements", "tokens", "without_trailing_comments"]
 
 #: The longest text a server tokenizes (characters): about 0.4 s of one thread's time, and
 #: DuckDB's parser holds the GIL about 0.1 s for a statement of this length.
@@ -118,6 +120,79 @@ def pieces(sql: str) -> Iterator[tuple[str, bool]]:
             yield sql[token.start:token.end + 1], True
             at = token.end + 1
     yield sql[at:], False
+
+
+#: A list of at least this many plain string literals is read by :func:`long_lists`, not by
+#: the tokenizer (whose Python loop costs ~0.3 CPU-s for a list of 10,000 sample names).
+LONG_LIST = 32
+
+#: ``[ 'a', 'b', ... ]`` after ``(``, ``,`` or ``=`` (``samples := [...]``): strings without a
+#: quote or backslash (any other list is left to the tokenizer).
+_LONG_LIST = re.compile(rf"(?<=[(,=])\s*(\[\s*'[^'\\]*'(?:\s*,\s*'[^'\\]*'){{{LONG_LIST - 1},}}\s*\])")
+_LIST_ITEM = re.compile(r"'([^'\\]*)'")
+
+
+@dataclass(frozen=True)
+class LongLists:
+    """A SQL text whose long lists of string literals each stand replaced by a name.
+
+    ``text``: the SQL with the names; ``lists``: name -> the list's strings; ``at``: name -> its
+    offset in ``text``; ``originals``: name -> the list's text. A name is a bare identifier that
+    the original text does not contain, so it is a ``VAR`` token where the list stood, unless the
+    list was inside a string or comment (:meth:`standing`: check before trusting it)."""
+
+    text: str
+    lists: dict[str, tuple[str, ...]]
+    at: dict[str, int]
+    originals: dict[str, str]
+
+    def standing(self, var_tokens: set[tuple[int, str]]) -> bool:
+        """Whether every name is a token of ``var_tokens`` ((offset, text) of the ``VAR``
+        tokens of :attr:`text`): each list stood where a value can, not in a string or comment."""
+        return all((self.at[name], name) in var_tokens for name in self.lists)
+
+    def restored(self, text: str) -> str:
+        """``text`` (derived from :attr:`text`) with each name that is left in it back to its list."""
+        for name, original in self.originals.items():
+            text = text.replace(name, original)
+        return text
+
+
+def long_lists(sql: str) -> LongLists:
+    """:class:`LongLists` of ``sql``: lists of :data:`LONG_LIST` or more plain string literals
+    (``samples := ['NA1', ...]``) named, so that tokenizing and parsing the text does not
+    read them one character at a time (regular expressions read them).
+
+    >>> found = long_lists("SELECT * FROM f(x, s := [" + ", ".join(f"'S{i}'" for i in range(40)) + "])")
+    >>> found.text[:28], [found.lists[name][:2] for name in found.lists]
+    ('SELECT * FROM f(x, s := vcfz', [('S0', 'S1')])
+    >>> found.restored(found.text) == "SELECT * FROM f(x, s := [" + ", ".join(f"'S{i}'" for i in range(40)) + "])"
+    True
+    """
+    if sql.count("'") < 2 * LONG_LIST:
+        return LongLists(sql, {}, {}, {})
+    marker = "vcfzarr_literal_list_"
+    while marker in sql:
+        marker += "x_"
+    pieces_: list[str] = []
+    lists: dict[str, tuple[str, ...]] = {}
+    at: dict[str, int] = {}
+    originals: dict[str, str] = {}
+    length, last = 0, 0
+    for match in _LONG_LIST.finditer(sql):
+        name = f"{marker}{len(lists)}"
+        pieces_.append(sql[last:match.start(1)])
+        length += match.start(1) - last
+        at[name] = length
+        pieces_.append(name)
+        length += len(name)
+        lists[name] = tuple(_LIST_ITEM.findall(match.group(1)))
+        originals[name] = match.group(1)
+        last = match.end(1)
+    if not lists:
+        return LongLists(sql, {}, {}, {})
+    pieces_.append(sql[last:])
+    return LongLists("".join(pieces_), lists, at, originals)
 
 
 def ends_statement(sql: str) -> bool:

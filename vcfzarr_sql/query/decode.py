@@ -317,14 +317,19 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
         alleles = blocks.strings(spec.VARIANT_ALLELE)
         return alleles.shape[1] - alleles.fill.sum(axis=1)
 
-    def genotypes() -> np.ndarray:
-        if schema.GT not in fields:
-            raise QueryError("the gt_ columns need genotypes (FORMAT/GT); the store has none")
-        return blocks.read(fields[schema.GT].array)
+    computed: list[genotype_stats.CallCounts] = []
+
+    def from_genotypes(width: int) -> genotype_stats.CallCounts:
+        """The batch's counts from its genotypes (one table for the counts and F_MISSING)."""
+        if not computed:
+            if schema.GT not in fields:
+                raise QueryError("the gt_ columns need genotypes (FORMAT/GT); the store has none")
+            computed.append(genotype_stats.CallCounts(blocks.read(fields[schema.GT].array), width))
+        return computed[0]
 
     def counts(width: int) -> genotype_stats.AlleleCounts:
         found = stored_or_none()
-        return genotype_stats.allele_counts(genotypes(), width) if found is None else found.alleles
+        return from_genotypes(width).alleles if found is None else found.alleles
 
     def missing() -> np.ndarray:
         found = stored_or_none()
@@ -332,7 +337,7 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
             return found.missing
         phased = (blocks.read(spec.CALL_GENOTYPE_PHASED)
                   if blocks.store.has_array(spec.CALL_GENOTYPE_PHASED) else None)
-        return genotype_stats.missing_calls(genotypes(), phased)
+        return from_genotypes(1).missing(phased)
 
     def hwe() -> np.ndarray | None:
         return None if stored_or_none() is None else stored_hwe(blocks)

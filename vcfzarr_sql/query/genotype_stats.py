@@ -30,8 +30,8 @@ Records without ALT have NULL lists and MAF (bcftools writes no tag); a list of 
 is NULL, like every ``info_`` list. Where bcftools stops with an error (an HWE test over
 inconsistent counts, possible only with polyploid or multiallelic calls) the value is NULL.
 
-Diploid and haploid chunks are counted in one pass over genotype codes (``(a1, a2)`` pairs)
-per record; other ploidies through a sort of each call's alleles.
+Diploid and haploid chunks are counted from one table of allele pairs per record
+(:mod:`.call_pairs`), F_MISSING too; other ploidies through a sort of each call's alleles.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ import pyarrow as pa
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.query import arrays
+from vcfzarr_sql.query.call_pairs import pair_table
 from vcfzarr_sql.query.hwe import hwe_tests
 
 PREFIX = "gt_"
@@ -64,10 +65,6 @@ COLUMNS: dict[str, tuple[pa.DataType, str]] = {
     "gt_ExcHet": (pa.list_(pa.float32()), "Test excess heterozygosity, per ALT; 1=good, 0=bad"),
 }
 
-#: Pair codes are counted with one comparison per code up to this many codes, else bincount.
-_COMPARED_CODES = 16
-
-
 @dataclass(frozen=True)
 class AlleleCounts:
     """Per record (rows) and allele (columns, REF first): bcftools' het, hom and hemi counts;
@@ -83,72 +80,68 @@ class AlleleCounts:
         return self.het + self.hom + self.hemi
 
 
-def allele_counts(genotypes: np.ndarray, num_alleles: int) -> AlleleCounts:
-    """bcftools +fill-tags' counts of ``genotypes`` (records, samples, ploidy) over alleles
-    ``0 .. num_alleles - 1`` (at least the largest allele called plus one).
+class CallCounts:
+    """bcftools' counts of one batch of genotypes (records, samples, ploidy) over at least
+    ``num_alleles`` alleles, each computed once and when first asked for: diploid and haploid
+    calls from one table of allele pairs per record (:func:`~.call_pairs.pair_table`: every
+    genotype read a fixed number of times, whatever the alleles), other ploidies through a sort
+    of each call's alleles.
 
     >>> g = np.array([[[0, 1], [1, 1], [0, 0], [-1, -1], [0, -1]]], dtype=np.int8)
-    >>> c = allele_counts(g, 2)
+    >>> c = CallCounts(g, 2).alleles
     >>> c.het.tolist(), c.hom.tolist(), c.hemi.tolist(), c.called.tolist()
     ([[1, 1]], [[2, 2]], [[1, 0]], [4])
     """
-    records, _, ploidy = genotypes.shape
-    num_alleles = max(num_alleles, int(genotypes.max(initial=-1)) + 1, 1)
-    if ploidy <= 2:
-        return _pair_counts(genotypes, num_alleles)
-    return _sorted_counts(genotypes, num_alleles)
+
+    def __init__(self, genotypes: np.ndarray, num_alleles: int):
+        self.genotypes = genotypes
+        self.num_alleles = num_alleles
+
+    @cached_property
+    def _table(self) -> np.ndarray | None:
+        """The pair table (None: ploidy above 2)."""
+        return pair_table(self.genotypes, self.num_alleles) if self.genotypes.shape[-1] <= 2 else None
+
+    @cached_property
+    def alleles(self) -> AlleleCounts:
+        table = self._table
+        if table is None:
+            widest = max(self.num_alleles, int(self.genotypes.max(initial=-1)) + 1, 1)
+            return _sorted_counts(self.genotypes, widest)
+        return _table_counts(table)
+
+    def missing(self, phased: np.ndarray | None) -> np.ndarray:
+        """:func:`missing_calls` of the genotypes."""
+        table = self._table
+        if table is None:
+            return missing_calls(self.genotypes, phased)
+        m = spec.INT_MISSING - _LOW
+        half = table[:, :, m].sum(axis=1) - table[:, m, m]  # called first, missing second
+        missing = table[:, m, :].sum(axis=1) + half
+        rows = np.flatnonzero(half)
+        if phased is not None and len(rows):  # 0|. is not missing: the half-missing calls' phasing
+            g = self.genotypes[rows]
+            half_phased = (g[..., 0] != spec.INT_MISSING) & (g[..., 1] == spec.INT_MISSING) & phased[rows]
+            missing[rows] -= half_phased.sum(axis=1)
+        return missing
 
 
-def _pair_counts(genotypes: np.ndarray, num_alleles: int) -> AlleleCounts:
-    first = genotypes[..., 0]
-    second = genotypes[..., 1] if genotypes.shape[-1] == 2 else None
-    lowest = int(genotypes.min(initial=0))
-    low = max(min(lowest, spec.INT_MISSING), spec.INT_FILL) if second is not None else spec.INT_FILL
-    width = num_alleles - low  # allele values low .. num_alleles - 1
-    table = _pair_table(first, second, low, width)  # (records, width, width)
-    records = table.shape[0]
-    het = np.zeros((records, num_alleles), dtype=np.int64)
-    hom = np.zeros_like(het)
-    hemi = np.zeros_like(het)
-    called = np.zeros(records, dtype=np.int64)
-    for x in range(low, num_alleles):
-        for y in range(low, num_alleles):
-            count = table[:, x - low, y - low]
-            if x == spec.INT_FILL or (x < 0 and y < 0):
-                continue  # no allele called before the end of the call
-            called += count
-            if x >= 0 and y >= 0:
-                if x == y:
-                    hom[:, x] += 2 * count
-                else:
-                    het[:, x] += count
-                    het[:, y] += count
-            else:
-                hemi[:, max(x, y)] += count
-    return AlleleCounts(het, hom, hemi, called)
+#: The lowest allele value of a pair table: the fill value.
+_LOW = spec.INT_FILL
 
 
-def _pair_table(
-    first: np.ndarray, second: np.ndarray | None, low: int, width: int
-) -> np.ndarray:
-    """Calls per record of each (first, second) allele pair, shape (records, width, width)."""
-    records = first.shape[0]
-    if second is None:
-        second = np.full_like(first, spec.INT_FILL)
-    codes = width * width
-    if codes <= 127:  # int8 all the way (no conversion of the chunk)
-        offset = np.int8(-low * (width + 1))
-        code = first * np.int8(width) + second + offset
-    else:
-        code = (first.astype(np.int64) - low) * width + (second.astype(np.int64) - low)
-    if codes <= _COMPARED_CODES:
-        # (int32 sums of the comparisons are several times faster than numpy's default)
-        table = np.stack([(code == k).sum(axis=1, dtype=np.int32) for k in range(codes)], axis=1)
-        table = table.astype(np.int64)
-    else:
-        offsets = (np.arange(records, dtype=np.int64) * codes)[:, None]
-        table = np.bincount((code + offsets).reshape(-1), minlength=records * codes)
-    return table.reshape(records, width, width)
+def _table_counts(table: np.ndarray) -> AlleleCounts:
+    """bcftools' counts from a pair table (:func:`~.call_pairs.pair_table`): both alleles called
+    and equal: homozygous (2 to the allele); called and different: heterozygous (1 to each);
+    one allele called and the other missing or the fill (a half-missing or haploid call):
+    hemizygous (1); a first allele that is the fill, or no allele called: nothing."""
+    a, m = -_LOW, spec.INT_MISSING - _LOW  # the indexes of allele 0 and of missing
+    called_pairs = table[:, a:, a:]
+    same = np.diagonal(called_pairs, axis1=1, axis2=2)
+    het = called_pairs.sum(axis=2) + called_pairs.sum(axis=1) - 2 * same
+    hemi = table[:, a:, :a].sum(axis=2) + table[:, m, a:]
+    called = table[:, a:, :].sum(axis=(1, 2)) + table[:, m, a:].sum(axis=1)
+    return AlleleCounts(het, 2 * same, hemi, called)
 
 
 def _sorted_counts(genotypes: np.ndarray, num_alleles: int) -> AlleleCounts:
@@ -229,9 +222,8 @@ def genotype_counts(
 ) -> GenotypeCounts:
     """The :class:`GenotypeCounts` of ``genotypes`` (records, samples, ploidy), ``phased``
     (records, samples) or None, over at least ``num_alleles`` alleles."""
-    return GenotypeCounts(
-        allele_counts(genotypes, num_alleles), missing_calls(genotypes, phased), genotypes.shape[1]
-    )
+    counts = CallCounts(genotypes, num_alleles)
+    return GenotypeCounts(counts.alleles, counts.missing(phased), genotypes.shape[1])
 
 
 class ChunkSummaries:

@@ -13,6 +13,7 @@ import numpy as np
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format.summaries import CLASSES
+from vcfzarr_sql.query.call_pairs import count_pairs, pair_values
 
 _NO_ALLELE = np.iinfo(np.int64).max
 
@@ -108,7 +109,7 @@ def class_counts(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     """Calls of each class of :data:`CLASSES` per sample, shape (classes, samples).
 
     Diploid chunks whose ALTs are all SNPs (the common case) are counted straight from the
-    two allele columns, in int8; others through :func:`call_classes`.
+    allele pairs of the calls (:mod:`.call_pairs`); others through :func:`call_classes`.
 
     >>> g = np.array([[[0, 0], [0, 1], [1, 1], [0, -1], [1, -2], [-1, -2]]], dtype=np.int8)
     >>> class_counts(g, np.array([[0, 1]], dtype=np.int8))[:, :3].tolist()
@@ -117,9 +118,9 @@ def class_counts(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     if genotypes.shape[-1] != 2 or (kinds == 2).any():
         classes = call_classes(genotypes, kinds)
         return np.stack([(classes == k).sum(axis=0, dtype=np.int64) for k in range(len(CLASSES))])
-    first, second = genotypes[..., 0], genotypes[..., 1]
     if int(genotypes.max(initial=0)) <= 1:
-        return _biallelic_counts(first, second)
+        return _biallelic_counts(genotypes)
+    first, second = genotypes[..., 0], genotypes[..., 1]
     called = (first >= 0) & (second >= 0)
     same = first == second
     haploid = (first >= 0) & (second == spec.INT_FILL)
@@ -139,13 +140,15 @@ def class_counts(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
 _PAIRS = (((0, 0),), ((1, 1),), ((0, 1), (1, 0)), ((0, spec.INT_FILL),), ((1, spec.INT_FILL),))
 
 
-def _biallelic_counts(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """:func:`class_counts` when no allele is above 1: one int8 pair code per call, one
-    comparison per pair; every call not in a pair is missing."""
-    code = first * np.int8(4) + second  # alleles -2..1: distinct codes
-    counts = np.zeros((len(CLASSES), first.shape[1]), dtype=np.int64)
+def _biallelic_counts(genotypes: np.ndarray) -> np.ndarray:
+    """:func:`class_counts` of diploid calls when no allele is above 1: one comparison per
+    allele pair (:func:`~.call_pairs.count_pairs`); every call not in a pair is missing."""
+    wanted = [pair for pairs in _PAIRS for pair in pairs]
+    per_pair = count_pairs(pair_values(genotypes), wanted, axis=0)
+    counts = np.zeros((len(CLASSES), genotypes.shape[1]), dtype=np.int64)
+    at = 0
     for k, pairs in enumerate(_PAIRS):
-        for a, b in pairs:
-            counts[k] += (code == np.int8(4 * a + b)).sum(axis=0, dtype=np.int32)
-    counts[-1] = first.shape[0] - counts[:-1].sum(axis=0)
+        counts[k] = per_pair[at:at + len(pairs)].sum(axis=0)
+        at += len(pairs)
+    counts[-1] = genotypes.shape[0] - counts[:-1].sum(axis=0)
     return counts

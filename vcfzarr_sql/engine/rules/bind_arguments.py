@@ -9,6 +9,7 @@ written ``name := value`` (or ``name = value``), as in DuckDB's own table functi
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
 from sqlglot import exp
@@ -106,8 +107,10 @@ def _files(function: str, named: dict[str, object], sources: ArgumentSources | N
             named[name] = format_regions(parse_regions_file(sources.read_lines(path), path))
 
 
-def bind_arguments(call: exp.Anonymous, sources: ArgumentSources | None = None) -> ScanSpec:
-    """The :class:`ScanSpec` a constant-argument call stands for.
+def bind_arguments(call: exp.Anonymous, sources: ArgumentSources | None = None,
+                   lists: Mapping[str, Sequence[str]] | None = None) -> ScanSpec:
+    """The :class:`ScanSpec` a constant-argument call stands for (``lists``: the strings of
+    the lists of string literals the text names, :func:`~vcfzarr_sql.engine.sql_text.long_lists`).
 
     >>> import sqlglot
     >>> bind_arguments(sqlglot.parse_one(
@@ -140,6 +143,9 @@ def bind_arguments(call: exp.Anonymous, sources: ArgumentSources | None = None) 
             raise QueryError(f"{function}(): parameter {name!r} given twice")
         if isinstance(value, exp.Subquery) and name in ("region", "samples"):
             named[name] = _subquery(function, name, value, sources)
+            continue
+        if lists and isinstance(value, exp.Column) and value.name in lists:
+            named[name] = list(lists[value.name])
             continue
         try:
             named[name] = _constant(value)
