@@ -30,6 +30,8 @@ COMMANDS = {
     "demo": "Convert a small VCF and query it, with pruning statistics.",
     "serve": "Serve SQL on the PostgreSQL wire protocol.",
     "view": "Write a store as VCF/BCF, as bcftools view would.",
+    "add": "Add the samples of VCF/BCF files to a store (a cohort).",
+    "compact": "Write a cohort of several batches as one plain store.",
 }
 
 
