@@ -26,7 +26,8 @@ def compact(cohort: str | os.PathLike, output: str | os.PathLike, *, workers: in
 
     target = Path(output)
     target.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".compact.tmp", dir=target.parent))
+    # (not named like convert's work folders, which convert removes as a killed run's leftovers)
+    work = Path(tempfile.mkdtemp(prefix=f".compacting-{target.name}-", dir=target.parent))
     try:
         merged = work / "merged.bcf"
         with open_store(cohort) as store:

@@ -14,8 +14,9 @@ widest genotype of the record, as bcftools writes it), other FORMAT fields ``.``
 of a record several batches hold follow ``bcftools merge``'s default rules: QUAL the largest,
 ID the distinct IDs joined by ``;``, FILTER the union of the filters set (PASS only if no
 batch set another, ``.`` if none set any), INFO/DP and INFO/DP4 added up, INFO/AC and INFO/AN
-counted from the merged genotypes, any other INFO field the first batch's (in the order added)
-that gives it a value.
+counted from the merged genotypes, INFO fields of Number=A, R and G value by value from the
+last batch giving that value, any other INFO field the first batch's (in the order added) that
+gives it a value.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from vcfzarr_sql.store.kvstore import KeyValueStore
 from vcfzarr_sql.store.metadata import ArrayInfo
 from vcfzarr_sql.store.vcz import VczStore
 
+#: Dimensions of INFO fields of Number=A, R and G: bcftools merges them value by value.
+_PER_ALLELE = (spec.DIM_ALT_ALLELES, spec.DIM_ALLELES, spec.DIM_GENOTYPES)
 #: Arrays a cohort takes from its sites store.
 _FROM_SITES = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.VARIANT_LENGTH, spec.CONTIG_ID,
                spec.CONTIG_LENGTH, spec.FILTER_ID, spec.FILTER_DESCRIPTION, spec.SAMPLE_ID)
@@ -269,6 +272,8 @@ class CohortStore(VczStore):
         if field in layout.COUNTED_INFO and spec.CALL_GENOTYPE in self._arrays:
             return self._counted(field, info, chunk_index, len(rows))
         combine = _first_given
+        if info.dims[1:2] and info.dims[1] in _PER_ALLELE:
+            combine = _last_per_element
         if name == spec.VARIANT_QUALITY:
             combine = _largest
         elif field in layout.SUMMED_INFO and info.decoded_dtype.kind in "iu":
@@ -319,19 +324,22 @@ def _missing_call(info: ArrayInfo) -> np.ndarray:
     return out
 
 
+def _missing_elements(values: np.ndarray) -> np.ndarray:
+    """Which elements hold no value: missing or fill (a Flag: not set)."""
+    kind = values.dtype.kind
+    if kind == "b":
+        return ~values
+    if kind == "O":
+        return (values == spec.STR_MISSING) | (values == spec.STR_FILL)
+    if kind == "f":
+        bits = values.astype(np.float32).view(np.uint32)
+        return (bits == spec.FLOAT32_MISSING_BITS) | (bits == spec.FLOAT32_FILL_BITS)
+    return (values == spec.INT_MISSING) | (values == spec.INT_FILL)
+
+
 def _has_value(values: np.ndarray) -> np.ndarray:
     """Per record: whether any element holds a value (not missing, not fill; a Flag: set)."""
-    flat = values.reshape(len(values), -1)
-    kind = flat.dtype.kind
-    if kind == "b":
-        held = flat
-    elif kind == "O":
-        held = (flat != spec.STR_MISSING) & (flat != spec.STR_FILL)
-    elif kind == "f":
-        bits = flat.astype(np.float32).view(np.uint32)
-        held = (bits != spec.FLOAT32_MISSING_BITS) & (bits != spec.FLOAT32_FILL_BITS)
-    else:
-        held = (flat != spec.INT_MISSING) & (flat != spec.INT_FILL)
+    held = ~_missing_elements(values.reshape(len(values), -1))
     return np.asarray(held.any(axis=1), dtype=bool)
 
 
@@ -348,6 +356,18 @@ def _first_given(given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) ->
         take = _has_value(values) & ~done[where]
         out[where[take]] = values[take]
         done[where[take]] = True
+    return out
+
+
+def _last_per_element(given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> np.ndarray:
+    """INFO of Number=A, R or G: each value from the last batch that gives that value (bcftools
+    merge writes each batch's values over the last's, skipping missing ones)."""
+    _first_given(given, out)
+    for where, values in given:
+        held = ~_missing_elements(values)
+        target = out[where]
+        target[held] = values[held]
+        out[where] = target
     return out
 
 
