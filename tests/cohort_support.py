@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pysam
+import pysam.bcftools as bcftools
 
 HEADER = """##fileformat=VCFv4.2
 ##FILTER=<ID=PASS,Description="All filters passed">
@@ -98,6 +99,6 @@ def write_batch(path: Path, samples: Sequence[str], sites: Sequence[tuple], *, s
 
 def merged(paths: Sequence[Path], output: Path, *extra: str) -> Path:
     """``bcftools merge -m none`` of ``paths`` (indexed), in that order, as VCF at ``output``."""
-    pysam.bcftools.merge("-m", "none", *extra, "-o", str(output), "-O", "v",
+    bcftools.merge("-m", "none", *extra, "-o", str(output), "-O", "v",
                          *map(str, paths), catch_stdout=False)
     return output
