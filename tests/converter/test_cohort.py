@@ -29,7 +29,7 @@ from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.query.genotype_stats import COLUMNS as GT_COLUMNS
 from vcfzarr_sql.store import open_store
 from vcfzarr_sql.store.cohort import CohortStore
-from vcfzarr_sql.view import view
+from vcfzarr_sql.view import Selection, view
 
 FORMAT_FIELDS = ("GT", "AD", "DP", "GQ", "FT")
 
@@ -198,3 +198,15 @@ def test_a_corpus_file_split_by_samples_and_sites(tmp_path):
     fields = tuple(oracle.header(expected).format)
     assert oracle.records(out) == oracle.records(expected)
     assert oracle.calls(out, fields) == oracle.calls(expected, fields)
+
+
+def test_view_of_one_input_s_samples_writes_that_input_s_header(cohort, tmp_path):
+    """B's header lists contigs 1, 3, 2 (the cohort: 1, 2, 3): ``view -s B1,B2`` writes it as
+    bcftools does, the lines other batches declare after it (here: none)."""
+    store, _, _, _, _ = cohort
+    out = tmp_path / "b.vcf"
+    view(store, out, Selection(samples="B1,B2"), records=False)
+    b = store.parent / "b.vcf.gz"
+    expected = [line for line in pysam.bcftools.view("-h", "-s", "B1,B2", str(b)).splitlines()
+                if not line.startswith("##bcftools_view")]
+    assert out.read_text().splitlines() == expected

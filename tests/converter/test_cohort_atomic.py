@@ -82,10 +82,15 @@ def test_a_killed_add_changes_nothing_and_running_it_again_completes_it(tmp_path
     assert _answers(store) == after
 
 
-def test_two_adds_cannot_interleave(tmp_path):
+def test_two_adds_cannot_interleave_and_an_open_connection_sees_the_add(tmp_path):
     base = write_batch(tmp_path / "base.vcf", ["A1"], POOL[:4], seed=1)
     other = write_batch(tmp_path / "b.vcf", ["B1"], POOL[2:6], seed=2)
     store = tmp_path / "cohort.vcz"
     convert(base, store)
     with output_lock(store), pytest.raises(OutputError, match="cohort.vcz: another conversion is writing it"):
         add(store, [other])
+    con = vcfzarr_sql.connect()
+    query = f"SELECT count(*), count(DISTINCT sample_id) FROM vcf_zarr_calls('{store}')"
+    assert con.sql(query).fetchall() == [(4, 1)]
+    add(store, [other])
+    assert con.sql(query).fetchall() == [(6 * 2, 2)]

@@ -175,6 +175,14 @@ class CohortStore(VczStore):
     def region_index(self) -> np.ndarray:
         return self.sites.region_index
 
+    def original_header(self, samples: list[str]) -> tuple[str, list[str]] | None:
+        """The VCF header text of the input that brought ``samples`` (and the lines htslib added
+        to it while converting), when they all came from one batch; else None."""
+        for batch in self.batches:
+            if samples and set(samples) <= set(batch.samples.tolist()) and batch.vcf_header:
+                return batch.vcf_header, list(batch.attrs.get(spec.ATTR_HEADER_ADDED, ()))
+        return None
+
     def close(self) -> None:
         for store in (*self.batches, self.sites):
             store.close()
