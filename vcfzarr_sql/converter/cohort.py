@@ -26,6 +26,7 @@ from vcfzarr_sql.converter.output import output_lock
 from vcfzarr_sql.errors import OutputError, VcfZarrError
 from vcfzarr_sql.format import cohort as layout
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.format.region_index import region_index
 from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_tree
 from vcfzarr_sql.store.kvstore import open_kv
@@ -112,16 +113,22 @@ def _remove_debris(root: Path, manifest: layout.Manifest | None) -> None:
 
 def _gt_width(store: VczStore) -> np.ndarray:
     """Per record of a plain store: the alleles of its widest genotype (BCF's GT vector
-    length), which a missing call of a record the other batches lack takes."""
+    length), which a missing call of a record the other batches lack takes. In a diploid store
+    with stored genotype counts, a record with a het or hom call is 2 wide; the genotypes of the
+    chunks holding any other record are read."""
     if not store.has_array(spec.CALL_GENOTYPE):
         return np.zeros(store.num_variants, dtype=np.int8)
     info = store.array_info(spec.CALL_GENOTYPE)
-    parts = []
-    for k in range(info.grid[0]):
+    width = np.full(store.num_variants, -1, dtype=np.int8)
+    if info.shape[2] == 2 and store.has_array(sc.ALLELE_COUNTS):
+        counts = store.read_array(sc.ALLELE_COUNTS)
+        width[(counts[:, :, 0] + counts[:, :, 1]).sum(axis=1) > 0] = 2
+    size = store.variants_chunk_size
+    for k in np.unique(np.flatnonzero(width < 0) // size).tolist():
         widths = [(store.read_chunk(spec.CALL_GENOTYPE, (k, s, 0)) != spec.INT_FILL).sum(axis=2).max(axis=1, initial=0)
                   for s in range(max(info.grid[1], 1))]
-        parts.append(np.max(widths, axis=0))
-    return np.concatenate(parts).astype(np.int8) if parts else np.zeros(0, dtype=np.int8)
+        width[k * size : k * size + len(widths[0])] = np.max(widths, axis=0)
+    return width
 
 
 def _lengths(store: VczStore) -> np.ndarray:
