@@ -43,9 +43,13 @@ _PER_ALLELE = (spec.DIM_ALT_ALLELES, spec.DIM_ALLELES, spec.DIM_GENOTYPES)
 #: Arrays a cohort takes from its sites store.
 _FROM_SITES = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.VARIANT_LENGTH, spec.CONTIG_ID,
                spec.CONTIG_LENGTH, spec.FILTER_ID, spec.FILTER_DESCRIPTION, spec.SAMPLE_ID)
-#: Arrays of a batch the cohort does not show: its own index and genotype counts (a cohort's
-#: ``gt_`` columns are counted from its genotypes).
+#: Arrays of a batch the cohort does not show: its own index, the genotype counts that do not
+#: add up over batches (HWE p-values; per-sample counts per variant chunk, whose chunks are not
+#: the cohort's), and the per-record counts, which the cohort adds up (:data:`_ADDED`).
 _NOT_SHOWN = (spec.REGION_INDEX, sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.HWE, sc.SAMPLE_CLASS_COUNTS)
+#: Per-record genotype counts a cohort adds up over its batches (when every batch has them):
+#: the ``gt_`` columns over all samples then read no genotypes (HWE is computed from them).
+_ADDED = (sc.ALLELE_COUNTS, sc.CALL_COUNTS)
 
 
 def _promoted(infos: list[ArrayInfo]) -> np.dtype:
@@ -125,6 +129,13 @@ class CohortStore(VczStore):
                                      f"{info.dims[1:]}; a cohort's batches are chunked only "
                                      "along variants and samples")
                 found.setdefault(name, []).append(info)
+        if all(b.has_array(n) for b in self.batches for n in _ADDED):
+            for name in _ADDED:
+                infos = [b.array_info(name) for b in self.batches]
+                trailing = [max(i.shape[k] for i in infos) for k in range(1, len(infos[0].shape))]
+                arrays[name] = replace(infos[0], shape=(self.num_variants, *trailing),
+                                       chunks=(self.variants_chunk_size, *trailing),
+                                       dtype=np.dtype(np.int32), fill_value=0)
         for name, infos in found.items():
             first = infos[0]
             trailing = [max(i.shape[k] for i in infos) for k in range(1, len(first.shape))]
@@ -202,13 +213,15 @@ class CohortStore(VczStore):
         info = self.array_info(name)
         bounds = info.chunk_bounds(chunk)
         rows = self._batch_rows(chunk[0])[: bounds[0].stop]
+        if name in _ADDED:
+            return self._added_counts(name, info, rows)
         if info.dims[1:2] == (spec.DIM_SAMPLES,):
             lo = chunk[1] * info.chunks[1]
             return self._calls(name, info, rows, chunk[0], lo, lo + bounds[1].stop)
         return self._sites_values(name, info, rows, chunk[0])
 
     def _from_batch(self, b: int, name: str, rows: np.ndarray, samples: range | None,
-                    info: ArrayInfo) -> np.ndarray:
+                    info: ArrayInfo, fill: object | None = None) -> np.ndarray:
         """Array ``name`` of batch ``b`` at its ``rows``, for its samples ``samples``
         (local indexes; None: no samples axis), widened to the cohort's ``info`` with fill."""
         batch = self.batches[b]
@@ -232,11 +245,34 @@ class CohortStore(VczStore):
         have = values.shape[1:] if samples is None else values.shape[2:]
         if tuple(wide) == tuple(have) and values.dtype == info.decoded_dtype:
             return values
-        out = np.full((*values.shape[: values.ndim - len(have)], *wide), _fill(info),
-                      dtype=info.decoded_dtype)
+        out = np.full((*values.shape[: values.ndim - len(have)], *wide),
+                      _fill(info) if fill is None else fill, dtype=info.decoded_dtype)
         where: tuple[slice, ...] = tuple(slice(0, n) for n in values.shape)
         out[where] = values
         return out
+
+    def _added_counts(self, name: str, info: ArrayInfo, rows: np.ndarray) -> np.ndarray:
+        """The stored per-record genotype counts of the batches added up: a batch lacking a
+        record adds its samples as missing calls; a record some batch did not count
+        (``NOT_COUNTED``) is not counted."""
+        out = np.zeros((len(rows), *info.shape[1:]), dtype=np.int64)
+        uncounted = np.zeros(len(rows), dtype=bool)
+        for b, batch in enumerate(self.batches):
+            have = rows[:, b] >= 0
+            if name == sc.CALL_COUNTS:
+                out[~have, sc.MISSING] += batch.num_samples
+            if not have.any():
+                continue
+            values = self._from_batch(b, name, rows[have, b], None, info, fill=0).astype(np.int64)
+            if name == sc.CALL_COUNTS:
+                uncounted[have] |= values[:, sc.CALLED] == sc.NOT_COUNTED
+                if info.shape[1] > sc.ALLELES:
+                    out[have, sc.ALLELES] = values[:, sc.ALLELES]
+                    values[:, sc.ALLELES] = 0
+            out[have] += values
+        if name == sc.CALL_COUNTS:
+            out[uncounted, sc.CALLED] = sc.NOT_COUNTED
+        return out.astype(np.int32)
 
     def _calls(self, name: str, info: ArrayInfo, rows: np.ndarray, chunk_index: int,
                lo: int, hi: int) -> np.ndarray:
