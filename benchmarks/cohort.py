@@ -16,7 +16,6 @@ CPU (user + system, children included) beside wall; interleaved, median of ``--r
 from __future__ import annotations
 
 import argparse
-import gzip
 import shutil
 import statistics
 import subprocess
@@ -82,15 +81,15 @@ def add_vs_convert(work: Path, base_vcf: Path, base_store: Path, variants: int, 
         new = write_vcf(work / f"new{count}.vcf.gz", names, variants, seed=count, every=1)
         merged = merge([base_vcf, new], work / f"merged{count}.vcf.gz")
         cases = {
-            "vcfzarr-sql add": lambda: timed([cli, "add", str(work / "grown.zarr"), str(new)],
-                                             work / "grown.zarr", base_store),
-            "convert merged VCF": lambda: timed([cli, "convert", "-q", "--force", str(merged),
-                                                 str(work / "reconverted.zarr")]),
+            "vcfzarr-sql add": ([cli, "add", str(work / "grown.zarr"), str(new)], work / "grown.zarr"),
+            "convert merged VCF": ([cli, "convert", "-q", "--force", str(merged),
+                                    str(work / "reconverted.zarr")], None),
         }
         rows: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
         for r in range(repeats):
             for name in (list(cases) if r % 2 == 0 else list(cases)[::-1]):
-                rows[name].append(cases[name]())
+                argv, fresh = cases[name]
+                rows[name].append(timed(argv, fresh, base_store if fresh else None))
         report(f"add {count} sample(s) to {SAMPLES}", rows, "vcfzarr-sql add")
 
 
@@ -140,6 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variants", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=("add", "queries"), help="run one of the two parts")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="cohort-bench-") as tmp:
         work = Path(tmp)
@@ -147,8 +147,10 @@ def main(argv: list[str] | None = None) -> None:
         base_store = work / "base.zarr"
         subprocess.run([venv_bin("vcfzarr-sql"), "convert", "-q", str(base_vcf), str(base_store)], check=True)
         print(f"{SAMPLES} samples x {args.variants} records; {args.repeats} repeats", file=sys.stderr)
-        add_vs_convert(work, base_vcf, base_store, args.variants, args.repeats)
-        batches_vs_compacted(work, args.variants, args.repeats)
+        if args.only != "queries":
+            add_vs_convert(work, base_vcf, base_store, args.variants, args.repeats)
+        if args.only != "add":
+            batches_vs_compacted(work, args.variants, args.repeats)
 
 
 if __name__ == "__main__":

@@ -210,3 +210,14 @@ def test_view_of_one_input_s_samples_writes_that_input_s_header(cohort, tmp_path
     expected = [line for line in str(pysam.bcftools.view("-h", "-s", "B1,B2", str(b))).splitlines()
                 if not line.startswith("##bcftools_view")]
     assert out.read_text().splitlines() == expected
+
+
+def test_a_server_opens_the_cohort_confined_to_its_data_directory(cohort):
+    """The batches are read through the confined reader too (no symlink followed)."""
+    from vcfzarr_sql.store.confined import DataDirs
+
+    store, _, expected_store, _, _ = cohort
+    with DataDirs.of([store.parent]).open_store(store.name) as opened:
+        assert isinstance(opened, CohortStore)
+        with open_store(expected_store) as want:
+            np.testing.assert_array_equal(opened.read_array("call_genotype"), want.read_array("call_genotype"))
