@@ -65,7 +65,7 @@ def _record(rng: random.Random, site: tuple, samples: int, ploidy: int) -> str:
     filt = rng.choice(["PASS", "PASS", "q10", "q20", "q10;q20", "."])
     info = []
     if rng.random() < 0.8:
-        info.append(f"DP={rng.randrange(1, 50)}")
+        info.append(f"DP={rng.randrange(1, 120)}")  # (sums outgrow int8)
     if rng.random() < 0.6:
         info.append("AF=" + ",".join(f"{rng.randrange(1, 10) / 10:.1f}" for _ in alts))
     if rng.random() < 0.5:

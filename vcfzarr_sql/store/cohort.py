@@ -144,8 +144,11 @@ class CohortStore(VczStore):
                 trailing[0], chunks[1] = self.num_samples, self.samples_chunk_size
             if name == spec.VARIANT_FILTER:
                 trailing[0] = chunks[1] = len(self.filters)
+            dtype = _promoted(infos)
+            if name[len(spec.INFO_PREFIX):] in layout.SUMMED_INFO + layout.COUNTED_INFO and dtype.kind in "iu":
+                dtype = np.promote_types(dtype, np.int32)  # (sums and counts outgrow a batch's type)
             arrays[name] = replace(first, shape=(self.num_variants, *trailing),
-                                   chunks=tuple(max(c, 1) for c in chunks), dtype=_promoted(infos),
+                                   chunks=tuple(max(c, 1) for c in chunks), dtype=dtype,
                                    fill_value=_fill(first))
         return arrays
 
