@@ -83,6 +83,7 @@ class CohortStore(VczStore):
         self.fingerprint = fingerprint
         self._lock = threading.Lock()
         self._region_index = None
+        self._kept: dict[tuple[int, str, tuple[int, ...]], np.ndarray] = {}
         self._root_keys, self._root_digest = root_keys, root_digest
         self.batches, self.sites = batches, sites
         self.zarr_format, self.consolidated = base.zarr_format, None
@@ -234,7 +235,7 @@ class CohortStore(VczStore):
         parts = []
         for k in range(first, int(rows.max()) // size + 1):
             if samples is None:
-                parts.append(batch.read_chunk(name, (k, *([0] * (len(own.shape) - 1)))))
+                parts.append(self._batch_chunk(b, name, (k, *([0] * (len(own.shape) - 1)))))
                 continue
             width = own.chunks[1]
             grid = range(samples.start // width, (samples.stop - 1) // width + 1)
@@ -276,6 +277,24 @@ class CohortStore(VczStore):
         if name == sc.CALL_COUNTS:
             out[uncounted, sc.CALLED] = sc.NOT_COUNTED
         return out.astype(np.int32)
+
+    def _batch_chunk(self, b: int, name: str, chunk: tuple[int, ...]) -> np.ndarray:
+        """Chunk ``chunk`` of a batch's array without a samples axis; those chunked in more
+        records than a variant chunk (the stored counts: each cohort chunk would decode them
+        again) are kept, the last few read."""
+        batch = self.batches[b]
+        if batch.array_info(name).chunks[0] == batch.variants_chunk_size:
+            return batch.read_chunk(name, chunk)
+        key = (b, name, chunk)
+        with self._lock:
+            found = self._kept.get(key)
+        if found is None:
+            found = batch.read_chunk(name, chunk)
+            with self._lock:
+                self._kept[key] = found
+                while len(self._kept) > 4 * len(self.batches):
+                    del self._kept[next(iter(self._kept))]
+        return found
 
     def _calls(self, name: str, info: ArrayInfo, rows: np.ndarray, chunk_index: int,
                lo: int, hi: int) -> np.ndarray:
