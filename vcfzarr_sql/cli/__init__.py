@@ -32,6 +32,8 @@ COMMANDS = {
     "serve": "Serve SQL on the PostgreSQL wire protocol.",
     "view": "Write a store as VCF/BCF, as bcftools view would.",
     "stats": "Print bcftools stats sections (and an HTML report of their plots).",
+    "add": "Add the samples of VCF/BCF files to a store (a cohort).",
+    "compact": "Write a cohort of several batches as one plain store.",
 }
 
 

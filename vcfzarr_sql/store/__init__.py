@@ -14,7 +14,8 @@ from typing import Any
 from vcfzarr_sql.store import reopen as _reopen  # noqa: F401 (registers how a VczStore pickles)
 from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.metadata import ArrayInfo
-from vcfzarr_sql.store.vcz import VczStore, open_store
+from vcfzarr_sql.store.opening import open_store
+from vcfzarr_sql.store.vcz import VczStore
 
 __all__ = ["ArrayInfo", "FieldInfo", "VczStore", "open_store", "write_region_index"]
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from vcfzarr_sql.errors import AccessError, StoreError
 from vcfzarr_sql.store.kvstore import DIRECTORY_FLAGS, DirectoryStore, is_url, unreadable
-from vcfzarr_sql.store.vcz import VczStore, open_store
+from vcfzarr_sql.store.opening import open_store
+from vcfzarr_sql.store.vcz import VczStore
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,12 @@ class DataDirs:
         """The store at ``path``, each of its files read only if it lies inside the store."""
         real = self.resolve(path)
         root = next(r for r in self.roots if _under(real, r))
-        kv = ConfinedDirectory(path, real, root) if os.path.isdir(real) else None
-        return open_store(real, kv=kv)
+        if not os.path.isdir(real):
+            return open_store(real)
+        # (a cohort's batches are directories inside it: confined to the data directory too)
+        return open_store(real, kv=ConfinedDirectory(path, real, root),
+                          sub_stores=lambda inner: ConfinedDirectory(
+                              f"{path}/{inner}", os.path.join(real, inner), root))
 
 
 def _under(path: str, root: str) -> bool:

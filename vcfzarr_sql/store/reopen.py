@@ -18,7 +18,9 @@ import threading
 from typing import Any
 
 from vcfzarr_sql.errors import StoreError
-from vcfzarr_sql.store.vcz import VczStore, open_store
+from vcfzarr_sql.store.cohort import CohortStore
+from vcfzarr_sql.store.opening import open_store
+from vcfzarr_sql.store.vcz import VczStore
 
 _opened: dict[tuple[str, str], VczStore] = {}
 _lock = threading.Lock()
@@ -59,3 +61,4 @@ def _reduce(store: VczStore) -> tuple:
 
 
 copyreg.pickle(VczStore, _reduce)
+copyreg.pickle(CohortStore, _reduce)

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from vcfzarr_sql.errors import StoreError, VcfZarrError
-from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import cohort, spec
 from vcfzarr_sql.store import derived
 from vcfzarr_sql.store.bounds import MAX_CHUNK_BYTES_VARIABLE, max_chunk_bytes
 from vcfzarr_sql.store.codecs import finished, trimmed_strings
@@ -59,7 +59,7 @@ def open_store(path: str | os.PathLike, *, storage_options: dict | None = None,
 
 
 #: Documents at the root of a Zarr store: what opening it reads first.
-_ROOT_DOCUMENTS = (".zgroup", ".zattrs", ".zmetadata", ".zarray", "zarr.json")
+ROOT_DOCUMENTS = (".zgroup", ".zattrs", ".zmetadata", ".zarray", "zarr.json")
 #: Root metadata files: rewriting or re-converting a store changes at least one of them.
 _ROOT_METADATA = (".zmetadata", ".zgroup", ".zattrs", "zarr.json")
 #: Metadata files of each array (Zarr v2, v3), read when the store has no ``.zmetadata``.
@@ -86,7 +86,8 @@ def metadata_fingerprint(path: str | os.PathLike) -> tuple | None:
     and times of its root, root metadata files, each array's metadata files when they are not
     consolidated, and the region index's chunks (a directory); of the archive (a zip file).
 
-    A rewritten, re-converted or re-indexed store has another fingerprint. None when nothing
+    A rewritten, re-converted or re-indexed store, or a cohort that gained a batch (its
+    manifest), has another fingerprint. None when nothing
     cheap tells (a URL, or nothing at ``path``).
     """
     location = os.fspath(path)
@@ -95,7 +96,7 @@ def metadata_fingerprint(path: str | os.PathLike) -> tuple | None:
     root = _file_state(location)
     if root is None or not os.path.isdir(location):
         return root
-    names = list(_ROOT_METADATA)
+    names = [*_ROOT_METADATA, cohort.MANIFEST]
     if not os.path.isfile(os.path.join(location, ".zmetadata")):
         docs = _ARRAY_METADATA[2 if os.path.isfile(os.path.join(location, ".zgroup")) else 3]
         names += [f"{c}/{doc}" for c in _entries(location) for doc in docs]
@@ -111,7 +112,7 @@ def _json(location: str, key: str, raw: bytes) -> Any:
         raise StoreError(f"{location}: {key} is not valid JSON") from None
 
 
-def _digest(documents: dict[str, bytes]) -> str:
+def digest(documents: dict[str, bytes]) -> str:
     """A digest of the root metadata documents (their keys and bytes)."""
     h = hashlib.sha256()
     for key in sorted(documents):
@@ -145,10 +146,10 @@ class VczStore:
         self.fingerprint = fingerprint
         self._lock = threading.Lock()
         self._region_index: np.ndarray | None = None
-        root_documents = self._kv.get_many(_ROOT_DOCUMENTS)
+        root_documents = self._kv.get_many(ROOT_DOCUMENTS)
         #: The root documents present (what opening read; revalidating asks for these only)
         self._root_keys = tuple(root_documents)
-        self._root_digest = _digest(root_documents)
+        self._root_digest = digest(root_documents)
         self.zarr_format, self.attrs, self.consolidated = self._read_root(root_documents)
         self.version = self._version()
         self._arrays = self._read_arrays()
@@ -499,7 +500,7 @@ class VczStore:
             return metadata_fingerprint(self.path) == self.fingerprint
         if not self._kv.revalidates:
             return False
-        return _digest(self._kv.get_many(self._root_keys)) == self._root_digest
+        return digest(self._kv.get_many(self._root_keys)) == self._root_digest
 
     # -- lifetime --------------------------------------------------------------------------
 

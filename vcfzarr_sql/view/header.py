@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.store.cohort import CohortStore
 from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.vcz import VczStore
 
@@ -47,11 +48,20 @@ def built_meta_lines(store: VczStore) -> list[str]:
     return lines
 
 
+def _definition(line: str) -> str:
+    """What a meta line defines: ``##INFO=<ID=DP`` for a structured line, else the line."""
+    return line.split(",", 1)[0] if line.startswith(("##INFO=", "##FORMAT=", "##FILTER=", "##contig=")) else line
+
+
 def header_text(store: VczStore, samples: Sequence[str], *, add_counts: bool = False,
                 genotypes: bool = True) -> str:
     """The header of the store (``vcf_header``) with ``samples`` as the sample columns,
     without the lines htslib added while the converter read the records; for a store without
     ``vcf_header``, :func:`built_meta_lines`.
+
+    For a cohort (:class:`~vcfzarr_sql.store.cohort.CohortStore`) whose ``samples`` all came
+    from one input, that input's own header comes first (its meta lines as they were), then the
+    definitions of the other batches it lacks.
 
     ``add_counts``: declare INFO/AC and INFO/AN if the store does not (bcftools does so when
     it recomputes them for a subset of samples). ``genotypes=False`` (``-G``): no
@@ -63,6 +73,11 @@ def header_text(store: VczStore, samples: Sequence[str], *, add_counts: bool = F
         meta = [line for line in text.splitlines() if line.startswith("##") and line not in added]
     else:
         meta = built_meta_lines(store)
+    original = store.original_header(list(samples)) if isinstance(store, CohortStore) else None
+    if original is not None:  # the samples' own input's header, then what other batches declare
+        own = [line for line in original[0].splitlines()
+               if line.startswith("##") and line not in set(original[1])]
+        meta = own + [line for line in meta if _definition(line) not in {_definition(x) for x in own}]
     if not genotypes:
         meta = [line for line in meta if not line.startswith("##FORMAT=")]
     if add_counts:

@@ -1,0 +1,223 @@
+"""A cohort grown with ``add`` reads as ``bcftools merge -m none`` of its inputs, in the order
+added; ``compact`` gives the same answers as converting that merged VCF.
+
+Expected values: bcftools' merged VCF (pysam), read by the oracle, and the store ``convert``
+makes of it (queried with the same SQL). Batches: simulated (:mod:`cohort_support`:
+overlapping and disjoint samples and sites, multi-allelic records that differ, a haploid
+batch, a batch whose header lists contigs in another order, three contigs) and the corpus's
+``sample.vcf.gz`` split by samples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+from pathlib import Path
+
+import numpy as np
+import oracle
+import pysam
+import pytest
+from cohort_support import POOL, merged, write_batch
+from corpus import CORPUS
+
+import vcfzarr_sql
+from vcfzarr_sql.cli.compact import compact
+from vcfzarr_sql.converter import convert
+from vcfzarr_sql.converter.cohort import DuplicateSampleError, add
+from vcfzarr_sql.format import summaries as sc
+from vcfzarr_sql.query.genotype_stats import COLUMNS as GT_COLUMNS
+from vcfzarr_sql.store import open_store
+from vcfzarr_sql.store.cohort import CohortStore
+from vcfzarr_sql.view import Selection, view
+
+FORMAT_FIELDS = ("GT", "AD", "DP", "GQ", "FT")
+
+
+def _batches(directory: Path) -> list[Path]:
+    """Four batches: A (the store convert makes), then B and H added together, then D."""
+    at = {site: i for i, site in enumerate(POOL)}
+    a = [s for s in POOL if s not in (POOL[3], POOL[6], POOL[13])]
+    b = [POOL[3], POOL[2], POOL[1], POOL[4], POOL[6], POOL[9], POOL[12], POOL[11]]  # 1:100 reordered
+    h = [POOL[0], POOL[5], POOL[7], POOL[8], POOL[13]]
+    d = [POOL[10], POOL[12]]
+    assert all(site in at for site in b + h + d)
+    return [
+        write_batch(directory / "a.vcf", ["A1", "A2", "A3"], a, seed=1),
+        write_batch(directory / "b.vcf", ["B1", "B2"], b, seed=2, contig_order=("1", "3", "2")),
+        write_batch(directory / "h.vcf", ["H1"], h, seed=3, ploidy=1),
+        write_batch(directory / "d.vcf", ["D1", "D2"], d, seed=4),
+    ]
+
+
+def _tree_hashes(root: Path, *, skip: str | None = None) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not (skip and skip in p.parts)}
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    """(cohort path, bcftools' merged VCF, the store converted from it, hashes of the cohort's
+    files before the second add, and after it)."""
+    directory = tmp_path_factory.mktemp("cohort")
+    a, b, h, d = _batches(directory)
+    store = directory / "cohort.vcz"
+    convert(a, store, variants_chunk_size=4, samples_chunk_size=2)
+    add(store, [b, h])
+    before = _tree_hashes(store)
+    add(store, [d])
+    expected = merged([a, b, h, d], directory / "merged.vcf")
+    expected_store = directory / "merged.vcz"
+    convert(expected, expected_store, variants_chunk_size=4, samples_chunk_size=2)
+    return store, expected, expected_store, before, _tree_hashes(store)
+
+
+def test_a_cohort_of_several_batches_opens_as_one_store(cohort):
+    store, _, _, _, _ = cohort
+    with open_store(store) as opened:
+        assert isinstance(opened, CohortStore)
+        assert len(opened.batches) == 4
+        assert list(opened.samples) == ["A1", "A2", "A3", "B1", "B2", "H1", "D1", "D2"]
+
+
+def test_view_writes_the_records_and_calls_bcftools_merge_writes(cohort, tmp_path):
+    store, expected, _, _, _ = cohort
+    out = tmp_path / "cohort.vcf"
+    view(store, out)
+    assert oracle.records(out) == oracle.records(expected)
+    assert oracle.calls(out, FORMAT_FIELDS) == oracle.calls(expected, FORMAT_FIELDS)
+    assert oracle.header(out).samples == oracle.header(expected).samples
+
+
+GT_LIST = ", ".join(GT_COLUMNS)
+QUERIES = [
+    "SELECT * FROM vcf_zarr('{s}')",
+    "SELECT * FROM vcf_zarr_calls('{s}')",
+    "SELECT contig, pos, ref, alt, " + GT_LIST + " FROM vcf_zarr('{s}')",
+    "SELECT * FROM vcf_zarr_sample_stats('{s}')",
+    "SELECT contig, pos, alt, fmt_GT, fmt_GT_phased, fmt_AD, " + GT_LIST +
+    " FROM vcf_zarr('{s}', region := '1:90-310,3', samples := ['H1', 'A2', 'D2'])",
+    "SELECT * FROM vcf_zarr_calls('{s}', samples := ['B2', 'H1']) WHERE pos BETWEEN 90 AND 310",
+    "SELECT * FROM vcf_zarr_sample_stats('{s}', samples := ['A3', 'H1', 'D1'], region := '1:1-200')",
+    "SELECT count(*) AS n, sum(pos) AS p FROM vcf_zarr('{s}') WHERE contig = '2' OR pos < 150",
+]
+
+
+def _rows(con, query: str, store: Path) -> list[dict]:
+    table = con.sql(query.format(s=store)).to_arrow_table()
+    return sorted(table.to_pylist(), key=repr)
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_sql_over_the_cohort_equals_sql_over_the_merged_vcf(cohort, query):
+    store, _, expected_store, _, _ = cohort
+    con = vcfzarr_sql.connect()
+    assert _rows(con, query, store) == _rows(con, query, expected_store)
+
+
+def test_pushdown_prunes_and_is_exact(cohort):
+    store, _, _, _, _ = cohort
+    con = vcfzarr_sql.connect()
+    everything = _rows(con, "SELECT contig, pos, alt, fmt_GT FROM vcf_zarr('{s}')", store)
+    pushed = _rows(con, "SELECT contig, pos, alt, fmt_GT FROM vcf_zarr('{s}') "
+                        "WHERE contig = '1' AND pos BETWEEN 100 AND 300", store)
+    assert pushed == [r for r in everything if r["contig"] == "1" and 100 <= r["pos"] <= 300]
+    dataset = vcfzarr_sql.dataset(str(store))
+    dataset.to_table(columns=["pos"], filter=(vcfzarr_sql_field("contig") == "3"))
+    stats = dataset.last_stats
+    assert stats["variant_chunks_read"] < stats["variant_chunks_total"]
+
+
+def vcfzarr_sql_field(name: str):
+    import pyarrow.dataset as ds
+
+    return ds.field(name)
+
+
+def test_scan_tasks_pickle_and_read_the_cohort(cohort):
+    store, _, expected_store, _, _ = cohort
+
+    def table(path):
+        tasks = vcfzarr_sql.scan_tasks(str(path), "calls", columns=["pos", "sample_id", "fmt_GT"])
+        return [pickle.loads(pickle.dumps(t)).to_table() for t in tasks]
+
+    def rows(tables):
+        return sorted((r for t in tables for r in t.to_pylist()), key=repr)
+
+    assert rows(table(store)) == rows(table(expected_store))
+
+
+def test_add_rewrites_no_file_it_had(cohort):
+    """Every chunk (``call_*``, ``variant_*``...) of the store and of the batches added before
+    is as it was; only the manifest changed (the commit)."""
+    _, _, _, before, after = cohort
+    kept = {k: v for k, v in before.items() if not k.endswith("manifest.json")}
+    assert any(k.startswith("call_genotype/") for k in kept)
+    assert any(k.startswith(".vcfzarr-cohort/batches/2/call_genotype/") for k in kept)
+    assert {k: after.get(k) for k in kept} == kept
+
+
+def test_adding_a_sample_name_the_cohort_has_changes_nothing(cohort, tmp_path):
+    store, _, _, _, after = cohort
+    again = write_batch(tmp_path / "again.vcf", ["Z1", "A2"], POOL[:3], seed=9)
+    with pytest.raises(DuplicateSampleError, match=r"again\.vcf\.gz: sample 'A2' is already in"):
+        add(store, [again])
+    assert _tree_hashes(store) == after
+
+
+def test_compact_gives_the_answers_and_summaries_of_the_merged_store(cohort, tmp_path):
+    store, _, expected_store, _, _ = cohort
+    out = tmp_path / "compact.vcz"
+    compact(store, out)
+    con = vcfzarr_sql.connect()
+    for query in QUERIES:
+        assert _rows(con, query, out) == _rows(con, query, expected_store), query
+    with open_store(out) as got, open_store(expected_store) as want:
+        assert not isinstance(got, CohortStore)
+        for name in (sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.HWE, sc.SAMPLE_CLASS_COUNTS):
+            np.testing.assert_array_equal(got.read_array(name), want.read_array(name))
+
+
+def test_a_corpus_file_split_by_samples_and_sites(tmp_path):
+    """``sample.vcf.gz`` (mixed ploidy, phasing, multi-allelic records, three contigs) as two
+    batches: its first sample at every record, the others at the records bcftools keeps with
+    ``-e 'POS<=1230237'``."""
+    source = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz"
+    first, rest = tmp_path / "first.vcf.gz", tmp_path / "rest.vcf.gz"
+    pysam.bcftools.view("-s", "NA00001", "-Oz", "-o", str(first), str(source), catch_stdout=False)
+    pysam.bcftools.view("-s", "^NA00001", "-e", "POS<=1230237", "-Oz", "-o", str(rest),
+                        str(source), catch_stdout=False)
+    for path in (first, rest):
+        pysam.bcftools.index(str(path), catch_stdout=False)
+    store = tmp_path / "c.vcz"
+    convert(first, store, variants_chunk_size=3)
+    add(store, [rest])
+    expected = merged([first, rest], tmp_path / "merged.vcf")
+    out = tmp_path / "cohort.vcf"
+    view(store, out)
+    fields = tuple(oracle.header(expected).format)
+    assert oracle.records(out) == oracle.records(expected)
+    assert oracle.calls(out, fields) == oracle.calls(expected, fields)
+
+
+def test_view_of_one_input_s_samples_writes_that_input_s_header(cohort, tmp_path):
+    """B's header lists contigs 1, 3, 2 (the cohort: 1, 2, 3): ``view -s B1,B2`` writes it as
+    bcftools does, the lines other batches declare after it (here: none)."""
+    store, _, _, _, _ = cohort
+    out = tmp_path / "b.vcf"
+    view(store, out, Selection(samples="B1,B2"), records=False)
+    b = store.parent / "b.vcf.gz"
+    expected = [line for line in str(pysam.bcftools.view("-h", "-s", "B1,B2", str(b))).splitlines()
+                if not line.startswith("##bcftools_view")]
+    assert out.read_text().splitlines() == expected
+
+
+def test_a_server_opens_the_cohort_confined_to_its_data_directory(cohort):
+    """The batches are read through the confined reader too (no symlink followed)."""
+    from vcfzarr_sql.store.confined import DataDirs
+
+    store, _, expected_store, _, _ = cohort
+    with DataDirs.of([store.parent]).open_store(store.name) as opened:
+        assert isinstance(opened, CohortStore)
+        with open_store(expected_store) as want:
+            np.testing.assert_array_equal(opened.read_array("call_genotype"), want.read_array("call_genotype"))

@@ -1,0 +1,21 @@
+"""``vcfzarr-sql add COHORT INPUT...``: add the samples of VCF/BCF files to a store
+(:func:`vcfzarr_sql.converter.cohort.add`)."""
+
+from __future__ import annotations
+
+import click
+
+from vcfzarr_sql.cli import options
+
+
+@click.command("add")
+@click.argument("cohort", type=click.Path(file_okay=False))
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@options.workers
+def command(cohort: str, inputs: tuple[str, ...], workers: int) -> None:
+    """Add the samples of each INPUT (a VCF/BCF file: one batch each, in order) to COHORT, a
+    store `convert` made. Its records become the union of the inputs' as `bcftools merge -m
+    none` gives it; nothing already written is rewritten; a killed add changes nothing."""
+    from vcfzarr_sql.converter.cohort import add
+
+    click.echo(f"{cohort}: {add(cohort, list(inputs), workers=workers)}")

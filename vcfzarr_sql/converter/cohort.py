@@ -1,0 +1,357 @@
+"""Growing a cohort: :func:`add` the samples of VCF/BCF files to a store.
+
+``add`` converts each input into a new batch (a plain VCF Zarr store, :func:`convert`) inside
+the cohort's hidden directory, then writes the cohort's new sites store (the union of the
+records, each batch's row of each record, :mod:`vcfzarr_sql.format.cohort`) and commits both
+by renaming a new manifest into place. Nothing written before is rewritten: a kill at any
+moment leaves the manifest naming what it named, and the next ``add`` removes what it does not
+name. ``add`` holds the lock ``convert`` takes on the store's path, so two cannot interleave.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vcfzarr_sql import __version__
+from vcfzarr_sql.converter import convert
+from vcfzarr_sql.converter.arrays import default_compressor
+from vcfzarr_sql.converter.output import output_lock
+from vcfzarr_sql.errors import OutputError, VcfZarrError
+from vcfzarr_sql.format import cohort as layout
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import summaries as sc
+from vcfzarr_sql.format.region_index import region_index
+from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_tree
+from vcfzarr_sql.store.kvstore import open_kv
+from vcfzarr_sql.store.opening import open_store, read_manifest
+from vcfzarr_sql.store.vcz import VczStore
+from vcfzarr_sql.store.vcz import open_store as open_plain
+from vcfzarr_sql.store.writer import NewArray, write_group, write_whole
+
+__all__ = ["AddSummary", "DuplicateSampleError", "add"]
+
+_STRUCTURED = re.compile(r"##(INFO|FORMAT|FILTER|contig)=<ID=([^,>]+)")
+
+
+class DuplicateSampleError(VcfZarrError):
+    """An input names a sample the cohort (or another input) already has."""
+
+
+@dataclass(frozen=True)
+class AddSummary:
+    batches: int
+    samples_added: int
+    num_samples: int
+    num_variants: int
+
+    def __str__(self) -> str:
+        return (f"added {self.samples_added} samples in {self.batches} batch(es): "
+                f"{self.num_samples} samples, {self.num_variants} records")
+
+
+@dataclass
+class _Sites:
+    """The cohort's records and metadata as the next sites store holds them."""
+
+    contig: np.ndarray
+    position: np.ndarray
+    length: np.ndarray
+    batch_rows: np.ndarray  # (records, batches)
+    ploidy: np.ndarray
+    contigs: list[str]
+    contig_lengths: list[int]
+    filters: list[str]
+    filter_descriptions: list[str]
+    samples: list[str]
+    header: str
+    header_added: list[str]
+
+
+def _input_samples(path: str) -> list[str]:
+    import cyvcf2
+
+    try:
+        vcf = cyvcf2.VCF(path)
+    except (OSError, ValueError) as err:
+        raise VcfZarrError(f"{path}: cannot read it as VCF/BCF ({err})") from None
+    try:
+        return list(vcf.samples)
+    finally:
+        vcf.close()
+
+
+def _check_new_samples(cohort: VczStore, inputs: Sequence[str]) -> None:
+    """DuplicateSampleError (nothing written yet) if an input repeats a sample name."""
+    seen = {name: cohort.path for name in cohort.samples}
+    for path in inputs:
+        for name in _input_samples(path):
+            if name in seen:
+                raise DuplicateSampleError(f"{path}: sample {name!r} is already in "
+                                           f"{seen[name]}; nothing was added")
+            seen[name] = path
+
+
+def _remove_debris(root: Path, manifest: layout.Manifest | None) -> None:
+    """Remove batch and sites directories the manifest does not name (an interrupted add's),
+    keeping the sites store it replaced (a reader may still have that one open)."""
+    keep = set() if manifest is None else {*manifest.batches, manifest.sites,
+                                           f"{layout.SITES}/{manifest.generation - 1}"}
+    for folder in (layout.BATCHES, layout.SITES):
+        for entry in sorted((root / folder).glob("*")):
+            if f"{folder}/{entry.name}" not in keep:
+                shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
+    for leftover in (root / layout.COHORT_DIR).glob("*.tmp"):
+        leftover.unlink()
+
+
+def _gt_width(store: VczStore) -> np.ndarray:
+    """Per record of a plain store: the alleles of its widest genotype (BCF's GT vector
+    length), which a missing call of a record the other batches lack takes. In a diploid store
+    with stored genotype counts, a record with a het or hom call is 2 wide; the genotypes of the
+    chunks holding any other record are read."""
+    if not store.has_array(spec.CALL_GENOTYPE):
+        return np.zeros(store.num_variants, dtype=np.int8)
+    info = store.array_info(spec.CALL_GENOTYPE)
+    width = np.full(store.num_variants, -1, dtype=np.int8)
+    if info.shape[2] == 2 and store.has_array(sc.ALLELE_COUNTS):
+        counts = store.read_array(sc.ALLELE_COUNTS)
+        width[(counts[:, :, 0] + counts[:, :, 1]).sum(axis=1) > 0] = 2
+    size = store.variants_chunk_size
+    for k in np.unique(np.flatnonzero(width < 0) // size).tolist():
+        widths = [(store.read_chunk(spec.CALL_GENOTYPE, (k, s, 0)) != spec.INT_FILL).sum(axis=2).max(axis=1, initial=0)
+                  for s in range(max(info.grid[1], 1))]
+        width[k * size : k * size + len(widths[0])] = np.max(widths, axis=0)
+    return width
+
+
+def _lengths(store: VczStore) -> np.ndarray:
+    parts = [store.variant_length(k) for k in range(store.num_variant_chunks)]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _alleles_at(store: VczStore, rows: np.ndarray) -> list[str]:
+    """REF and ALTs joined by ``,`` of records ``rows`` of ``store`` (reading their chunks)."""
+    out: dict[int, str] = {}
+    size = store.variants_chunk_size
+    for k in np.unique(rows // size).tolist():
+        alleles = store.read_chunk(spec.VARIANT_ALLELE, (k, 0))
+        for i in rows[rows // size == k].tolist():
+            out[i] = ",".join(a for a in alleles[i - k * size] if a)
+    return [out[i] for i in rows.tolist()]
+
+
+def _keys(store: VczStore, rows: np.ndarray) -> list[str]:
+    """Alleles of ``rows`` as :func:`~vcfzarr_sql.format.cohort.union_of_sites` reads them
+    (blank for rows it does not read: any record not at a shared position)."""
+    keys = [""] * store.num_variants
+    for i, key in zip(rows.tolist(), _alleles_at(store, rows)):
+        keys[i] = key
+    return keys
+
+
+def _definitions(text: str) -> dict[tuple[str, str], str]:
+    found: dict[tuple[str, str], str] = {}
+    for line in text.splitlines():
+        match = _STRUCTURED.match(line)
+        if match:
+            found.setdefault((match[1], match[2]), line)
+    return found
+
+
+def _merged_header(header: str, batch: VczStore) -> str:
+    """``header`` with the INFO/FORMAT/FILTER/contig lines of ``batch`` it lacks, and the batch's
+    samples on its ``#CHROM`` line, as ``bcftools merge`` merges headers."""
+    lines = header.rstrip("\n").split("\n")
+    known = _definitions(header)
+    new = [line for key, line in _definitions(batch.vcf_header or "").items() if key not in known]
+    columns = lines[-1].split("\t")
+    if len(columns) == 8 and batch.num_samples:
+        columns.append("FORMAT")
+    return "\n".join([*lines[:-1], *new, "\t".join([*columns, *batch.samples])]) + "\n"
+
+
+def _current_sites(cohort: VczStore) -> _Sites:
+    """The sites of the cohort as it is: its sites store's, or a plain store's own."""
+    sites = getattr(cohort, "sites", None)
+    if sites is not None:
+        batch_rows = sites.read_array(layout.BATCH_ROWS).astype(np.int64)
+        ploidy = sites.read_array(layout.PLOIDY)
+        added = list(sites.attrs.get(spec.ATTR_HEADER_ADDED, ()))
+    else:
+        batch_rows = np.arange(cohort.num_variants, dtype=np.int64)[:, None]
+        ploidy = _gt_width(cohort)
+        added = list(cohort.attrs.get(spec.ATTR_HEADER_ADDED, ()))
+    lengths = [-1] * len(cohort.contigs) if cohort.contig_lengths is None else cohort.contig_lengths.tolist()
+    return _Sites(
+        contig=cohort.read_array(spec.VARIANT_CONTIG).astype(np.int64),
+        position=cohort.read_array(spec.VARIANT_POSITION).astype(np.int64),
+        length=_lengths(cohort), batch_rows=batch_rows, ploidy=ploidy.astype(np.int8),
+        contigs=list(cohort.contigs), contig_lengths=lengths, filters=list(cohort.filters),
+        filter_descriptions=list(cohort.filter_descriptions), samples=list(cohort.samples),
+        header=cohort.vcf_header or "", header_added=added,
+    )
+
+
+def _alleles_of(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) -> list[str]:
+    """Alleles of the cohort's records ``rows``, read from the first batch holding each."""
+    holder = np.argmax(sites.batch_rows[rows] >= 0, axis=1)
+    out = [""] * len(rows)
+    for b in np.unique(holder).tolist():
+        where = np.flatnonzero(holder == b)
+        for i, key in zip(where.tolist(), _alleles_at(batches[b], sites.batch_rows[rows[where], b])):
+            out[i] = key
+    return out
+
+
+def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore) -> _Sites:
+    """``sites`` (of the stores ``batches``) with the records of ``batch`` merged in."""
+    lengths = [-1] * len(batch.contigs) if batch.contig_lengths is None else batch.contig_lengths.tolist()
+    contigs, contig_lengths = list(sites.contigs), list(sites.contig_lengths)
+    for name, length in zip(batch.contigs, lengths):
+        if name not in contigs:
+            contigs.append(name)
+            contig_lengths.append(length)
+    contig_map = np.array([contigs.index(c) for c in batch.contigs], dtype=np.int64)
+    b_contig = contig_map[batch.read_array(spec.VARIANT_CONTIG).astype(np.int64)] if batch.num_variants \
+        else np.zeros(0, dtype=np.int64)
+    b_position = batch.read_array(spec.VARIANT_POSITION).astype(np.int64)
+    key_a = (sites.contig << 33) + sites.position
+    key_b = (b_contig << 33) + b_position
+    shared = np.intersect1d(key_a, key_b)
+    rows_a = np.flatnonzero(np.isin(key_a, shared))
+    rows_b = np.flatnonzero(np.isin(key_b, shared))
+    alleles_a = [""] * len(key_a)
+    for i, key in zip(rows_a.tolist(), _alleles_of(sites, batches, rows_a)):
+        alleles_a[i] = key
+    union = layout.union_of_sites(sites.contig, sites.position, alleles_a,
+                                  b_contig, b_position, _keys(batch, rows_b))
+    first, second = union.first, union.second
+    old = first >= 0
+    batch_rows = np.full((len(first), sites.batch_rows.shape[1] + 1), -1, dtype=np.int64)
+    batch_rows[old, :-1] = sites.batch_rows[first[old]]
+    batch_rows[:, -1] = second
+    new = second >= 0
+    b_length = _lengths(batch)
+    b_width = _gt_width(batch)
+    length = np.zeros(len(first), dtype=np.int64)
+    ploidy = np.zeros(len(first), dtype=np.int8)
+    length[old], ploidy[old] = sites.length[first[old]], sites.ploidy[first[old]]
+    length[new] = np.maximum(length[new], b_length[second[new]])
+    ploidy[new] = np.maximum(ploidy[new], b_width[second[new]])
+    contig = np.where(old, sites.contig[np.maximum(first, 0)], b_contig[np.maximum(second, 0)])
+    position = np.where(old, sites.position[np.maximum(first, 0)], b_position[np.maximum(second, 0)])
+    filters, descriptions = list(sites.filters), list(sites.filter_descriptions)
+    for name, description in zip(batch.filters, batch.filter_descriptions):
+        if name not in filters:
+            filters.append(name)
+            descriptions.append(description)
+    added = sites.header_added + [line for line in batch.attrs.get(spec.ATTR_HEADER_ADDED, ())
+                                 if line not in sites.header_added]
+    return _Sites(contig, position, length, batch_rows, ploidy, contigs, contig_lengths, filters,
+                  descriptions, sites.samples + list(batch.samples),
+                  _merged_header(sites.header, batch), added)
+
+
+def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
+    """The sites store of ``sites`` at ``directory`` (a small VCF Zarr store)."""
+    def array(name: str, values: np.ndarray, dims: tuple[str, ...], dtype: str,
+              chunks: tuple[int, ...] | None = None, bitshuffle: bool = False) -> tuple[NewArray, np.ndarray]:
+        shape = values.shape
+        return NewArray(name, dtype, dims, shape, chunks or tuple(max(n, 1) for n in shape),
+                        default_compressor(bitshuffle), padding="" if dtype == "|O" else 0), values
+
+    def strings(values: list[str]) -> np.ndarray:
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+
+    records = len(sites.position)
+    index = region_index(sites.contig, sites.position, sites.length, chunk_size)
+    batches = sites.batch_rows.shape[1]
+    arrays = [
+        array(spec.VARIANT_CONTIG, sites.contig.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
+        array(spec.VARIANT_POSITION, sites.position.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
+        array(spec.VARIANT_LENGTH, sites.length.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
+        array(layout.PLOIDY, sites.ploidy.astype(np.int8), (spec.DIM_VARIANTS,), "|i1", (chunk_size,)),
+        array(layout.BATCH_ROWS, sites.batch_rows.astype(np.int32), (spec.DIM_VARIANTS, "cohort_batches"),
+              "<i4", (chunk_size, batches)),
+        array(spec.REGION_INDEX, index.astype(np.int64),
+              (spec.DIM_REGION_INDEX_VALUES, spec.DIM_REGION_INDEX_FIELDS), "<i8"),
+        array(spec.CONTIG_ID, strings(sites.contigs), (spec.DIM_CONTIGS,), "|O"),
+        array(spec.CONTIG_LENGTH, np.array(sites.contig_lengths, dtype=np.int64), (spec.DIM_CONTIGS,), "<i8"),
+        array(spec.FILTER_ID, strings(sites.filters), (spec.DIM_FILTERS,), "|O"),
+        array(spec.FILTER_DESCRIPTION, strings(sites.filter_descriptions), (spec.DIM_FILTERS,), "|O"),
+        array(spec.SAMPLE_ID, strings(sites.samples), (spec.DIM_SAMPLES,), "|O"),
+    ]
+    attrs = {spec.ATTR_VERSION: spec.WRITE_VERSION, spec.ATTR_SOURCE: f"vcfzarr-sql-{__version__} cohort",
+             spec.ATTR_HEADER: sites.header, spec.ATTR_HEADER_ADDED: sites.header_added,
+             "cohort_records": records}
+    write_group(directory, attrs, [a for a, _ in arrays])
+    for new, values in arrays:
+        write_whole(directory, new, values)
+
+
+def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, workers: int = 1,
+        show_progress: bool | None = None) -> AddSummary:
+    """Add the samples of each VCF/BCF file of ``inputs`` (one batch each, in order) to the
+    store or cohort at ``cohort`` (a local directory ``convert`` made).
+
+    Raises DuplicateSampleError if an input names a sample the cohort or an earlier input
+    has, before anything is written; OutputError if another ``add`` (or ``convert``) to the
+    cohort is running. Atomic: until the new manifest is renamed into place, readers see the
+    cohort as it was; an interrupted add leaves debris that the next one removes.
+
+    >>> add("cohort.vcz", ["new_samples.vcf.gz"])  # doctest: +SKIP
+    """
+    root = Path(cohort)
+    paths = [os.fspath(p) for p in inputs]
+    if not paths:
+        raise VcfZarrError("add: no input files")
+    if not root.is_dir():
+        raise OutputError(f"{root}: not a directory store (add grows a store convert made)")
+    base = open_plain(root)  # (checks it is a VCF Zarr store)
+    base.close()
+    with output_lock(root):
+        manifest = read_manifest(str(root), open_kv(str(root)))
+        (root / layout.BATCHES).mkdir(parents=True, exist_ok=True)
+        (root / layout.SITES).mkdir(parents=True, exist_ok=True)
+        _remove_debris(root, manifest)
+        with open_store(root) as current:
+            _check_new_samples(current, paths)
+            sites = _current_sites(current)
+            chunks = (current.variants_chunk_size, current.samples_chunk_size)
+        if manifest is None:
+            manifest = layout.Manifest(("",), (len(sites.samples),), f"{layout.SITES}/0", 0)
+        numbers = [int(p.rsplit("/", 1)[1]) for p in manifest.batches[1:]]
+        next_number = max(numbers, default=0) + 1
+        stores = [open_plain(root / p) if p else open_plain(root) for p in manifest.batches]
+        try:
+            batch_paths = list(manifest.batches)
+            for number, path in enumerate(paths, start=next_number):
+                relative = f"{layout.BATCHES}/{number}"
+                convert(path, root / relative, variants_chunk_size=chunks[0],
+                        samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress)
+                batch = open_plain(root / relative)
+                sites = _merge(sites, stores, batch)
+                stores.append(batch)
+                batch_paths.append(relative)
+            generation = manifest.generation + 1
+            sites_path = f"{layout.SITES}/{generation}"
+            _write_sites(root / sites_path, sites, chunks[0])
+            for relative in [*batch_paths[len(manifest.batches):], sites_path]:
+                sync_tree(root / relative)
+            counts = tuple(s.num_samples for s in stores)
+            commit_manifest(root, layout.Manifest(tuple(batch_paths), counts, sites_path, generation))
+        finally:
+            for store in stores:
+                store.close()
+    return AddSummary(len(paths), len(sites.samples) - sum(manifest.num_samples),
+                      len(sites.samples), len(sites.position))
+

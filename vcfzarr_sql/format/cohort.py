@@ -1,0 +1,171 @@
+"""A cohort of batches: its names, its manifest's layout, and the union of sites, with no I/O.
+
+A cohort is a directory holding a plain VCF Zarr store (the first batch, what ``convert``
+made) and, once samples were added, a hidden directory :data:`COHORT_DIR` beside its arrays:
+
+* ``batches/<n>/``: each added batch, a plain VCF Zarr store written by ``convert``;
+* ``sites/<g>/``: generation ``g`` of the cohort's sites: a small VCF Zarr store of the union
+  of the batches' records (``variant_contig``, ``variant_position``, ``variant_length``,
+  ``region_index`` over the cohort's own variant chunks), :data:`BATCH_ROWS` (for each
+  cohort record, its row in each batch, -1 where the batch lacks it) and :data:`PLOIDY` (the
+  ploidy of a missing call at that record, as ``bcftools merge`` writes it), and the merged
+  VCF header as its ``vcf_header``;
+* ``manifest.json``: the committed batches and the sites generation (:func:`parse_manifest`).
+  Written last, by an atomic rename: what it names is the cohort; anything else is debris.
+
+Records are merged as ``bcftools merge -m none`` merges them (:func:`union_of_sites`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from vcfzarr_sql.errors import StoreError
+
+#: The cohort's own directory, inside the first batch's store directory.
+COHORT_DIR = ".vcfzarr-cohort"
+MANIFEST = f"{COHORT_DIR}/manifest.json"
+LOCK = f"{COHORT_DIR}/lock"
+BATCHES = f"{COHORT_DIR}/batches"
+SITES = f"{COHORT_DIR}/sites"
+#: The value of the manifest's ``format`` key, and the version this code writes and reads.
+MANIFEST_FORMAT = "vcfzarr-sql cohort"
+MANIFEST_VERSION = 1
+#: Arrays of the sites store beyond the VCF Zarr ones.
+BATCH_ROWS = "cohort_batch_rows"
+PLOIDY = "cohort_missing_ploidy"
+#: INFO fields ``bcftools merge`` adds up over the batches of a record (its default
+#: ``--info-rules DP:sum,DP4:sum``), and those it computes from the merged genotypes.
+SUMMED_INFO = ("DP", "DP4")
+COUNTED_INFO = ("AC", "AN")
+
+_BATCH_PATH = re.compile(rf"{re.escape(BATCHES)}/[0-9]+")
+_SITES_PATH = re.compile(rf"{re.escape(SITES)}/[0-9]+")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What a committed cohort is: its batches' directories (``""``: the first batch, the
+    cohort's own directory) with their sample counts, in the order they were added, and its
+    sites store."""
+
+    batches: tuple[str, ...]
+    num_samples: tuple[int, ...]
+    sites: str
+    generation: int
+
+    def as_json(self) -> dict:
+        return {
+            "format": MANIFEST_FORMAT,
+            "version": MANIFEST_VERSION,
+            "generation": self.generation,
+            "batches": [{"path": p, "samples": n} for p, n in zip(self.batches, self.num_samples)],
+            "sites": self.sites,
+        }
+
+
+def parse_manifest(where: str, document: object) -> Manifest:
+    """The manifest in ``document`` (parsed JSON); StoreError naming ``where`` if it is not one
+    (paths other than this layout's are refused: a manifest names nothing outside the cohort).
+
+    >>> parse_manifest("c", {"format": MANIFEST_FORMAT, "version": 1, "generation": 2,
+    ...     "batches": [{"path": "", "samples": 3}, {"path": BATCHES + "/1", "samples": 1}],
+    ...     "sites": SITES + "/2"}).batches
+    ('', '.vcfzarr-cohort/batches/1')
+    >>> parse_manifest("c", {"format": MANIFEST_FORMAT, "version": 1, "generation": 2,
+    ...     "batches": [{"path": "../x", "samples": 1}], "sites": SITES + "/2"})
+    Traceback (most recent call last):
+    ...
+    vcfzarr_sql.errors.StoreError: c: manifest.json is not a cohort manifest (batch path '../x')
+    """
+    def bad(detail: str) -> StoreError:
+        return StoreError(f"{where}: manifest.json is not a cohort manifest ({detail})")
+
+    if not isinstance(document, dict) or document.get("format") != MANIFEST_FORMAT:
+        raise bad("no format key")
+    if document.get("version") != MANIFEST_VERSION:
+        raise bad(f"version {document.get('version')!r}, this reader reads {MANIFEST_VERSION}")
+    batches = document.get("batches")
+    if not isinstance(batches, list) or not batches:
+        raise bad("no batches")
+    paths, counts = [], []
+    for i, batch in enumerate(batches):
+        path = batch.get("path") if isinstance(batch, dict) else None
+        samples = batch.get("samples") if isinstance(batch, dict) else None
+        if not isinstance(path, str) or (path != "" if i == 0 else not _BATCH_PATH.fullmatch(path)):
+            raise bad(f"batch path {path!r}")
+        if not isinstance(samples, int) or samples < 0:
+            raise bad(f"batch {path!r} sample count {samples!r}")
+        paths.append(path)
+        counts.append(samples)
+    sites, generation = document.get("sites"), document.get("generation")
+    if not isinstance(sites, str) or not _SITES_PATH.fullmatch(sites):
+        raise bad(f"sites path {sites!r}")
+    if not isinstance(generation, int):
+        raise bad(f"generation {generation!r}")
+    return Manifest(tuple(paths), tuple(counts), sites, generation)
+
+
+@dataclass(frozen=True)
+class Union:
+    """Records of the union of two record lists: for each, its row in the first list and in
+    the second (-1 where that list lacks it)."""
+
+    first: np.ndarray
+    second: np.ndarray
+
+
+def union_of_sites(
+    contig_a: np.ndarray, pos_a: np.ndarray, alleles_a: list[str],
+    contig_b: np.ndarray, pos_b: np.ndarray, alleles_b: list[str],
+) -> Union:
+    """The union of records ``a`` (the cohort's, in its order) and ``b`` (a new batch's), as
+    ``bcftools merge -m none`` orders it: by contig (ids in the cohort's contig order) and
+    POS; at one contig and POS, ``a``'s records in their order, then those of ``b`` that
+    ``a`` lacks in theirs. Records with the same contig, POS and alleles (REF and ALT, in
+    order) are one record; ``alleles_*`` holds them joined by ``,``, and only those at a
+    (contig, POS) both lists have are read. The k-th record of a key in ``a`` pairs with the
+    k-th in ``b``.
+
+    >>> u = union_of_sites(np.array([0, 0, 1]), np.array([10, 20, 5]), ["A,C", "G,T", "C,G"],
+    ...                    np.array([0, 0, 2]), np.array([20, 20, 7]), ["G,C", "G,T", "C,A"])
+    >>> u.first.tolist(), u.second.tolist()
+    ([0, 1, -1, 2, -1], [-1, 1, 0, -1, 2])
+    """
+    key_a = _position_keys(contig_a, pos_a)
+    key_b = _position_keys(contig_b, pos_b)
+    if len(key_a) > 1 and (np.diff(key_a) < 0).any():
+        raise StoreError("the cohort's records are not sorted by contig (in the order of its "
+                         "contigs) and position, as bcftools merge needs them")
+    shared = np.intersect1d(key_a, key_b)
+    match_b = np.full(len(key_b), -1, dtype=np.int64)
+    in_a = np.flatnonzero(np.isin(key_a, shared))
+    waiting: dict[tuple[int, str], list[int]] = {}
+    for i in in_a.tolist():
+        waiting.setdefault((int(key_a[i]), alleles_a[i]), []).append(i)
+    for j in np.flatnonzero(np.isin(key_b, shared)).tolist():
+        rows = waiting.get((int(key_b[j]), alleles_b[j]))
+        if rows:
+            match_b[j] = rows.pop(0)
+    only_b = np.flatnonzero(match_b < 0)
+    # Sort: by position key, then the cohort's records before the batch's, then in order.
+    keys = np.concatenate([key_a, key_b[only_b]])
+    side = np.r_[np.zeros(len(key_a), np.int8), np.ones(len(only_b), np.int8)]
+    seq = np.r_[np.arange(len(key_a)), only_b]
+    order = np.lexsort((seq, side, keys))
+    first = np.where(side[order] == 0, seq[order], -1)
+    second = np.full(len(order), -1, dtype=np.int64)
+    row_of_a = np.full(len(key_a), -1, dtype=np.int64)
+    row_of_a[first[first >= 0]] = np.flatnonzero(first >= 0)
+    matched = np.flatnonzero(match_b >= 0)
+    second[row_of_a[match_b[matched]]] = matched
+    second[np.flatnonzero(side[order] == 1)] = seq[order][side[order] == 1]
+    return Union(first.astype(np.int64), second)
+
+
+def _position_keys(contig: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """One sortable int64 per record: contig id, then POS."""
+    return (np.asarray(contig, dtype=np.int64) << 33) + np.asarray(pos, dtype=np.int64)

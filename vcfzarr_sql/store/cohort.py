@@ -1,0 +1,495 @@
+"""A cohort of several batches read as one store (:mod:`vcfzarr_sql.format.cohort`).
+
+:class:`CohortStore` is a :class:`~vcfzarr_sql.store.vcz.VczStore` whose arrays are the
+cohort's: records are the union of the batches' (``bcftools merge -m none``), samples are the
+batches' in the order they were added. Its metadata and the small arrays (contigs, filters,
+samples, ``variant_position``, ``variant_contig``, ``variant_length``, the region index) are
+the sites store's; every other chunk is assembled from the chunks of the batches that hold its
+records, which is why it has no bytes of its own (:meth:`CohortStore.read_chunk_bytes` is
+None for those). Everything above ``store/`` (the one executor, ``view``, statistics, scan
+tasks) reads a cohort as it reads a plain store.
+
+A sample's call at a record its batch lacks is missing: GT ``./.`` (as many alleles as the
+widest genotype of the record, as bcftools writes it), other FORMAT fields ``.``. Site values
+of a record several batches hold follow ``bcftools merge``'s default rules: QUAL the largest,
+ID the distinct IDs joined by ``;``, FILTER the union of the filters set (PASS only if no
+batch set another, ``.`` if none set any), INFO/DP and INFO/DP4 added up, INFO/AC and INFO/AN
+counted from the merged genotypes, INFO fields of Number=A, R and G value by value from the
+last batch giving that value, any other INFO field the first batch's (in the order added) that
+gives it a value.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import pyarrow as pa
+
+from vcfzarr_sql.errors import StoreError
+from vcfzarr_sql.format import cohort as layout
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import summaries as sc
+from vcfzarr_sql.store.fields import FORMAT, INFO, describe_fields
+from vcfzarr_sql.store.header import parse_header
+from vcfzarr_sql.store.kvstore import KeyValueStore
+from vcfzarr_sql.store.metadata import ArrayInfo
+from vcfzarr_sql.store.vcz import VczStore
+
+#: Dimensions of INFO fields of Number=A, R and G: bcftools merges them value by value.
+_PER_ALLELE = (spec.DIM_ALT_ALLELES, spec.DIM_ALLELES, spec.DIM_GENOTYPES)
+#: Arrays a cohort takes from its sites store.
+_FROM_SITES = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.VARIANT_LENGTH, spec.CONTIG_ID,
+               spec.CONTIG_LENGTH, spec.FILTER_ID, spec.FILTER_DESCRIPTION, spec.SAMPLE_ID)
+#: Arrays of a batch the cohort does not show: its own index, the genotype counts that do not
+#: add up over batches (HWE p-values; per-sample counts per variant chunk, whose chunks are not
+#: the cohort's), and the per-record counts, which the cohort adds up (:data:`_ADDED`).
+_NOT_SHOWN = (spec.REGION_INDEX, sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.HWE, sc.SAMPLE_CLASS_COUNTS)
+#: Per-record genotype counts a cohort adds up over its batches (when every batch has them):
+#: the ``gt_`` columns over all samples then read no genotypes (HWE is computed from them).
+_ADDED = (sc.ALLELE_COUNTS, sc.CALL_COUNTS)
+
+
+def _promoted(infos: list[ArrayInfo]) -> np.dtype:
+    if any(i.dtype.kind in "OUS" for i in infos):
+        return np.dtype(object)
+    return np.result_type(*(i.decoded_dtype for i in infos))
+
+
+class CohortStore(VczStore):
+    """The batches ``batches`` (plain stores, the first at ``path``) and the sites store
+    ``sites`` of a committed cohort, read as one store. ``kv``: the cohort directory's own
+    key/value store (what opening revalidates)."""
+
+    def __init__(
+        self,
+        path: str,
+        kv: KeyValueStore,
+        batches: list[VczStore],
+        sites: VczStore,
+        *,
+        fingerprint: tuple | None = None,
+        storage_options: dict | None = None,
+        root_keys: tuple[str, ...] = (),
+        root_digest: str = "",
+    ):
+        # (no VczStore.__init__: every attribute it sets is set here, from the batches)
+        base = batches[0]
+        self.path = path
+        self._kv = kv
+        self.storage_options = dict(storage_options or {})
+        self.fingerprint = fingerprint
+        self._lock = threading.Lock()
+        self._region_index = None
+        self._kept: dict[tuple[int, str, tuple[int, ...]], np.ndarray] = {}
+        self._root_keys, self._root_digest = root_keys, root_digest
+        self.batches, self.sites = batches, sites
+        self.zarr_format, self.consolidated = base.zarr_format, None
+        self.version = sites.version
+        self.attrs = dict(base.attrs) | {spec.ATTR_HEADER: sites.vcf_header}
+        self.complete_chunks = True
+        self.vcf_header = sites.vcf_header
+        self.samples = sites.samples
+        self.contigs = sites.contigs
+        self.contig_lengths = sites.contig_lengths
+        self.filters = sites.filters
+        self.filter_descriptions = sites.filter_descriptions
+        self.num_variants = sites.num_variants
+        self.variants_chunk_size = sites.variants_chunk_size
+        self.num_variant_chunks = sites.num_variant_chunks
+        self.num_samples = len(self.samples)
+        if self.num_samples != sum(b.num_samples for b in batches):
+            raise StoreError(f"{path}: the cohort's batches hold {sum(b.num_samples for b in batches)} "
+                             f"samples, its sites store names {self.num_samples}")
+        self.samples_chunk_size = base.samples_chunk_size
+        self.num_sample_chunks = -(-self.num_samples // self.samples_chunk_size)
+        self._offsets = np.cumsum([0, *(b.num_samples for b in batches)]).tolist()
+        self._filter_maps = [np.array([self.filters.index(f) for f in b.filters], dtype=np.int64)
+                             for b in batches]
+        self._arrays = self._cohort_arrays()
+        header = parse_header(self.vcf_header) if self.vcf_header else None
+        self.info_fields = describe_fields(INFO, self._arrays, header)
+        self.format_fields = describe_fields(FORMAT, self._arrays, header)
+
+    def _cohort_arrays(self) -> dict[str, ArrayInfo]:
+        """The cohort's arrays: the sites store's small ones, and for every other array of a
+        batch along ``variants``, one as long as the cohort and as wide as the widest batch's."""
+        arrays = {name: self.sites.array_info(name) for name in _FROM_SITES
+                  if self.sites.has_array(name)}
+        found: dict[str, list[ArrayInfo]] = {}
+        for batch in self.batches:
+            for name in batch.array_names:
+                info = batch.array_info(name)
+                if name in arrays or name in _NOT_SHOWN or info.dims[:1] != (spec.DIM_VARIANTS,):
+                    continue
+                if any(c != n for c, n in zip(info.chunks[1:], info.shape[1:]) if c) and \
+                        info.dims[1:2] != (spec.DIM_SAMPLES,):
+                    raise StoreError(f"{batch.path}: array {name} is chunked along "
+                                     f"{info.dims[1:]}; a cohort's batches are chunked only "
+                                     "along variants and samples")
+                found.setdefault(name, []).append(info)
+        if all(b.has_array(n) for b in self.batches for n in _ADDED):
+            for name in _ADDED:
+                infos = [b.array_info(name) for b in self.batches]
+                trailing = [max(i.shape[k] for i in infos) for k in range(1, len(infos[0].shape))]
+                arrays[name] = replace(infos[0], shape=(self.num_variants, *trailing),
+                                       chunks=(self.variants_chunk_size, *trailing),
+                                       dtype=np.dtype(np.int32), fill_value=0)
+        for name, infos in found.items():
+            first = infos[0]
+            trailing = [max(i.shape[k] for i in infos) for k in range(1, len(first.shape))]
+            chunks = [self.variants_chunk_size, *trailing]
+            if first.dims[1:2] == (spec.DIM_SAMPLES,):
+                trailing[0], chunks[1] = self.num_samples, self.samples_chunk_size
+            if name == spec.VARIANT_FILTER:
+                trailing[0] = chunks[1] = len(self.filters)
+            dtype = _promoted(infos)
+            if name[len(spec.INFO_PREFIX):] in layout.SUMMED_INFO + layout.COUNTED_INFO and dtype.kind in "iu":
+                dtype = np.promote_types(dtype, np.int32)  # (sums and counts outgrow a batch's type)
+            arrays[name] = replace(first, shape=(self.num_variants, *trailing),
+                                   chunks=tuple(max(c, 1) for c in chunks), dtype=dtype,
+                                   fill_value=_fill(first))
+        return arrays
+
+    # -- chunks ------------------------------------------------------------------------------
+
+    def read_chunk_bytes(self, name: str, chunk: tuple[int, ...]) -> bytes | None:
+        """The sites store's bytes for its arrays; None for the others, which no file holds
+        (:meth:`decode_chunk` assembles them from the batches)."""
+        self.array_info(name)
+        return self.sites.read_chunk_bytes(name, chunk) if name in _FROM_SITES else None
+
+    def read_chunks_bytes(
+        self, keys: list[tuple[str, tuple[int, ...]]]
+    ) -> dict[tuple[str, tuple[int, ...]], bytes | None]:
+        return {(name, chunk): self.read_chunk_bytes(name, chunk) for name, chunk in keys}
+
+    def decode_chunk(self, name: str, raw: bytes | None, chunk: tuple[int, ...]) -> np.ndarray:
+        if name in _FROM_SITES:
+            return self.sites.decode_chunk(name, raw, chunk)
+        return self._assemble(name, chunk)
+
+    def decode_chunk_strings(self, name: str, raw: bytes | None, chunk: tuple[int, ...]) -> pa.Array:
+        return pa.array(self.decode_chunk(name, raw, chunk).ravel(), type=pa.string())
+
+    def read_array(self, name: str) -> np.ndarray:
+        if name in _FROM_SITES:
+            return self.sites.read_array(name)
+        info = self.array_info(name)
+        parts = [self.read_chunk(name, (k, *([0] * (len(info.shape) - 1))))
+                 for k in range(max(info.grid[0], 1))]
+        if info.dims[1:2] == (spec.DIM_SAMPLES,):
+            parts = [np.concatenate([self.read_chunk(name, (k, s, *([0] * (len(info.shape) - 2))))
+                                     for s in range(max(info.grid[1], 1))], axis=1)
+                     for k in range(max(info.grid[0], 1))]
+        return np.concatenate(parts)[: info.shape[0]]
+
+    @property
+    def region_index(self) -> np.ndarray:
+        return self.sites.region_index
+
+    def original_header(self, samples: list[str]) -> tuple[str, list[str]] | None:
+        """The VCF header text of the input that brought ``samples`` (and the lines htslib added
+        to it while converting), when they all came from one batch; else None."""
+        for batch in self.batches:
+            if samples and set(samples) <= set(batch.samples.tolist()) and batch.vcf_header:
+                return batch.vcf_header, list(batch.attrs.get(spec.ATTR_HEADER_ADDED, ()))
+        return None
+
+    def close(self) -> None:
+        for store in (*self.batches, self.sites):
+            store.close()
+        self._kv.close()
+
+    def __repr__(self) -> str:
+        return (f"CohortStore({self.path!r}, batches={len(self.batches)}, "
+                f"variants={self.num_variants}, samples={self.num_samples})")
+
+    # -- assembling a chunk from the batches ----------------------------------------------------
+
+    def _batch_rows(self, chunk_index: int) -> np.ndarray:
+        """(records of the chunk, batches): each record's row in each batch, -1 if it has none."""
+        return self.sites.read_chunk(layout.BATCH_ROWS, (chunk_index, 0)).astype(np.int64)
+
+    def _assemble(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
+        info = self.array_info(name)
+        bounds = info.chunk_bounds(chunk)
+        rows = self._batch_rows(chunk[0])[: bounds[0].stop]
+        if name in _ADDED:
+            return self._added_counts(name, info, rows)
+        if info.dims[1:2] == (spec.DIM_SAMPLES,):
+            lo = chunk[1] * info.chunks[1]
+            return self._calls(name, info, rows, chunk[0], lo, lo + bounds[1].stop)
+        return self._sites_values(name, info, rows, chunk[0])
+
+    def _from_batch(self, b: int, name: str, rows: np.ndarray, samples: range | None,
+                    info: ArrayInfo, fill: object | None = None) -> np.ndarray:
+        """Array ``name`` of batch ``b`` at its ``rows``, for its samples ``samples``
+        (local indexes; None: no samples axis), widened to the cohort's ``info`` with fill."""
+        batch = self.batches[b]
+        own = batch.array_info(name)
+        size = own.chunks[0]
+        first = int(rows.min()) // size
+        parts = []
+        for k in range(first, int(rows.max()) // size + 1):
+            if samples is None:
+                parts.append(self._batch_chunk(b, name, (k, *([0] * (len(own.shape) - 1)))))
+                continue
+            width = own.chunks[1]
+            grid = range(samples.start // width, (samples.stop - 1) // width + 1)
+            rest = [0] * (len(own.shape) - 2)
+            joined = np.concatenate([batch.read_chunk(name, (k, s, *rest)) for s in grid], axis=1)
+            start = samples.start - grid.start * width
+            parts.append(joined[:, start : start + len(samples)])
+        values = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        values = values[rows - first * size]
+        wide = info.shape[1:] if samples is None else info.shape[2:]
+        have = values.shape[1:] if samples is None else values.shape[2:]
+        if tuple(wide) == tuple(have) and values.dtype == info.decoded_dtype:
+            return values
+        out = np.full((*values.shape[: values.ndim - len(have)], *wide),
+                      _fill(info) if fill is None else fill, dtype=info.decoded_dtype)
+        where: tuple[slice, ...] = tuple(slice(0, n) for n in values.shape)
+        out[where] = values
+        return out
+
+    def _added_counts(self, name: str, info: ArrayInfo, rows: np.ndarray) -> np.ndarray:
+        """The stored per-record genotype counts of the batches added up: a batch lacking a
+        record adds its samples as missing calls; a record some batch did not count
+        (``NOT_COUNTED``) is not counted."""
+        out = np.zeros((len(rows), *info.shape[1:]), dtype=np.int64)
+        uncounted = np.zeros(len(rows), dtype=bool)
+        for b, batch in enumerate(self.batches):
+            have = rows[:, b] >= 0
+            if name == sc.CALL_COUNTS:
+                out[~have, sc.MISSING] += batch.num_samples
+            if not have.any():
+                continue
+            values = self._from_batch(b, name, rows[have, b], None, info, fill=0).astype(np.int64)
+            if name == sc.CALL_COUNTS:
+                uncounted[have] |= values[:, sc.CALLED] == sc.NOT_COUNTED
+                if info.shape[1] > sc.ALLELES:
+                    out[have, sc.ALLELES] = values[:, sc.ALLELES]
+                    values[:, sc.ALLELES] = 0
+            out[have] += values
+        if name == sc.CALL_COUNTS:
+            out[uncounted, sc.CALLED] = sc.NOT_COUNTED
+        return out.astype(np.int32)
+
+    def _batch_chunk(self, b: int, name: str, chunk: tuple[int, ...]) -> np.ndarray:
+        """Chunk ``chunk`` of a batch's array without a samples axis; those chunked in more
+        records than a variant chunk (the stored counts: each cohort chunk would decode them
+        again) are kept, the last few read."""
+        batch = self.batches[b]
+        if batch.array_info(name).chunks[0] == batch.variants_chunk_size:
+            return batch.read_chunk(name, chunk)
+        key = (b, name, chunk)
+        with self._lock:
+            found = self._kept.get(key)
+        if found is None:
+            found = batch.read_chunk(name, chunk)
+            with self._lock:
+                self._kept[key] = found
+                while len(self._kept) > 4 * len(self.batches):
+                    del self._kept[next(iter(self._kept))]
+        return found
+
+    def _calls(self, name: str, info: ArrayInfo, rows: np.ndarray, chunk_index: int,
+               lo: int, hi: int) -> np.ndarray:
+        """Samples ``lo`` to ``hi`` of array ``name`` (with a samples axis) at the records whose
+        batch rows are ``rows``: each batch's calls where it has the record, else missing."""
+        out = np.empty((len(rows), hi - lo, *info.shape[2:]), dtype=info.decoded_dtype)
+        out[...] = _missing_call(info)
+        if name == spec.CALL_GENOTYPE:
+            ploidy = self.sites.read_chunk(layout.PLOIDY, (chunk_index,))[: len(rows)]
+            out[...] = np.where(np.arange(info.shape[2]) < ploidy[:, None, None],
+                                spec.INT_MISSING, spec.INT_FILL)
+        for b, batch in enumerate(self.batches):
+            start, stop = max(lo, self._offsets[b]), min(hi, self._offsets[b + 1])
+            have = rows[:, b] >= 0
+            if start >= stop or not have.any() or not batch.has_array(name):
+                continue
+            local = range(start - self._offsets[b], stop - self._offsets[b])
+            values = self._from_batch(b, name, rows[have, b], local, info)
+            out[np.flatnonzero(have)[:, None], np.arange(start - lo, stop - lo)] = values
+        return out
+
+    def _sites_values(self, name: str, info: ArrayInfo, rows: np.ndarray, chunk_index: int) -> np.ndarray:
+        """Array ``name`` (without a samples axis) at the records whose batch rows are ``rows``,
+        merged over the batches that hold each record by ``bcftools merge``'s rules."""
+        fill = _fill(info)
+        given: list[tuple[np.ndarray, np.ndarray]] = []  # (where, values) per batch with the array
+        for b, batch in enumerate(self.batches):
+            have = rows[:, b] >= 0
+            if not have.any() or not batch.has_array(name):
+                continue
+            values = self._from_batch(b, name, rows[have, b], None, info)
+            if name == spec.VARIANT_FILTER:
+                values = _filter_columns(values, self._filter_maps[b], len(self.filters))
+            given.append((np.flatnonzero(have), values))
+        out = np.full((len(rows), *info.shape[1:]), fill, dtype=info.decoded_dtype)
+        if name == spec.VARIANT_FILTER:
+            return _merged_filters(given, out, self.filters)
+        if name == spec.VARIANT_ID:
+            return _merged_ids(given, out)
+        field = name[len(spec.INFO_PREFIX):]
+        if field in layout.COUNTED_INFO and spec.CALL_GENOTYPE in self._arrays:
+            return self._counted(field, info, chunk_index, len(rows))
+        combine = _first_given
+        if info.dims[1:2] and info.dims[1] in _PER_ALLELE:
+            combine = _last_per_element
+        if name == spec.VARIANT_QUALITY:
+            combine = _largest
+        elif field in layout.SUMMED_INFO and info.decoded_dtype.kind in "iu":
+            combine = _summed
+        return combine(given, out)
+
+    def _counted(self, field: str, info: ArrayInfo, chunk_index: int, records: int) -> np.ndarray:
+        """INFO/AC or INFO/AN of the chunk's records, counted over all the cohort's genotypes
+        (what ``bcftools merge`` writes when the merged header declares them)."""
+        gt_info = self.array_info(spec.CALL_GENOTYPE)
+        gt = np.concatenate([self.read_chunk(spec.CALL_GENOTYPE, (chunk_index, s, 0))
+                             for s in range(max(gt_info.grid[1], 1))], axis=1)[:records]
+        if field == "AN":
+            return (gt >= 0).sum(axis=(1, 2)).astype(info.decoded_dtype).reshape(records, *info.shape[1:])
+        alleles = self.read_chunk(spec.VARIANT_ALLELE, (chunk_index, 0))[:records]
+        alts = (alleles[:, 1:] != spec.STR_FILL).sum(axis=1)
+        out = np.full((records, *info.shape[1:]), spec.INT_FILL, dtype=info.decoded_dtype)
+        for k in range(out.shape[1]):
+            counts = (gt == k + 1).sum(axis=(1, 2))
+            out[:, k] = np.where(k < alts, counts, spec.INT_FILL)
+        return out
+
+
+# -- values: what fills, what is missing, what merges ------------------------------------------
+
+
+def _fill(info: ArrayInfo) -> object:
+    kind = info.decoded_dtype.kind
+    if kind == "O":
+        return spec.STR_FILL
+    if kind == "b":
+        return False
+    if kind == "f":
+        return spec.FLOAT32_FILL
+    return spec.INT_FILL
+
+
+def _missing_call(info: ArrayInfo) -> np.ndarray:
+    """The value of a call at a record its batch lacks: missing, then fill (a mask: True)."""
+    kind = info.decoded_dtype.kind
+    shape = info.shape[2:]
+    if kind == "b":
+        masked = info.name.startswith(spec.MASK_PREFIX) or info.name.endswith("_mask")
+        return np.full(shape, masked, dtype=bool)
+    missing = {"O": spec.STR_MISSING, "f": spec.FLOAT32_MISSING}.get(kind, spec.INT_MISSING)
+    out = np.full(shape, _fill(info), dtype=info.decoded_dtype)
+    out[(0,) * len(shape)] = missing
+    return out
+
+
+def _missing_elements(values: np.ndarray) -> np.ndarray:
+    """Which elements hold no value: missing or fill (a Flag: not set)."""
+    kind = values.dtype.kind
+    if kind == "b":
+        return ~values
+    if kind == "O":
+        return (values == spec.STR_MISSING) | (values == spec.STR_FILL)
+    if kind == "f":
+        bits = values.astype(np.float32).view(np.uint32)
+        return (bits == spec.FLOAT32_MISSING_BITS) | (bits == spec.FLOAT32_FILL_BITS)
+    return (values == spec.INT_MISSING) | (values == spec.INT_FILL)
+
+
+def _has_value(values: np.ndarray) -> np.ndarray:
+    """Per record: whether any element holds a value (not missing, not fill; a Flag: set)."""
+    held = ~_missing_elements(values.reshape(len(values), -1))
+    return np.asarray(held.any(axis=1), dtype=bool)
+
+
+Merge = Callable[[list[tuple[np.ndarray, np.ndarray]], np.ndarray], np.ndarray]
+
+
+def _first_given(given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> np.ndarray:
+    """Each record's value from the first batch that gives it one, else from the first batch
+    that has the record (its missing value)."""
+    done = np.zeros(len(out), dtype=bool)
+    for where, values in reversed(given):  # (the first batch with the record, last)
+        out[where] = values
+    for where, values in given:
+        take = _has_value(values) & ~done[where]
+        out[where[take]] = values[take]
+        done[where[take]] = True
+    return out
+
+
+def _last_per_element(given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> np.ndarray:
+    """INFO of Number=A, R or G: each value from the last batch that gives that value (bcftools
+    merge writes each batch's values over the last's, skipping missing ones)."""
+    _first_given(given, out)
+    for where, values in given:
+        held = ~_missing_elements(values)
+        target = out[where]
+        target[held] = values[held]
+        out[where] = target
+    return out
+
+
+def _largest(given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> np.ndarray:
+    """QUAL: the largest given, else missing."""
+    best = np.full(len(out), -np.inf)
+    for where, values in given:
+        held = _has_value(values)
+        best[where[held]] = np.maximum(best[where[held]], values[held].astype(np.float64))
+    out[:] = spec.FLOAT32_MISSING
+    found = best > -np.inf
+    out[found] = best[found]
+    return out
+
+
+def _summed(given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> np.ndarray:
+    """INFO/DP, INFO/DP4: the sum of the values given, element by element (missing where none
+    gives one)."""
+    total = np.zeros(out.shape, dtype=np.int64)
+    held_any = np.zeros(out.shape, dtype=bool)
+    for where, values in given:
+        held = (values != spec.INT_MISSING) & (values != spec.INT_FILL)
+        total[where] += np.where(held, values, 0)
+        held_any[where] |= held
+    _first_given(given, out)
+    out[held_any] = total[held_any]
+    return out
+
+
+def _merged_ids(given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> np.ndarray:
+    """ID: the distinct IDs the batches give, in order, joined by ``;`` (``.`` if none)."""
+    ids: list[list[str]] = [[] for _ in range(len(out))]
+    for where, values in given:
+        for i, value in zip(where.tolist(), values.tolist()):
+            for one in str(value).split(";"):
+                if one not in (spec.STR_MISSING, spec.STR_FILL) and one not in ids[i]:
+                    ids[i].append(one)
+    out[:] = [";".join(i) if i else spec.STR_MISSING for i in ids]
+    return out
+
+
+def _filter_columns(values: np.ndarray, columns: np.ndarray, width: int) -> np.ndarray:
+    """A batch's FILTER flags with the cohort's filter columns."""
+    out = np.zeros((len(values), width), dtype=bool)
+    out[:, columns] = values[:, : len(columns)]
+    return out
+
+
+def _merged_filters(given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray,
+                    filters: list[str]) -> np.ndarray:
+    """FILTER: the union of the filters set; PASS where no batch set another but one passed."""
+    out[:] = False
+    for where, values in given:
+        out[where] |= values
+    if "PASS" in filters:
+        passed = filters.index("PASS")
+        others = np.delete(out, passed, axis=1).any(axis=1)
+        out[others, passed] = False
+    return out

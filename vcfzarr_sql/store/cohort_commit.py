@@ -1,0 +1,41 @@
+"""Committing a cohort: its manifest written whole, then renamed into place.
+
+The rename is the commit point of ``add`` (:mod:`vcfzarr_sql.converter.cohort`): readers
+(:func:`vcfzarr_sql.store.opening.open_store`) see the old manifest or the new one, never a
+part of one. The file and its directory are synced, so a crash after the rename keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from vcfzarr_sql.format import cohort as layout
+
+
+def _sync(path: Path, flags: int = os.O_RDONLY) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def commit_manifest(root: str | os.PathLike, manifest: layout.Manifest) -> None:
+    """Write ``manifest`` as the cohort at ``root``'s (atomically: a temporary file renamed)."""
+    target = Path(root) / layout.MANIFEST
+    temporary = target.with_name(f"{target.name}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(manifest.as_json(), indent=1) + "\n")
+    _sync(temporary)
+    os.replace(temporary, target)
+    _sync(target.parent)
+
+
+def sync_tree(path: str | os.PathLike) -> None:
+    """fsync every file and directory below ``path`` (a batch or sites store, before the
+    manifest that names it is committed)."""
+    for folder, _dirs, files in os.walk(os.fspath(path)):
+        for name in files:
+            _sync(Path(folder) / name)
+        _sync(Path(folder))
