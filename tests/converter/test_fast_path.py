@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import struct
 import subprocess
+import zlib
 
 import numpy as np
 import pytest
 from corpus import CORPUS
 
+from vcfzarr_sql.converter import convert, partitions
 from vcfzarr_sql.converter.reader import Partition, _PartitionReader, block_path, read_partition
 from vcfzarr_sql.converter.spill import read_block
-from vcfzarr_sql.converter.text import NotPlainText
+from vcfzarr_sql.converter.text import NotPlainText, record_lines, spans, text_kind
 
 HEADER = """##fileformat=VCFv4.2
 ##contig=<ID=1,length=1000>
@@ -157,3 +160,85 @@ def test_read_partition_falls_back_to_htslib(tmp_path):
     _assert_same((result, [read_block(block_path(tmp_path / "fast", 0, b)) for b in range(2)]),
                  _spilled(tmp_path, vcf, "htslib", False))
     assert len(list((tmp_path / "fast").iterdir())) == 2
+
+
+def _bgzf(data: bytes, size: int) -> bytes:
+    """``data`` as BGZF blocks of ``size`` bytes of text (tiny blocks: many cuts in a small file)."""
+    out = []
+    for piece in [*(data[start : start + size] for start in range(0, len(data), size)), b""]:  # b"": EOF
+        deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+        body = deflate.compress(piece) + deflate.flush()
+        header = b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00BC\x02\x00"
+        out.append(header + struct.pack("<H", len(body) + 25) + body
+                   + struct.pack("<II", zlib.crc32(piece), len(piece)))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("kind", ["bgzf", "plain"])
+def test_spans_give_every_line_once(tmp_path, kind):
+    """However a file is cut, the spans' lines are the file's record lines, in order."""
+    text = (HEADER + "".join(line + "\n" for line in TRICKY)).encode()
+    path = tmp_path / "in.vcf"
+    path.write_bytes(_bgzf(text, 37) if kind == "bgzf" else text)
+    assert text_kind(str(path)) == kind
+    expected = [line.encode() for line in TRICKY]
+    for parts in (1, 2, 3, 5, 8, 30):
+        cut = spans(str(path), kind, parts)
+        assert cut is not None and cut[0][0] == 0 and cut[-1][1] is None
+        got = [line for span in cut for block in record_lines(str(path), kind, 4, span) for line in block]
+        assert got == expected, parts
+    if kind == "plain":  # every cut after the header, each byte a cut
+        body = len(HEADER)
+        for at in range(body + 1, len(text)):
+            got = [line for span in [(0, at), (at, None)] for block in record_lines(str(path), kind, 4, span)
+                   for line in block]
+            assert got == expected, at
+
+
+def test_spans_spill_what_htslib_spills(tmp_path):
+    """The spans of a file, read one by one (as workers read them), spill the blocks htslib's
+    reader spills from the whole file (one record a block: the same blocks either way)."""
+    global BLOCK
+    # every record GT-only of one ploidy (no span steps aside), no undeclared INFO key (a span that
+    # does not see it has no column of it: the encoder fills it in, as for index regions)
+    lines = [line.replace("NEW=x", "DP=4") for line in [*TRICKY[:6], *TRICKY[12:]]]
+    vcf = tmp_path / "in.vcf.gz"
+    vcf.write_bytes(_bgzf((HEADER + "".join(line + "\n" for line in lines)).encode(), 41))
+    saved, BLOCK = BLOCK, 1
+    try:
+        slow = _spilled(tmp_path, vcf, "htslib", False)
+    finally:
+        BLOCK = saved
+    found = spans(str(vcf), "bgzf", 4)
+    assert found is not None and len(found) == 4
+    (tmp_path / "spans").mkdir()
+    results, blocks = [], []
+    with _stderr_to(tmp_path / "spans.stderr"):
+        for k, span in enumerate(found):
+            result = read_partition(str(vcf), Partition(k, span=span), str(tmp_path / "spans"), 1)
+            assert not result.stepped_aside
+            results.append(result)
+            blocks += [read_block(block_path(tmp_path / "spans", k, b)) for b in range(len(result.block_sizes))]
+    assert [n for r in results for n in r.block_sizes] == slow[0].block_sizes
+    _assert_same((slow[0], blocks), slow)
+
+
+def test_spans_step_aside_then_htslib_reads_the_file(tmp_path, monkeypatch):
+    """``--workers 2`` on a text file the fast path cannot read: its spans step aside, and the
+    file is read again in partitions htslib reads; the store is the one a worker writes."""
+    monkeypatch.setattr(partitions, "MIN_PARTITION_BYTES", 64)
+    vcf = tmp_path / "in.vcf.gz"
+    vcf.write_bytes(_bgzf((HEADER + "".join(line + "\n" for line in TRICKY[9:] + TRICKY[:9])).encode(), 61))
+    (tmp_path / "spill").mkdir()
+    found = spans(str(vcf), "bgzf", 2)
+    assert found is not None and len(found) == 2
+    with _stderr_to(tmp_path / "spans.stderr"):
+        assert read_partition(str(vcf), Partition(1, span=found[1]), str(tmp_path / "spill"), BLOCK).stepped_aside
+    assert not list((tmp_path / "spill").iterdir())
+    convert(vcf, tmp_path / "one.vcz", workers=1, variants_chunk_size=BLOCK)
+    convert(vcf, tmp_path / "two.vcz", workers=2, variants_chunk_size=BLOCK)
+    assert _files(tmp_path / "one.vcz") == _files(tmp_path / "two.vcz")
+
+
+def _files(store):
+    return {p.relative_to(store).as_posix(): p.read_bytes() for p in store.rglob("*") if p.is_file()}

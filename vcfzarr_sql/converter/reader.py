@@ -33,7 +33,7 @@ from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
 from vcfzarr_sql.converter.order import SortCheck
 from vcfzarr_sql.converter.spill import write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
-from vcfzarr_sql.converter.text import NotPlainText, record_lines, text_kind
+from vcfzarr_sql.converter.text import NotPlainText, Span, record_lines, text_kind
 from vcfzarr_sql.converter.workers import add_progress, clear_errno, memory_limit, out_of_memory
 from vcfzarr_sql.errors import NotVcfError, VcfParseError
 
@@ -45,13 +45,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Partition:
-    """Records of ``path`` to read: all of them (``region`` None), or those of an index region
-    whose POS is in ``[start, stop)`` (``None`` bounds are open)."""
+    """Records of ``path`` to read: all of them (``region`` and ``span`` None), those of an index
+    region whose POS is in ``[start, stop)`` (``None`` bounds are open), or the lines of a span
+    of the bytes of a VCF text file (:func:`.text.spans`), which only the fast path reads."""
 
     index: int
     region: str | None = None
     start: int | None = None
     stop: int | None = None
+    span: Span | None = None
 
 
 @dataclass
@@ -64,6 +66,7 @@ class PartitionResult:
     filters: list[str] = field(default_factory=list)  # in order of first appearance
     header: HeaderInfo | None = None  # htslib's header after reading the partition
     unsorted: str | None = None  # the first record out of order (:mod:`.order`), if any
+    stepped_aside: bool = False  # the fast path could not read the span: nothing was spilled
 
 
 def block_path(spill_dir: str | Path, partition: int, block: int) -> Path:
@@ -78,6 +81,14 @@ def narrowed(block: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             values = values.astype(int_dtype(int(values.min()), int(values.max())), copy=False)
         out[name] = values
     return out
+
+
+def fast_path_header(header: HeaderInfo) -> bool:
+    """Whether the fast path may read a file with this header: it has samples, and GT declared
+    as usual (``Number=1,Type=String``; htslib declares it so when it is undeclared, which the
+    fast path would not do)."""
+    gt = [(f.number, f.vcf_type) for f in header.fields if f.key == ("FORMAT", "GT")]
+    return bool(header.samples) and gt == [("1", "String")]
 
 
 def _stats(block: dict[str, np.ndarray], fields: dict[str, FieldDef]) -> dict[str, ColumnStats]:
@@ -169,11 +180,10 @@ class _PartitionReader:
 
     def text_kind(self) -> str | None:
         """The kind of text (:func:`.text.text_kind`) when the fast path may read the partition:
-        all of a VCF text file with samples and GT declared as usual, while htslib's messages
+        all of a VCF text file or a span of it, with samples and GT declared as usual
+        (:func:`fast_path_header`), while htslib's messages
         go to a file (fd 2, a worker's log) where they can be read back."""
-        gt = [f for f in self.header.fields if f.key == ("FORMAT", "GT")]
-        usual = gt and (gt[0].number, gt[0].vcf_type) == ("1", "String")
-        if self.partition.region is not None or not self.n_samples or not usual:
+        if self.partition.region is not None or not fast_path_header(self.header):
             return None
         try:
             if not stat.S_ISREG(os.fstat(2).st_mode):
@@ -199,7 +209,7 @@ class _PartitionReader:
             raise NotPlainText("htslib's messages cannot be read back") from None
         log.seek(0, os.SEEK_END)
         try:
-            for lines in record_lines(self.path, kind, self.block_size):
+            for lines in record_lines(self.path, kind, self.block_size, self.partition.span or (0, None)):
                 self._text_block(parser, log, lines)
         except MemoryError:
             raise NotPlainText("out of memory") from None
@@ -257,7 +267,9 @@ class _PartitionReader:
 
 def read_partition(path: str, partition: Partition, spill_dir: str, block_size: int) -> PartitionResult:
     """Parse ``partition`` of ``path`` into blocks of ``block_size`` records under ``spill_dir``
-    (run in a worker process: adds the records read to the pool's progress counter)."""
+    (run in a worker process: adds the records read to the pool's progress counter). A span
+    the fast path cannot read gives a result that says so (``stepped_aside``): htslib cannot
+    read a span, the file is then read again in partitions htslib reads."""
     reader = _PartitionReader(path, partition, spill_dir, block_size)
     kind = reader.text_kind()
     if kind is not None:
@@ -265,7 +277,10 @@ def read_partition(path: str, partition: Partition, spill_dir: str, block_size: 
             return reader.run_text(kind)
         except NotPlainText:
             reader.discard()
+        if partition.span is None:
             reader = _PartitionReader(path, partition, spill_dir, block_size)
+    if partition.span is not None:
+        return PartitionResult(partition.index, stepped_aside=True)
     return reader.run()
 
 
