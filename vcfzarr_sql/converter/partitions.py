@@ -14,7 +14,7 @@ from pathlib import Path
 
 from vcfzarr_sql.converter.index import IndexedContig, index_path, read_index
 from vcfzarr_sql.converter.reader import Partition
-from vcfzarr_sql.converter.text import spans, text_kind
+from vcfzarr_sql.converter.text import NotPlainText, gt_only_start, spans, text_kind
 
 #: Partitions per worker: small enough pieces to balance the load.
 PARTITIONS_PER_WORKER = 4
@@ -46,7 +46,10 @@ def _cuts(contig: IndexedContig, parts: int) -> list[int]:
 
 def _text_spans(path: str | Path, workers: int) -> list[Partition] | None:
     kind = text_kind(str(path))
-    if kind is None:
+    try:
+        if kind is None or not gt_only_start(str(path), kind):
+            return None
+    except NotPlainText:
         return None
     parts = max(1, min(PARTITIONS_PER_WORKER * workers, Path(path).stat().st_size // MIN_PARTITION_BYTES))
     found = spans(str(path), kind, parts)

@@ -33,7 +33,7 @@ from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
 from vcfzarr_sql.converter.order import SortCheck
 from vcfzarr_sql.converter.spill import write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
-from vcfzarr_sql.converter.text import NotPlainText, Span, record_lines, text_kind
+from vcfzarr_sql.converter.text import NotPlainText, Span, gt_only_start, record_lines, text_kind
 from vcfzarr_sql.converter.workers import add_progress, clear_errno, memory_limit, out_of_memory
 from vcfzarr_sql.errors import NotVcfError, VcfParseError
 
@@ -181,7 +181,7 @@ class _PartitionReader:
     def text_kind(self) -> str | None:
         """The kind of text (:func:`.text.text_kind`) when the fast path may read the partition:
         all of a VCF text file or a span of it, with samples and GT declared as usual
-        (:func:`fast_path_header`), while htslib's messages
+        (:func:`fast_path_header`) whose first record is GT-only, while htslib's messages
         go to a file (fd 2, a worker's log) where they can be read back."""
         if self.partition.region is not None or not fast_path_header(self.header):
             return None
@@ -190,7 +190,11 @@ class _PartitionReader:
                 return None
         except OSError:
             return None
-        return text_kind(self.path)
+        kind = text_kind(self.path)
+        try:
+            return kind if kind is not None and gt_only_start(self.path, kind) else None
+        except NotPlainText:
+            return None
 
     def run_text(self, kind: str) -> PartitionResult:
         """Read the partition through the fast path (see the module docstring); NotPlainText

@@ -155,6 +155,15 @@ def record_lines(path: str, kind: str, block_size: int, span: Span = (0, None)) 
         yield block
 
 
+def gt_only_start(path: str, kind: str) -> bool:
+    """Whether the first record of the file has GT alone in FORMAT (the fast path is tried only
+    then: a file of other records is read by htslib without a detour)."""
+    for lines in record_lines(path, kind, 1):
+        columns = lines[0].split(b"\t", 9)
+        return len(columns) > 8 and columns[8] == b"GT"
+    return False
+
+
 def _body_start(path: str, kind: str) -> int | None:
     """The file offset of the BGZF block (the byte of a plain file) where the first record
     line starts; None when the header does not end in the first ``MAX_LINE`` bytes."""
