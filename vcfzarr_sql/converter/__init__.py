@@ -1,6 +1,7 @@
 """VCF/BCF -> VCF Zarr 0.3 on Zarr v2: :func:`convert`.
 
-Two passes over the data, both in worker processes: parsing (cyvcf2) spills blocks of records
+Two passes over the data, both in worker processes: parsing (cyvcf2, or the fast path of
+:mod:`.reader` for GT-only VCF text) spills blocks of records
 with block-local widths while learning the widest value of every dimension; encoding then
 pads each variant chunk to the final widths and writes it. The store is built in a temporary
 directory beside the output and renamed into place only when complete.
