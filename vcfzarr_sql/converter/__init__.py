@@ -1,6 +1,7 @@
 """VCF/BCF -> VCF Zarr 0.3 on Zarr v2: :func:`convert`.
 
-Two passes over the data, both in worker processes: parsing (cyvcf2) spills blocks of records
+Two passes over the data, both in worker processes: parsing (cyvcf2, or the fast path of
+:mod:`.reader` for GT-only VCF text) spills blocks of records
 with block-local widths while learning the widest value of every dimension; encoding then
 pads each variant chunk to the final widths and writes it. The store is built in a temporary
 directory beside the output and renamed into place only when complete.
@@ -44,7 +45,13 @@ from vcfzarr_sql.converter.output import (
     swap_into_place,
 )
 from vcfzarr_sql.converter.partitions import plan_partitions
-from vcfzarr_sql.converter.reader import PartitionResult, block_path, read_file_header, read_partition
+from vcfzarr_sql.converter.reader import (
+    PartitionResult,
+    block_path,
+    fast_path_header,
+    read_file_header,
+    read_partition,
+)
 from vcfzarr_sql.converter.stats import ColumnStats, merge_stats
 from vcfzarr_sql.converter.undeclared import retype_undeclared
 from vcfzarr_sql.converter.workers import WorkerPool
@@ -198,19 +205,30 @@ def _tables(seen: _Seen, samples: Sequence[str], layout: Layout, index: np.ndarr
             for name, values, dim in tables]
 
 
+def _parse(input_path: str, header: HeaderInfo, spill: Path, pool: WorkerPool, progress: _Progress,
+           workers: int, block_size: int, text: bool) -> list[PartitionResult]:
+    """Pass 1: the partitions parsed into blocks under ``spill`` (emptied first); ``text``: the
+    file may be cut into spans for the fast path (:func:`.partitions.plan_partitions`)."""
+    shutil.rmtree(spill, ignore_errors=True)
+    spill.mkdir()
+    partitions, expected = plan_partitions(input_path, workers, [c for c, _ in header.contigs], text=text)
+    progress.start("Parse", expected, "rec")
+    return pool.run(
+        read_partition,
+        [(input_path, p, str(spill), block_size) for p in partitions],
+        progress.update,
+    )
+
+
 def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress: _Progress, *,
            variants_chunk_size: int, samples_chunk_size: int, workers: int, compressor: dict | None) -> Layout:
     """Parse (pass 1), then encode (pass 2) into ``store``; the store's layout."""
     [header] = pool.run(read_file_header, [(input_path,)])
-    partitions, expected = plan_partitions(input_path, workers, [c for c, _ in header.contigs])
     spill = work / "spill"
-    spill.mkdir()
-    progress.start("Parse", expected, "rec")
-    results = pool.run(
-        read_partition,
-        [(input_path, p, str(spill), variants_chunk_size) for p in partitions],
-        progress.update,
-    )
+    results = _parse(input_path, header, spill, pool, progress, workers, variants_chunk_size,
+                     fast_path_header(header))
+    if any(r.stepped_aside for r in results):  # spans the fast path cannot read: htslib reads it all
+        results = _parse(input_path, header, spill, pool, progress, workers, variants_chunk_size, False)
     seen = _Seen.merge(header, results)
     layout = Layout.of(seen.num_variants, len(header.samples), variants_chunk_size, samples_chunk_size)
     arrays = build_arrays(seen.fields, seen.stats, layout, len(seen.filters), compressor,

@@ -296,9 +296,12 @@ def fixed_columns(variants: Sequence[Variant]) -> dict[str, np.ndarray]:
 
 
 def block_columns(variants: Sequence[Variant], fields: Sequence[FieldDef], n_samples: int,
-                  undeclared: Collection[str] = ()) -> dict[str, np.ndarray]:
+                  undeclared: Collection[str] = (),
+                  genotypes: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Every column of a block of records, keyed by fixed column name or field array name;
-    for the INFO keys named in ``undeclared`` (htslib declared them), their :func:`key_use` too."""
+    for the INFO keys named in ``undeclared`` (htslib declared them), their :func:`key_use` too.
+    ``genotypes``: the GT columns (alleles, phasing) when they were parsed from the text
+    (:mod:`.genotype_text`), else they come from the records."""
     columns = fixed_columns(variants)
     for field in fields:
         if field.category == "INFO":
@@ -308,7 +311,7 @@ def block_columns(variants: Sequence[Variant], fields: Sequence[FieldDef], n_sam
         elif n_samples == 0:
             continue  # sites-only: no call arrays
         elif field.name == "GT":
-            columns[GENOTYPE], columns[PHASED] = genotype_columns(variants, n_samples)
+            columns[GENOTYPE], columns[PHASED] = genotypes or genotype_columns(variants, n_samples)
             continue
         else:
             columns[field.array], no_value = format_column(variants, field, n_samples)

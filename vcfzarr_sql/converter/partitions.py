@@ -1,8 +1,10 @@
 """Cut an input into partitions that worker processes parse in parallel.
 
-With one worker, or without a .tbi/.csi index, the whole file is one partition (read
-sequentially; encoding is still parallel). With an index, each contig with records is cut
-into POS ranges of about equal compressed size, ordered as the contigs are in the file, so
+With one worker the whole file is one partition (read sequentially; encoding is still
+parallel). With more, a VCF text file the fast path may read (:mod:`.reader`) is cut into
+spans of about equal size (:func:`.text.spans`; no index needed); otherwise, with a .tbi/.csi
+index, each contig with records is cut into POS ranges of about equal compressed size, ordered
+as the contigs are in the file, and without one the whole file is one partition. Either way,
 concatenating the partitions gives the records in file order.
 """
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from vcfzarr_sql.converter.index import IndexedContig, index_path, read_index
 from vcfzarr_sql.converter.reader import Partition
+from vcfzarr_sql.converter.text import NotPlainText, gt_only_start, spans, text_kind
 
 #: Partitions per worker: small enough pieces to balance the load.
 PARTITIONS_PER_WORKER = 4
@@ -41,18 +44,38 @@ def _cuts(contig: IndexedContig, parts: int) -> list[int]:
     return cuts
 
 
-def plan_partitions(path: str | Path, workers: int, header_contigs: list[str]) -> tuple[list[Partition], int | None]:
-    """The partitions of ``path`` and, when its index says (with any number of workers), its
-    number of records: the progress bar's total."""
-    index = index_path(path)
-    if index is None:
-        return [Partition(0)], None
+def _text_spans(path: str | Path, workers: int) -> list[Partition] | None:
+    kind = text_kind(str(path))
     try:
-        contigs = read_index(index, header_contigs)
-    except (ValueError, OSError, EOFError):
-        return [Partition(0)], None
-    counts = [c.num_records for c in contigs if c.num_records is not None]
-    records = sum(counts) if len(counts) == len(contigs) else None
+        if kind is None or not gt_only_start(str(path), kind):
+            return None
+    except NotPlainText:
+        return None
+    parts = max(1, min(PARTITIONS_PER_WORKER * workers, Path(path).stat().st_size // MIN_PARTITION_BYTES))
+    found = spans(str(path), kind, parts)
+    return None if found is None else [Partition(k, span=span) for k, span in enumerate(found)]
+
+
+def plan_partitions(path: str | Path, workers: int, header_contigs: list[str], *,
+                    text: bool = False) -> tuple[list[Partition], int | None]:
+    """The partitions of ``path`` and, when its index says (with any number of workers), its
+    number of records: the progress bar's total. ``text``: the fast path may read the file
+    (:func:`.reader.fast_path_header`), so a text file may be cut into spans."""
+    index = index_path(path)
+    contigs = None
+    if index is not None:
+        try:
+            contigs = read_index(index, header_contigs)
+        except (ValueError, OSError, EOFError):
+            pass
+    records = None
+    if contigs is not None:
+        counts = [c.num_records for c in contigs if c.num_records is not None]
+        records = sum(counts) if len(counts) == len(contigs) else None
+    if text and workers > 1:
+        cut = _text_spans(path, workers)
+        if cut is not None:
+            return cut, records
     if not contigs or workers == 1:
         return [Partition(0)], records
     sizes = [max(1, (c.last_offset - c.first_offset) >> 16) for c in contigs]

@@ -4,10 +4,20 @@ A partition is the whole file, or the records of an indexed file whose POS lies 
 one contig. Records are read with cyvcf2 in blocks; each block's columns are spilled with
 block-local widths, and the partition reports what it saw (records, widths, contigs, filters,
 and the header as htslib left it, which includes the fields htslib added for undeclared keys).
+
+The fast path, for a whole VCF text file (bgzipped or plain) whose records are GT-only: its
+lines are read by :mod:`.text`, the genotypes of a block of GT-only lines are parsed with numpy
+(:mod:`.genotype_text`) and htslib parses only their first eight columns; a block of other
+lines is parsed whole by htslib, from the same text. Anything the fast path does not read
+exactly as htslib would (the first block not GT-only, a line htslib complains about, a blank
+or non-ASCII line, a damaged block) discards what it wrote and reads the partition with
+htslib's reader, which is the reference: the store is the same either way.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,26 +28,32 @@ import numpy as np
 
 from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter.arrays import int_dtype
+from vcfzarr_sql.converter.genotype_text import parse_genotypes
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
 from vcfzarr_sql.converter.order import SortCheck
 from vcfzarr_sql.converter.spill import write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
+from vcfzarr_sql.converter.text import NotPlainText, Span, gt_only_start, record_lines, text_kind
 from vcfzarr_sql.converter.workers import add_progress, clear_errno, memory_limit, out_of_memory
 from vcfzarr_sql.errors import NotVcfError, VcfParseError
 
 if TYPE_CHECKING:
-    from cyvcf2 import VCF, Variant
+    from typing import BinaryIO
+
+    from cyvcf2 import VCF, Variant, Writer
 
 
 @dataclass(frozen=True)
 class Partition:
-    """Records of ``path`` to read: all of them (``region`` None), or those of an index region
-    whose POS is in ``[start, stop)`` (``None`` bounds are open)."""
+    """Records of ``path`` to read: all of them (``region`` and ``span`` None), those of an index
+    region whose POS is in ``[start, stop)`` (``None`` bounds are open), or the lines of a span
+    of the bytes of a VCF text file (:func:`.text.spans`), which only the fast path reads."""
 
     index: int
     region: str | None = None
     start: int | None = None
     stop: int | None = None
+    span: Span | None = None
 
 
 @dataclass
@@ -50,6 +66,7 @@ class PartitionResult:
     filters: list[str] = field(default_factory=list)  # in order of first appearance
     header: HeaderInfo | None = None  # htslib's header after reading the partition
     unsorted: str | None = None  # the first record out of order (:mod:`.order`), if any
+    stepped_aside: bool = False  # the fast path could not read the span: nothing was spilled
 
 
 def block_path(spill_dir: str | Path, partition: int, block: int) -> Path:
@@ -64,6 +81,14 @@ def narrowed(block: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             values = values.astype(int_dtype(int(values.min()), int(values.max())), copy=False)
         out[name] = values
     return out
+
+
+def fast_path_header(header: HeaderInfo) -> bool:
+    """Whether the fast path may read a file with this header: it has samples, and GT declared
+    as usual (``Number=1,Type=String``; htslib declares it so when it is undeclared, which the
+    fast path would not do)."""
+    gt = [(f.number, f.vcf_type) for f in header.fields if f.key == ("FORMAT", "GT")]
+    return bool(header.samples) and gt == [("1", "String")]
 
 
 def _stats(block: dict[str, np.ndarray], fields: dict[str, FieldDef]) -> dict[str, ColumnStats]:
@@ -135,6 +160,7 @@ class _PartitionReader:
             yield v
 
     def run(self) -> PartitionResult:
+        """Read the partition with htslib's reader."""
         block: list[Variant] = []
         for v in self.records():
             block.append(v)
@@ -143,13 +169,86 @@ class _PartitionReader:
                 block = []
         if block:
             self.flush(block)
+        return self.finish()
+
+    def finish(self) -> PartitionResult:
         self.result.header = read_header(self.reader)
         self.result.contigs = list(self.seen_contigs)
         self.result.filters = list(self.seen_filters)
         self.result.unsorted = self.order.first
         return self.result
 
-    def flush(self, variants: list[Variant]) -> None:
+    def text_kind(self) -> str | None:
+        """The kind of text (:func:`.text.text_kind`) when the fast path may read the partition:
+        all of a VCF text file or a span of it, with samples and GT declared as usual
+        (:func:`fast_path_header`) whose first record is GT-only, while htslib's messages
+        go to a file (fd 2, a worker's log) where they can be read back."""
+        if self.partition.region is not None or not fast_path_header(self.header):
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(2).st_mode):
+                return None
+        except OSError:
+            return None
+        kind = text_kind(self.path)
+        try:
+            return kind if kind is not None and gt_only_start(self.path, kind) else None
+        except NotPlainText:
+            return None
+
+    def run_text(self, kind: str) -> PartitionResult:
+        """Read the partition through the fast path (see the module docstring); NotPlainText
+        when it cannot."""
+        import cyvcf2
+
+        # cyvcf2 parses text only with a Writer's variant_from_string; this one is set up as a
+        # reader of the file (its header read by htslib, as the reader's), and never writes
+        parser = cyvcf2.Writer.__new__(cyvcf2.Writer)
+        cyvcf2.VCF.__init__(parser, self.path)
+        self.reader.close()
+        self.reader = parser
+        try:
+            log = open("/proc/self/fd/2", "rb")  # noqa: SIM115 (closed below)
+        except OSError:
+            raise NotPlainText("htslib's messages cannot be read back") from None
+        log.seek(0, os.SEEK_END)
+        try:
+            for lines in record_lines(self.path, kind, self.block_size, self.partition.span or (0, None)):
+                self._text_block(parser, log, lines)
+        except MemoryError:
+            raise NotPlainText("out of memory") from None
+        finally:
+            log.close()
+        return self.finish()
+
+    def _text_block(self, parser: Writer, log: BinaryIO, lines: list[bytes]) -> None:
+        columns = [line.split(b"\t", 9) for line in lines]
+        if any(len(c) < 10 for c in columns):
+            raise NotPlainText("a line without sample columns")
+        genotypes = None
+        if all(c[8] == b"GT" for c in columns):
+            genotypes = parse_genotypes([c[9] for c in columns], self.n_samples)
+        if genotypes is None and not self.result.block_sizes:
+            raise NotPlainText("the first block is not GT-only")
+        texts = lines if genotypes is None else [b"\t".join(c[:8]) for c in columns]
+        if not all(t.isascii() and t[:1] not in (b"", b"#") and not t.endswith(b"\r") for t in texts):
+            raise NotPlainText("a blank, comment or non-ASCII line")
+        try:
+            variants = [parser.variant_from_string(t.decode()) for t in texts]
+        except Exception:  # cyvcf2's bare Exception: vcf_parse failed (htslib says why on fd 2)
+            raise NotPlainText("htslib could not parse a line") from None
+        if b"[E::" in log.read() or not all(v.CHROM for v in variants):
+            raise NotPlainText("htslib could not parse a line")
+        self.flush(variants, genotypes)
+
+    def discard(self) -> None:
+        """Delete the blocks written so far (before reading the partition again)."""
+        for block in range(len(self.result.block_sizes)):
+            block_path(self.spill_dir, self.result.index, block).unlink(missing_ok=True)
+        add_progress(-self.result.num_records)
+
+    def flush(self, variants: list[Variant], genotypes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Spill a block of records; ``genotypes``: their GT columns when already parsed."""
         size = len(self.reader.raw_header)
         if size != self.header_size:  # htslib added fields for undeclared keys
             self.header = read_header(self.reader)
@@ -157,7 +256,7 @@ class _PartitionReader:
         fields = {f.array: f for f in self.header.fields}
         undeclared = {f.name for f in self.header.fields
                       if f.category == "INFO" and f.key not in self.declared}
-        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples, undeclared))
+        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples, undeclared, genotypes))
         r = self.result
         write_block(block_path(self.spill_dir, r.index, len(r.block_sizes)), block)
         r.block_sizes.append(len(variants))
@@ -172,8 +271,21 @@ class _PartitionReader:
 
 def read_partition(path: str, partition: Partition, spill_dir: str, block_size: int) -> PartitionResult:
     """Parse ``partition`` of ``path`` into blocks of ``block_size`` records under ``spill_dir``
-    (run in a worker process: adds the records read to the pool's progress counter)."""
-    return _PartitionReader(path, partition, spill_dir, block_size).run()
+    (run in a worker process: adds the records read to the pool's progress counter). A span
+    the fast path cannot read gives a result that says so (``stepped_aside``): htslib cannot
+    read a span, the file is then read again in partitions htslib reads."""
+    reader = _PartitionReader(path, partition, spill_dir, block_size)
+    kind = reader.text_kind()
+    if kind is not None:
+        try:
+            return reader.run_text(kind)
+        except NotPlainText:
+            reader.discard()
+        if partition.span is None:
+            reader = _PartitionReader(path, partition, spill_dir, block_size)
+    if partition.span is not None:
+        return PartitionResult(partition.index, stepped_aside=True)
+    return reader.run()
 
 
 def _why_not_vcf(path: str) -> str | None:

@@ -1,0 +1,127 @@
+"""Conversion CPU against plink2: ``convert`` of a GT-only VCF beside ``plink2 --make-pgen``.
+
+Self-contained: it simulates a bgzipped, tabix-indexed GT-only VCF (seeded; biallelic diploid
+calls with allele frequencies from a skewed Beta, 1 % missing ``./.``, phased or not as asked),
+then runs, interleaved and ``--repeats`` times, each in a fresh process:
+
+- ``plink2 --vcf X --make-pgen --threads 1`` (the yardstick of issue 29);
+- our ``convert`` with one worker (target: <= 3x plink2's CPU);
+- our ``convert`` with two workers (target: CPU / wall >= 1.6 on an idle machine).
+
+CPU is user + system of the process and its children (``wait4``); the machine is shared, so
+CPU is the number to trust. It prints the medians, the ratios and a hash of the store's chunk
+files (compare it across versions: the store must not change).
+
+    python -m benchmarks.convert_plink2 --samples 2000 --records 50000
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.harness import ProcessResult, run_process
+from benchmarks.sizes import DATA_DIR
+
+_OUR_CONVERT = (
+    "import sys, vcfzarr_sql; vcfzarr_sql.convert(sys.argv[1], sys.argv[2], workers=int(sys.argv[3]), "
+    "force=True, show_progress=False)"
+)
+
+
+def simulate(path: Path, samples: int, records: int, phased: bool, seed: int = 11) -> Path:
+    """A bgzipped, tabix-indexed GT-only VCF of biallelic SNPs (made once)."""
+    if path.exists() and path.with_suffix(".gz.tbi").exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    names = [f"S{i:06d}" for i in range(samples)]
+    header = (
+        "##fileformat=VCFv4.2\n##contig=<ID=1,length=250000000>\n"
+        '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+        + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *names])
+        + "\n"
+    )
+    positions = np.sort(rng.choice(np.arange(1, 250_000_000), records, replace=False))
+    with path.open("wb") as out:
+        bgzip = subprocess.Popen(["bgzip", "-c"], stdin=subprocess.PIPE, stdout=out)
+        assert bgzip.stdin is not None
+        bgzip.stdin.write(header.encode())
+        for start in range(0, records, 2000):
+            pos = positions[start : start + 2000]
+            freq = rng.beta(0.1, 1.0, len(pos))[:, None, None]
+            alleles = (rng.random((len(pos), samples, 2)) < freq).astype(np.uint8)
+            text = np.empty((len(pos), samples, 4), dtype=np.uint8)
+            text[..., 0] = alleles[..., 0] + ord("0")
+            text[..., 1] = ord("|" if phased else "/")
+            text[..., 2] = alleles[..., 1] + ord("0")
+            text[..., 3] = ord("\t")
+            text[rng.random((len(pos), samples)) < 0.01] = np.frombuffer(b"./.\t", dtype=np.uint8)
+            text[:, -1, 3] = ord("\n")
+            for p, row in zip(pos, text):
+                bgzip.stdin.write(f"1\t{p}\t.\tA\tG\t.\t.\t.\tGT\t".encode() + row.tobytes())
+        bgzip.stdin.close()
+        if bgzip.wait() != 0:
+            raise RuntimeError("bgzip failed")
+    subprocess.run(["tabix", "-f", "-p", "vcf", str(path)], check=True)
+    return path
+
+
+def store_hash(store: Path) -> str:
+    """SHA-256 over every file of ``store`` (relative path and bytes), in path order."""
+    digest = hashlib.sha256()
+    for file in sorted(p for p in store.rglob("*") if p.is_file()):
+        digest.update(file.relative_to(store).as_posix().encode() + b"\0")
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=2000)
+    parser.add_argument("--records", type=int, default=50_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--phased", action="store_true")
+    args = parser.parse_args(argv)
+    directory = DATA_DIR / f"gt_only_{args.samples}x{args.records}{'_phased' if args.phased else ''}"
+    vcf = simulate(directory / "sim.vcf.gz", args.samples, args.records, args.phased)
+    store = directory / "sim.vcz"
+    commands = {
+        "plink2 --make-pgen --threads 1": ["plink2", "--vcf", str(vcf), "--make-pgen", "--threads", "1",
+                                           "--out", str(directory / "plink"), "--silent"],
+        "convert --workers 1": [sys.executable, "-c", _OUR_CONVERT, str(vcf), str(store), "1"],
+        "convert --workers 2": [sys.executable, "-c", _OUR_CONVERT, str(vcf), str(store), "2"],
+    }
+    runs: dict[str, list[ProcessResult]] = {name: [] for name in commands}
+    hashes: dict[str, str] = {}
+    names = list(commands)
+    for round_ in range(args.repeats):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            runs[name].append(run_process(commands[name], capture=False))
+            if name.startswith("convert"):
+                hashes[name] = store_hash(store)
+                shutil.rmtree(store)
+    cpu = {name: statistics.median(r.cpu_s for r in results) for name, results in runs.items()}
+    wall = {name: statistics.median(r.wall_s for r in results) for name, results in runs.items()}
+    plink = cpu["plink2 --make-pgen --threads 1"]
+    print(f"{args.samples} samples x {args.records} records, GT only ({'phased' if args.phased else 'unphased'}), "
+          f"median of {args.repeats}")
+    print("| command | CPU s | wall s | CPU / wall | CPU / plink2 CPU |")
+    print("|---|---|---|---|---|")
+    for name in commands:
+        print(f"| {name} | {cpu[name]:.2f} | {wall[name]:.2f} | {cpu[name] / wall[name]:.2f} | "
+              f"{cpu[name] / plink:.2f}x |")
+    for name, value in hashes.items():
+        print(f"store hash ({name}): {value}")
+
+
+if __name__ == "__main__":
+    main()

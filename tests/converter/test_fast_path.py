@@ -1,0 +1,246 @@
+"""The fast path of the parser (VCF text read without htslib's reader, GT-only genotypes parsed
+with numpy) spills exactly the blocks htslib's reader spills, on tricky inputs; and it steps
+aside (htslib reads the file) where it cannot read a file exactly as htslib would.
+
+The reference is htslib's reader (``_PartitionReader.run``, the path every other test checks
+against bcftools); both paths run in this process on the same small VCF, with fd 2 sent to a
+file as in a worker process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import subprocess
+import zlib
+
+import numpy as np
+import pytest
+from corpus import CORPUS
+
+from vcfzarr_sql.converter import convert, partitions
+from vcfzarr_sql.converter.reader import Partition, _PartitionReader, block_path, read_partition
+from vcfzarr_sql.converter.spill import read_block
+from vcfzarr_sql.converter.text import NotPlainText, record_lines, spans, text_kind
+
+HEADER = """##fileformat=VCFv4.2
+##contig=<ID=1,length=1000>
+##INFO=<ID=DP,Number=1,Type=Integer,Description="depth">
+##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">
+##FORMAT=<ID=DP,Number=1,Type=Integer,Description="depth">
+#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tA\tB\tC
+"""
+#: Blocks of 3 records: each block below is GT-only (fast) or not (htslib parses its lines).
+BLOCK = 3
+TRICKY = [
+    # fast: unphased, phased, mixed phasing across samples, missing and half-missing calls
+    "1\t1\t.\tA\tC\t.\tPASS\tDP=3\tGT\t0/0\t0|1\t./.",
+    "1\t2\trs2\tA\tC,G\t50\t.\t.\tGT\t.|.\t./1\t2|.",
+    "1\t3\t.\tA\tC\t.\tq10\tNEW=x\tGT\t1|0\t0/.\t1/1",  # undeclared INFO key and FILTER
+    # fast: haploid lines beside diploid and triploid ones
+    "1\t4\t.\tA\tC\t.\t.\t.\tGT\t0\t1\t.",
+    "1\t5\t.\tA\tC\t.\t.\t.\tGT\t0/1/1\t0|1|1\t.|./.",
+    "2\t6\t.\tA\tC\t.\t.\t.\tGT\t0|1\t1|1\t0/0",  # undeclared contig
+    # htslib: mixed ploidy within a line, a two-digit allele
+    "2\t7\t.\tA\tC\t.\t.\t.\tGT\t0/1\t1\t.",
+    "2\t8\t.\tA\t" + ",".join("CGT"[i % 3] * (i // 3 + 1) for i in range(11)) + "\t.\t.\t.\tGT\t0/10\t1/1\t0/0",
+    "2\t9\t.\tA\tC\t.\t.\t.\tGT\t0/1\t0/0\t1/1",
+    # htslib: more FORMAT fields after GT, GT not first
+    "2\t10\t.\tA\tC\t.\t.\t.\tGT:DP\t0/1:3\t0/0:.\t1/1:7",
+    "2\t11\t.\tA\tC\t.\t.\t.\tDP:GT\t3:0/1\t.:0/0\t7:1|1",
+    "2\t12\t.\tA\tC\t.\t.\t.\tGT\t0|0\t0|0\t0|0",
+    # fast again
+    "2\t13\t.\tA\tC\t.\t.\t.\tGT\t1|1\t1/0\t0|0",
+]
+
+
+@contextlib.contextmanager
+def _stderr_to(path):
+    """fd 2 sent to ``path``, as in a worker process (the fast path reads htslib's messages)."""
+    saved = os.dup(2)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _spilled(tmp_path, vcf, name, fast):
+    """The partition result and spilled blocks of the whole of ``vcf``, by one path."""
+    spill = tmp_path / name
+    spill.mkdir()
+    with _stderr_to(tmp_path / f"{name}.stderr"):
+        reader = _PartitionReader(str(vcf), Partition(0), str(spill), BLOCK)
+        if fast:
+            kind = reader.text_kind()
+            assert kind is not None
+            result = reader.run_text(kind)
+        else:
+            result = reader.run()
+    blocks = [read_block(block_path(spill, 0, b)) for b in range(len(result.block_sizes))]
+    return result, blocks
+
+
+def _assert_same(fast, slow):
+    (fast_result, fast_blocks), (slow_result, slow_blocks) = fast, slow
+    assert fast_result == slow_result
+    assert len(fast_blocks) == len(slow_blocks)
+    for ours, theirs in zip(fast_blocks, slow_blocks):
+        assert ours.keys() == theirs.keys()
+        for name in ours:
+            assert ours[name].dtype == theirs[name].dtype, name
+            assert ours[name].shape == theirs[name].shape, name
+            if ours[name].dtype == object:
+                assert np.array_equal(ours[name], theirs[name]), name
+            else:  # bit for bit (NaN payloads: missing and fill)
+                assert ours[name].tobytes() == theirs[name].tobytes(), name
+
+
+def _write(tmp_path, lines, *, header=HEADER, bgzip=True):
+    plain = tmp_path / "in.vcf"
+    plain.write_text(header + "".join(line + "\n" for line in lines))
+    if not bgzip:
+        return plain
+    subprocess.run(["bgzip", "-f", str(plain)], check=True)
+    return tmp_path / "in.vcf.gz"
+
+
+@pytest.mark.parametrize("bgzip", [True, False], ids=["bgzf", "plain"])
+def test_fast_path_spills_what_htslib_spills(tmp_path, bgzip):
+    vcf = _write(tmp_path, TRICKY, bgzip=bgzip)
+    _assert_same(_spilled(tmp_path, vcf, "fast", True), _spilled(tmp_path, vcf, "htslib", False))
+
+
+def test_gt_only_corpus_file(tmp_path):
+    """A real GT-only file: the 1000 Genomes slice's first 600 records (phased, multi-allelic
+    and symbolic records, 2504 samples), in 200-record blocks."""
+    source = CORPUS / "vcflib+vcflib/samples/1kg-phaseIII-v5a.20130502.genotypes.chr22-16-16.5mb.vcf.gz"
+    text = subprocess.run(f"bgzip -dc '{source}' | head -c 12000000", shell=True, capture_output=True,
+                          check=True).stdout.decode()
+    header, _, body = text.partition("\n#CHROM")
+    lines = body.split("\n")[1:601]
+    vcf = _write(tmp_path, lines, header=header + "\n#CHROM" + body.split("\n")[0] + "\n")
+    global BLOCK
+    saved, BLOCK = BLOCK, 200
+    try:
+        _assert_same(_spilled(tmp_path, vcf, "fast", True), _spilled(tmp_path, vcf, "htslib", False))
+    finally:
+        BLOCK = saved
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [*TRICKY[:4], "", *TRICKY[4:]],  # a blank line: htslib's error
+        [TRICKY[0], "1\tX\t.\tA\tC\t.\t.\t.\tGT\t0/1\t0/0\t1/1"],  # a POS htslib rejects
+        [TRICKY[0], "1\t2\t.\tA\tC\t.\t.\tX=é\tGT\t0/1\t0/0\t1/1"],  # non-ASCII
+        [TRICKY[0], "1\t2\t.\tA\tC\t.\t.\t."],  # no sample columns
+        TRICKY[6:],  # the first block is not GT-only
+    ],
+    ids=["blank", "htslib-error", "non-ascii", "no-samples", "first-block"],
+)
+def test_fast_path_steps_aside(tmp_path, lines):
+    vcf = _write(tmp_path, lines)
+    with _stderr_to(tmp_path / "fast.stderr"):
+        reader = _PartitionReader(str(vcf), Partition(0), str(tmp_path), BLOCK)
+        with pytest.raises(NotPlainText):
+            reader.run_text(reader.text_kind() or "")
+
+
+def test_read_partition_falls_back_to_htslib(tmp_path):
+    """A file the fast path cannot finish is read by htslib from the start, and nothing the
+    fast path spilled is left."""
+    vcf = _write(tmp_path, [*TRICKY[:4], "1\t9\t.\tA\tC\t.\t.\tX=é\tGT\t0/1\t0/0\t1/1"])
+    (tmp_path / "fast").mkdir()
+    with _stderr_to(tmp_path / "fast.stderr"):
+        result = read_partition(str(vcf), Partition(0), str(tmp_path / "fast"), BLOCK)
+    _assert_same((result, [read_block(block_path(tmp_path / "fast", 0, b)) for b in range(2)]),
+                 _spilled(tmp_path, vcf, "htslib", False))
+    assert len(list((tmp_path / "fast").iterdir())) == 2
+
+
+def _bgzf(data: bytes, size: int) -> bytes:
+    """``data`` as BGZF blocks of ``size`` bytes of text (tiny blocks: many cuts in a small file)."""
+    out = []
+    for piece in [*(data[start : start + size] for start in range(0, len(data), size)), b""]:  # b"": EOF
+        deflate = zlib.compressobj(6, zlib.DEFLATED, -15)
+        body = deflate.compress(piece) + deflate.flush()
+        header = b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\xff\x06\x00BC\x02\x00"
+        out.append(header + struct.pack("<H", len(body) + 25) + body
+                   + struct.pack("<II", zlib.crc32(piece), len(piece)))
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("kind", ["bgzf", "plain"])
+def test_spans_give_every_line_once(tmp_path, kind):
+    """However a file is cut, the spans' lines are the file's record lines, in order."""
+    text = (HEADER + "".join(line + "\n" for line in TRICKY)).encode()
+    path = tmp_path / "in.vcf"
+    path.write_bytes(_bgzf(text, 37) if kind == "bgzf" else text)
+    assert text_kind(str(path)) == kind
+    expected = [line.encode() for line in TRICKY]
+    for parts in (1, 2, 3, 5, 8, 30):
+        cut = spans(str(path), kind, parts)
+        assert cut is not None and cut[0][0] == 0 and cut[-1][1] is None
+        got = [line for span in cut for block in record_lines(str(path), kind, 4, span) for line in block]
+        assert got == expected, parts
+    if kind == "plain":  # every cut after the header, each byte a cut
+        body = len(HEADER)
+        for at in range(body + 1, len(text)):
+            got = [line for span in [(0, at), (at, None)] for block in record_lines(str(path), kind, 4, span)
+                   for line in block]
+            assert got == expected, at
+
+
+def test_spans_spill_what_htslib_spills(tmp_path):
+    """The spans of a file, read one by one (as workers read them), spill the blocks htslib's
+    reader spills from the whole file (one record a block: the same blocks either way)."""
+    global BLOCK
+    # every record GT-only of one ploidy (no span steps aside), no undeclared INFO key (a span that
+    # does not see it has no column of it: the encoder fills it in, as for index regions)
+    lines = [line.replace("NEW=x", "DP=4") for line in [*TRICKY[:6], *TRICKY[12:]]]
+    vcf = tmp_path / "in.vcf.gz"
+    vcf.write_bytes(_bgzf((HEADER + "".join(line + "\n" for line in lines)).encode(), 41))
+    saved, BLOCK = BLOCK, 1
+    try:
+        slow = _spilled(tmp_path, vcf, "htslib", False)
+    finally:
+        BLOCK = saved
+    found = spans(str(vcf), "bgzf", 4)
+    assert found is not None and len(found) == 4
+    (tmp_path / "spans").mkdir()
+    results, blocks = [], []
+    with _stderr_to(tmp_path / "spans.stderr"):
+        for k, span in enumerate(found):
+            result = read_partition(str(vcf), Partition(k, span=span), str(tmp_path / "spans"), 1)
+            assert not result.stepped_aside
+            results.append(result)
+            blocks += [read_block(block_path(tmp_path / "spans", k, b)) for b in range(len(result.block_sizes))]
+    assert [n for r in results for n in r.block_sizes] == slow[0].block_sizes
+    _assert_same((slow[0], blocks), slow)
+
+
+def test_spans_step_aside_then_htslib_reads_the_file(tmp_path, monkeypatch):
+    """``--workers 2`` on a text file the fast path cannot read: its spans step aside, and the
+    file is read again in partitions htslib reads; the store is the one a worker writes."""
+    monkeypatch.setattr(partitions, "MIN_PARTITION_BYTES", 64)
+    vcf = tmp_path / "in.vcf.gz"
+    # the first record is GT-only (spans are planned), the first block is not (its span steps aside)
+    lines = [TRICKY[0], *TRICKY[9:], *TRICKY[1:9]]
+    vcf.write_bytes(_bgzf((HEADER + "".join(line + "\n" for line in lines)).encode(), 61))
+    (tmp_path / "spill").mkdir()
+    found = spans(str(vcf), "bgzf", 2)
+    assert found is not None and len(found) == 2
+    with _stderr_to(tmp_path / "spans.stderr"):
+        assert read_partition(str(vcf), Partition(0, span=found[0]), str(tmp_path / "spill"), BLOCK).stepped_aside
+    assert not list((tmp_path / "spill").iterdir())
+    convert(vcf, tmp_path / "one.vcz", workers=1, variants_chunk_size=BLOCK)
+    convert(vcf, tmp_path / "two.vcz", workers=2, variants_chunk_size=BLOCK)
+    assert _files(tmp_path / "one.vcz") == _files(tmp_path / "two.vcz")
+
+
+def _files(store):
+    return {p.relative_to(store).as_posix(): p.read_bytes() for p in store.rglob("*") if p.is_file()}
