@@ -9,6 +9,10 @@ cached: each caller gets the converter's own exception. Never write into the ret
 
 Fixtures defined in helper modules are registered here for every test module:
 ``bio2zarr_store`` (store_support.py), ``serving`` and ``data_dir`` (server_sessions.py).
+
+Hypothesis keeps its files (example database, constants of the code under test) in a temporary
+directory removed at the end of the run, not in a ``.hypothesis/`` of the checkout (a failing
+example is printed with its failure).
 """
 
 from __future__ import annotations
@@ -17,12 +21,20 @@ import contextlib
 import fcntl
 import hashlib
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis.configuration import set_hypothesis_home_dir
 from server_sessions import data_dir, serving  # noqa: F401 (fixtures for all test modules)
 from store_support import bio2zarr_store  # noqa: F401 (a fixture for all test modules)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    home = tempfile.mkdtemp(prefix="hypothesis-")
+    config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+    set_hypothesis_home_dir(home)
 
 
 @contextlib.contextmanager

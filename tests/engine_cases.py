@@ -126,6 +126,12 @@ def _converted(store: StoreCase, convert_once: Callable) -> str:
                             samples_chunk_size=store.samples_chunk))
 
 
+def converted_corpus_file(corpus_file: CorpusFile, convert_once: Callable) -> str:
+    """A corpus file's store, chunked as :func:`corpus_store` says, converted once per run
+    (test_corpus_convert, test_sql_corpus and the engine cases share it)."""
+    return _converted(corpus_store(corpus_file), convert_once)
+
+
 def corpus_store_or_none(store: StoreCase, convert_once: Callable) -> str | None:
     """A corpus store case converted (once per run), or None when bcftools rejects it (for
     tests over all stores at once)."""

@@ -1,5 +1,6 @@
 """A ``vcfzarr-sql serve`` (PostgreSQL protocol) on port 0 in a background thread, a data
-directory holding one store, and what tests say to it (psycopg, raw protocol messages)."""
+directory holding one store, and what tests say to it (psycopg, raw protocol messages, pgJDBC's
+``DatabaseMetaData`` through tests/java/CatalogProbe.java)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,29 @@ from vcfzarr_sql.serve.pg import make_server
 
 SAMPLE_VCF = oracle.CORPUS_SAMPLE
 PASSWORD = "correct horse battery staple"
+
+JAVA_PROBE = Path(__file__).parent / "java" / "CatalogProbe.java"
+PGJDBC_JAR = Path("/usr/share/java/postgresql.jar")
+#: marks a test that runs :func:`catalog_probe`
+needs_pgjdbc = pytest.mark.skipif(not PGJDBC_JAR.exists() or shutil.which("java") is None,
+                                  reason="java or pgJDBC (Debian libpostgresql-jdbc-java) missing")
+
+
+def catalog_probe(port: int, database: str, user: str, table: str, *setup: str,
+                  password: str = "") -> dict[str, list[list[str]]]:
+    """What pgJDBC's ``DatabaseMetaData`` says of the server on ``port`` (tests/java/CatalogProbe.java,
+    after the ``setup`` statements on its connection): section name -> rows of fields."""
+    out = subprocess.run(
+        ["java", "-cp", str(PGJDBC_JAR), str(JAVA_PROBE), f"jdbc:postgresql://127.0.0.1:{port}/{database}",
+         user, password, table, *setup],
+        capture_output=True, text=True, timeout=180, check=True).stdout
+    sections: dict[str, list[list[str]]] = {}
+    for line in out.splitlines():
+        if line.startswith("== "):
+            current = sections.setdefault(line[3:], [])
+        else:
+            current.append(line.split("\t"))
+    return sections
 
 
 def _running(**kwargs):

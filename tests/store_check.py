@@ -69,10 +69,6 @@ def vector(values) -> list | None:
 # ---------------------------------------------------------------------------------------------
 # Store vs oracle, one aspect at a time: each check returns a list of mismatches (empty = equal).
 
-#: Conversion arguments of the corpus tests: small chunks (97 variants x 64 samples), so most
-#: files span several chunks (region index, chunk edges and sample chunking get exercised).
-CONVERT_KWARGS = {"variants_chunk_size": 97, "samples_chunk_size": 64}
-
 MAX_REPORTED = 12
 MAX_CHARS = 400
 

@@ -8,6 +8,13 @@ sample has a value; both sides drop such keys), and the ``##bcftools_view`` head
 
 from __future__ import annotations
 
+_MISSING_MARKS = str.maketrans("", "", ".,/|")
+
+
+def _has_value(cells: list[str]) -> bool:
+    """Whether a cell has a character other than the missing-value marks ``.,/|``."""
+    return any(cell.translate(_MISSING_MARKS) for cell in cells)
+
 
 def normalised(text: str) -> list[str]:
     """The lines of ``text``, each record's INFO and FORMAT keys sorted and empty ones dropped."""
@@ -19,7 +26,12 @@ def normalised(text: str) -> list[str]:
             cols = line.split("\t")
             info = [kv for kv in cols[7].split(";") if set(kv.partition("=")[2]) - {".", ","} or "=" not in kv]
             cols[7] = ";".join(sorted(info)) or "."
-            if len(cols) > 9:
+            if len(cols) > 9 and ":" not in cols[8] and not any(":" in c for c in cols[9:]):
+                # one key (GT, as in the large files): each cell is its value, kept whole
+                # unless no cell has one (the general case below, without its lists)
+                if not _has_value(cols[9:]):
+                    cols[8:] = [""] * (len(cols) - 8)
+            elif len(cols) > 9:
                 keys = cols[8].split(":")
                 cells = [(c.split(":") + ["."] * len(keys))[: len(keys)] for c in cols[9:]]
                 keep = sorted(

@@ -1,7 +1,8 @@
 """Every readable corpus file, converted, matches bcftools in every aspect (read with zarr-python).
 
-One test per (file, aspect); each file is converted once per run (``convert_once``), with
-small chunks (``store_check.CONVERT_KWARGS``).
+One test per (file, aspect); each file is converted once per run, with small chunks, as
+tests/engine_cases.py chunks it (``engine_cases.converted_corpus_file``: the same store as
+tests/engine/test_sql_corpus.py's), so files span several variant and sample chunks.
 
 Where bcftools' values cannot be stored as the spec says (Character values longer than one
 character, several values of a Number=1 field, Number=A/R vectors longer than any record's
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+import engine_cases
 import oracle
 import pytest
 import store_check
@@ -38,7 +40,7 @@ REJECTED = [f for f in readable_corpus() if f.id in REJECTED_BY_BCFTOOLS]
 @pytest.mark.parametrize("aspect", list(store_check.CHECKS))
 @pytest.mark.parametrize("vcf", FILES, ids=lambda f: f.id)
 def test_matches_bcftools(convert_once, vcf, aspect):
-    stored = store_check.Stored(convert_once(vcf.path, **store_check.CONVERT_KWARGS))
+    stored = store_check.Stored(engine_cases.converted_corpus_file(vcf, convert_once))
     mismatches = store_check.CHECKS[aspect](stored, vcf.path)
     assert not mismatches, f"{vcf.id}, {aspect}:\n{store_check.report(mismatches)}"
 

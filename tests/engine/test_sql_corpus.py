@@ -45,11 +45,10 @@ def _chunking(corpus_file) -> tuple[int, int]:
 
 @pytest.fixture(scope="session")
 def stores(convert_once):
-    """corpus id -> store path, converted on first use (shared with tests/engine_cases.py's)."""
+    """corpus file -> store path, converted on first use (shared with tests/engine_cases.py's)."""
 
     def get(corpus_file) -> str:
-        variants, samples = _chunking(corpus_file)
-        return str(convert_once(corpus_file.path, variants_chunk_size=variants, samples_chunk_size=samples))
+        return engine_cases.converted_corpus_file(corpus_file, convert_once)
 
     return get
 

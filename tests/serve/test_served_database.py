@@ -22,11 +22,9 @@ from pathlib import Path
 import duckdb
 import psycopg
 import pytest
+from server_sessions import catalog_probe, needs_pgjdbc
 
 from vcfzarr_sql.serve.pg import make_server
-
-JAVA_PROBE = Path(__file__).parents[1] / "java" / "CatalogProbe.java"
-PGJDBC_JAR = Path("/usr/share/java/postgresql.jar")
 
 SITES = [("1", 100, 5.5), ("1", 200, 7.25), ("2", 50, 9.0)]
 GOOD_SITES = [row for row in SITES if row[2] > 6]
@@ -291,19 +289,9 @@ def test_pandas_read_sql_table(server) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not PGJDBC_JAR.exists() or shutil.which("java") is None,
-                    reason="java or pgJDBC (Debian libpostgresql-jdbc-java) missing")
+@needs_pgjdbc
 def test_pgjdbc_database_metadata(server) -> None:
-    out = subprocess.run(
-        ["java", "-cp", str(PGJDBC_JAR), str(JAVA_PROBE),
-         f"jdbc:postgresql://127.0.0.1:{server.port}/dashboards", "analyst", "", "sites"],
-        capture_output=True, text=True, timeout=180, check=True).stdout
-    sections: dict[str, list[list[str]]] = {}
-    for line in out.splitlines():
-        if line.startswith("== "):
-            current = sections.setdefault(line[3:], [])
-        else:
-            current.append(line.split("\t"))
+    sections = catalog_probe(server.port, "dashboards", "analyst", "sites")
     assert sections["schemas"] == [["extra"], ["main"]]
     assert sorted(sections["tables"]) == [["extra", "notes", "TABLE"], ["main", "good_sites", "VIEW"],
                                           ["main", "sites", "TABLE"]]

@@ -12,18 +12,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
-from pathlib import Path
 
 import oracle
 import psycopg
 import pytest
+from server_sessions import catalog_probe, needs_pgjdbc
 
 import vcfzarr_sql
 from vcfzarr_sql.serve.pg import make_server
-
-JAVA_PROBE = Path(__file__).parents[1] / "java" / "CatalogProbe.java"
-
-PGJDBC_JARS = [Path("/usr/share/java/postgresql.jar")]
 
 #: DuckDB's type names -> what PostgreSQL's format_type calls the type the server sends.
 POSTGRES_TYPE_NAMES = {"BIGINT": "bigint", "INTEGER": "integer", "VARCHAR": "text",
@@ -139,26 +135,10 @@ def test_psycopg_reads_the_catalog(server, setup) -> None:
         assert con.execute("SELECT relname FROM pg_class WHERE oid = %s", [oid]).fetchall() == [("notes",)]
 
 
-def _java() -> str | None:
-    jar = next((str(j) for j in PGJDBC_JARS if j.exists()), None)
-    return jar if jar and shutil.which("java") else None
-
-
 @pytest.mark.slow
-@pytest.mark.skipif(_java() is None, reason="java or pgJDBC (Debian libpostgresql-jdbc-java) missing")
+@needs_pgjdbc
 def test_pgjdbc_database_metadata(server, setup, described) -> None:
-    jar = _java()
-    assert jar is not None
-    out = subprocess.run(
-        ["java", "-cp", jar, str(JAVA_PROBE), f"jdbc:postgresql://127.0.0.1:{server.port}/saved",
-         "tester", "", "calls", *setup],
-        capture_output=True, text=True, timeout=180, check=True).stdout
-    sections: dict[str, list[list[str]]] = {}
-    for line in out.splitlines():
-        if line.startswith("== "):
-            current = sections.setdefault(line[3:], [])
-        else:
-            current.append(line.split("\t"))
+    sections = catalog_probe(server.port, "saved", "tester", "calls", *setup)
     assert sections["product"] == [["PostgreSQL", "15"]]
     assert sections["schemas"] == [["main"]]
     assert sections["tables"] == [["main", "calls", "VIEW"], ["main", "notes", "TABLE"]] or \
