@@ -315,11 +315,13 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str =
     low = min(int(genotypes.min(initial=0)), spec.INT_FILL)
     base = max(int(genotypes.max(initial=0)), 0) - low + 1
     if 2 * base**ploidy <= _TABLE_VALUES:  # a code per possible call: a table of every text
-        codes = np.zeros((rows, samples), np.uint16)  # 2 * base**ploidy codes fit
-        for p in range(ploidy):
-            codes *= base
-            np.add(codes, genotypes[..., p] - np.int16(low), out=codes, casting="unsafe")
-        codes *= 2
+        codes = _diploid_codes(genotypes, low, base) if ploidy == 2 and genotypes.dtype == np.int8 else None
+        if codes is None:
+            codes = np.zeros((rows, samples), np.uint16)  # 2 * base**ploidy codes fit
+            for p in range(ploidy):
+                codes *= base
+                np.add(codes, genotypes[..., p] - np.int16(low), out=codes, casting="unsafe")
+            codes *= 2
         codes += phase
         calls = np.indices((base,) * ploidy + (2,)).reshape(ploidy + 1, -1).T
         calls[:, :-1] += low
@@ -331,6 +333,16 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str =
     first, inverse = distinct_rows(keyed)
     texts = as_matrix(np.array([(lead + _genotype_text(keyed[k])).encode() for k in first]))
     return Cells(texts, inverse.reshape(rows, samples, 1))
+
+
+def _diploid_codes(genotypes: np.ndarray, low: int, base: int) -> np.ndarray:
+    """Twice the code of each diploid call of int8 alleles (``((a - low) * base + b - low) * 2``)
+    in one gather: a call's two bytes are one 16-bit key into a table of every key."""
+    keys = np.ascontiguousarray(genotypes).view("<u2")[..., 0]
+    every = np.arange(1 << 16, dtype=np.int32)
+    first, second = (every & 0xFF).astype(np.int8), (every >> 8).astype(np.int8)
+    table = ((first.astype(np.int32) - low) * base + (second.astype(np.int32) - low)) * 2
+    return table[keys]
 
 
 def _genotype_text(row: np.ndarray) -> str:
