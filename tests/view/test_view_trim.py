@@ -1,7 +1,7 @@
 """``view -a`` (trim ALT alleles) against bcftools view on hand-written records: Number=A, R
 and G INFO and FORMAT values trimmed, GT renumbered, haploid and diploid G vectors, a
 record left without ALT, AC/AN recounted; a polyploid G vector is refused, as bcftools
-refuses it."""
+refuses it; with ``-m/-M/-v/-V``, which see the record before it is trimmed."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ RECORDS = """1	10	.	A	C,G,T	.	.	XA=1,2,3;XR=0,1,2,3;XG=0,1,2,3,4,5,6,7,8,9;DP=5	
 1	30	.	A	C,G	.	.	XA=1,2;XG=1,2,3,4,5,6	GT:AD:PL	0/2:1,2,3:0,1,2,3,4,5	2:1,2,3:0,1,2	0/0/1:.:.
 1	40	.	A	C	.	.	XA=1	GT	./.	.	./.
 1	50	.	A	C,G,T	.	.	XA=1,2,3	GT:PL	0|3	1:0,1,2,3	0/3:0,1,2,3,4,5,6,7,8,9
+1	52	.	AC	A,ATG,C	.	.	.	GT	0	0/1	0|2
+1	54	.	T	.	.	.	.	GT	0/0	0/0	0/0
 """
 #: a triploid's PL in a record -a trims: 10 values for 3 alleles
 POLYPLOID = "1	60	.	A	C,G	.	.	.	GT:PL	0/0:0,1,2,3,4,5	0:0,1,2	0/0/1:0,1,2,3,4,5,6,7,8,9\n"
@@ -48,7 +50,11 @@ def trimmed(tmp_path_factory):
 
 
 @pytest.mark.parametrize("options", ["-a", "-a -s B", "-a -s A,B", "-a -s C", "-a -s C,A", "-a -I", "-a -G",
-                                     "-a -c 1"])
+                                     "-a -c 1",
+                                     # -m/-M/-v/-V see the record before -a trims it (bcftools)
+                                     "-a -s B -m 3", "-a -s A -M 2", "-a -s C -m 2 -M 2", "-a -s A -v snps",
+                                     "-a -s B -V snps", "-a -s C -v indels,other", "-a -s A -v ref",
+                                     "-a -s C -V ref", "-v ref", "-V ref"])
 def test_trim_alt_alleles_as_bcftools(options, trimmed, tmp_path):
     vcf, store = trimmed["plain"]
     args = options.split()

@@ -22,7 +22,7 @@ from vcfzarr_sql.view import values as vt
 from vcfzarr_sql.view.rows import ValueReader
 from vcfzarr_sql.view.trim import Trim
 
-#: INFO/AC and INFO/AN of each row (:func:`_counts`): a text matrix and whether the row has it
+#: INFO/AC and INFO/AN of each row (:func:`_counts`): the values and whether the row has them
 Counts = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
@@ -60,6 +60,14 @@ def _sorted_blocks(source: ChunkSource, chunk: int,
     return BatchBlocks(source, chunk, order), np.searchsorted(order, samples)
 
 
+def _run(rows: np.ndarray) -> np.ndarray | slice:
+    """``rows`` (sorted indexes) as a slice when they are a run (every row, most often): a
+    block read through it is a view, not a copy."""
+    if len(rows) and rows[-1] - rows[0] + 1 == len(rows):
+        return slice(int(rows[0]), int(rows[-1]) + 1)
+    return rows
+
+
 def _alt_text(alleles: np.ndarray) -> list[str]:
     out = []
     for row in alleles[:, 1:]:
@@ -84,7 +92,8 @@ def _counts(source: ChunkSource, blocks: BatchBlocks, rows: np.ndarray, order: n
     if blocks.samples is not None:
         if not has_gt:
             return None
-        calls = blocks.read(spec.CALL_GENOTYPE)[rows]
+        pick = _run(rows)
+        calls = blocks.read(spec.CALL_GENOTYPE)[pick]
         calls = (calls if order is None else calls[:, order]).reshape(len(rows), -1)
         counted = (calls > 0) & (calls <= width)
         slots = (np.arange(len(rows))[:, None] * width + calls - 1)[counted]
@@ -100,16 +109,17 @@ def _counts(source: ChunkSource, blocks: BatchBlocks, rows: np.ndarray, order: n
         ac, _ = trim.values(ac, "A", None)
         num_alts = trim.num_alleles - 1
     ac = np.where(np.arange(ac.shape[1])[None, :] < num_alts[:, None], ac, spec.INT_FILL)
-    return (vt.cell_matrix(ac, "Integer"), num_alts > 0), (vt.cell_matrix(an, "Integer"), np.ones(len(rows), bool))
+    return (ac, num_alts > 0), (an, np.ones(len(rows), bool))
 
 
-def _named(name: str, text: np.ndarray | None, rows: int, first: bool) -> np.ndarray:
-    """``;NAME=`` (the ``first`` field: a NUL lead) and each row's text (a Flag, ``text``
-    None: ``;NAME``), as (rows, 1, width): a :func:`_joined` text."""
+def _named(name: str, values: np.ndarray | None, vcf_type: str, rows: int, first: bool,
+           no_value: np.ndarray | None = None) -> vt.Cells:
+    """``;NAME=`` (the ``first`` field: a NUL lead) and each row's text of ``values`` (a
+    Flag, ``values`` None: ``;NAME``): a :func:`_joined` field."""
     lead = "\0" if first else ";"
-    key = np.frombuffer((lead + (name if text is None else f"{name}=")).encode(), np.uint8)
-    keys = np.broadcast_to(key, (rows, len(key)))
-    return (keys if text is None else np.concatenate([keys, text], axis=1))[:, None, :]
+    if values is None:
+        return vt.Cells(_text_matrix([lead + name]), np.zeros((rows, 1), np.intp))
+    return vt.cell_codes(values, vcf_type, no_value, f"{lead}{name}=")
 
 
 def _text_matrix(texts: list[str]) -> np.ndarray:
@@ -117,91 +127,122 @@ def _text_matrix(texts: list[str]) -> np.ndarray:
 
 
 def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None,
-                 trim: Trim | None = None) -> np.ndarray:
-    """The INFO column of each row: a uint8 matrix, NUL-padded (:func:`_joined`)."""
-    texts: list[np.ndarray] = []
+                 trim: Trim | None = None) -> tuple[list[vt.Cells], np.ndarray]:
+    """The INFO fields of each row and which each row shows (:func:`_joined`; no field: the
+    column is ``.``)."""
+    texts: list[vt.Cells] = []
     shown: list[np.ndarray] = []
     fields: dict[str, FieldInfo] = store.info_fields
     recounted = {} if counts is None else {"AC": counts[0], "AN": counts[1]}
+    pick = _run(rows)
     for name, field in fields.items():
         if name in recounted:
-            texts.append(_named(name, recounted[name][0], len(rows), not texts))
+            texts.append(_named(name, recounted[name][0], "Integer", len(rows), not texts))
             shown.append(recounted[name][1])
             continue
-        values = blocks.read(field.array)[rows]
-        no_value = None if field.mask is None else blocks.read(field.mask)[rows]
+        values = blocks.read(field.array)[pick]
+        no_value = None if field.mask is None else blocks.read(field.mask)[pick]
         if trim is not None:
             values, no_value = trim.values(values, field.number, no_value, f"{store.path}: INFO/{name}")
         if field.vcf_type == "Flag":
-            texts.append(_named(name, None, len(rows), not texts))
-            shown.append(values.reshape(len(rows), -1).any(axis=1))
+            texts.append(_named(name, None, "Flag", len(rows), not texts))
+            shown.append(np.asarray(values.reshape(len(rows), -1).any(axis=1)))
             continue
         present = vt.present(values, field.vcf_type, no_value)
         if present.any():
-            texts.append(_named(name, vt.cell_matrix(values, field.vcf_type, no_value), len(rows), not texts))
+            texts.append(_named(name, values, field.vcf_type, len(rows), not texts, no_value))
             shown.append(present)
     for name, (text, has) in recounted.items():  # AC/AN not declared in the store: bcftools appends them
         if name not in fields:
-            texts.append(_named(name, text, len(rows), not texts))
+            texts.append(_named(name, text, "Integer", len(rows), not texts))
             shown.append(has)
     if not texts:
-        return np.full((len(rows), 1), ord(vt.MISSING), np.uint8)
-    return _joined(texts, np.array(shown).reshape(len(texts), len(rows)))
+        texts.append(vt.Cells(_text_matrix([vt.MISSING]), np.zeros((len(rows), 1), np.intp)))
+        shown.append(np.ones(len(rows), bool))
+    return texts, np.array(shown).reshape(len(texts), len(rows))
 
 
-def _joined(texts: list[np.ndarray], showing: np.ndarray) -> np.ndarray:
-    """Each row's fields (``texts[j]``: (rows, cells, width) uint8, NUL-padded) where
-    ``showing[j]`` says the row has field j, as (rows, cells x width) uint8, NUL-padded.
+def _joined(fields: list[vt.Cells], showing: np.ndarray, out: np.ndarray) -> None:
+    """Write each row's fields (``fields[j]``, cells of shape (rows,) or (rows, samples)) where
+    ``showing[j]`` says the row has field j into ``out`` (``(rows, width)`` or
+    ``(rows, samples, width)`` uint8, width the fields' widths; a view into a chunk's text),
+    one after the other, NUL-padded.
 
-    Each text begins with a one-byte lead: the separator before the field, except in
-    ``texts[0]``, where it is the byte a row's first field begins with (NUL: none). A row whose
+    Each field's text begins with a one-byte lead: the separator before the field, except in
+    ``fields[0]``, where it is the byte a row's first field begins with (NUL: none). A row whose
     first field is ``j > 0`` takes that byte as ``j``'s lead; a row with none is the byte and
-    ``.``. With every field shown (the common case) the texts are joined as they are.
+    ``.``. With every field shown (the common case) the fields are written as they are.
     """
-    start = texts[0][:1, :1, 0]
+    start = fields[0].first_byte
     first = showing.argmax(axis=0)  # the first field each row shows
-    parts = []
-    for j, text in enumerate(texts):
+    offset = 0
+    for j, field in enumerate(fields):
+        part = out[..., offset:offset + field.width]
+        field.into(part)
         if not showing[j].all():
-            text = text * showing[j][:, None, None]
+            part[~showing[j]] = 0
         if j == 0 and not showing[0].all():
             none = ~showing.any(axis=0)
-            text[none, :, 0] = start
-            text[none, :, 1] = ord(vt.MISSING)
+            part[none, ..., 0] = start
+            part[none, ..., 1] = ord(vt.MISSING)
         elif j > 0 and (leading := first == j).any():
-            text = text.copy() if text is texts[j] else text
-            text[leading, :, 0] = start
-        parts.append(text)
-    joined = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=2)
-    return joined.reshape(len(joined), -1)
+            part[leading, ..., 0] = start
+        offset += field.width
 
 
-def _without_padding(blocks: list[np.ndarray]) -> bytes:
-    """The lines of NUL-padded uint8 matrices of the same rows (line k: row k of each block in
-    turn, a newline), without the NULs: a block with no NUL is taken as it is, the rows of
-    others each through ``bytes.translate`` (C, one pass over the bytes)."""
+#: bytes of NUL-padded text :func:`_lines` writes at a time (small enough to stay in cache)
+_SLICE_BYTES = 1 << 20
+
+
+def _lines(fixed: np.ndarray, info: tuple[list[vt.Cells], np.ndarray],
+           samples: tuple[np.ndarray, list[vt.Cells], np.ndarray] | None, count: int) -> bytes:
+    """The lines of a chunk's rows: the ``fixed`` columns (a NUL-padded uint8 matrix, its
+    last tab included), the INFO fields, and ``samples`` (the FORMAT column's matrix, the
+    fields of the ``count`` sample columns, which rows show each).
+
+    A slice of rows at a time (about :data:`_SLICE_BYTES`) is written into one NUL-padded
+    byte matrix (a row a line), whose NULs are dropped in one pass (``bytes.translate``, C).
+    """
+    rows = len(fixed)
+    widths = [fixed.shape[1], sum(cell.width for cell in info[0])]
+    if samples is not None:
+        widths += [samples[0].shape[1], count * sum(cell.width for cell in samples[1])]
+    ends = np.cumsum(widths).tolist()
+    step = max(1, _SLICE_BYTES // (ends[-1] + 1))
     pieces = []
-    for block in blocks:
-        rows = [row.tobytes() for row in block]
-        pieces.append(rows if block.all() else [row.translate(None, b"\0") for row in rows])
-    return b"".join(piece for line in zip(*pieces) for piece in (*line, b"\n"))
+    for start in range(0, rows, step):
+        part = slice(start, min(start + step, rows))
+        text = np.empty((part.stop - start, ends[-1] + 1), np.uint8)
+        text[:, :ends[0]] = fixed[part]
+        _joined([cell.rows(part) for cell in info[0]], info[1][:, part], text[:, ends[0]:ends[1]])
+        if samples is not None:
+            keys, cells, showing = samples
+            text[:, ends[1]:ends[2]] = keys[part]
+            _joined([cell.rows(part) for cell in cells], showing[:, part],
+                    text[:, ends[2]:ends[3]].reshape(len(text), count, -1))
+        text[:, -1] = ord("\n")
+        pieces.append(text.tobytes().translate(None, b"\0"))
+    return b"".join(pieces)
 
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
-                    order: np.ndarray | None, trim: Trim | None = None) -> tuple[np.ndarray, np.ndarray]:
+                    order: np.ndarray | None, trim: Trim | None = None
+                    ) -> tuple[np.ndarray, list[vt.Cells], np.ndarray]:
     """Per row, the FORMAT column (its tab, the keys; a NUL-padded uint8 matrix), and the
-    sample columns (each sample's tab and cell; :func:`_joined`)."""
+    fields of the sample columns (each sample's tab and cell) and which rows show each
+    (:func:`_joined`)."""
     names: list[str] = []
-    cells: list[np.ndarray] = []
+    cells: list[vt.Cells] = []
     shown: list[np.ndarray] = []
     fields: dict[str, FieldInfo] = store.format_fields
+    pick = _run(rows)
     for name in sorted(fields, key=lambda n: n != "GT"):
         field = fields[name]
-        values = blocks.read(field.array)[rows]
-        no_value = None if field.mask is None else blocks.read(field.mask)[rows]
+        values = blocks.read(field.array)[pick]
+        no_value = None if field.mask is None else blocks.read(field.mask)[pick]
         if trim is not None:
             every = None if everyone is blocks or field.number != "G" else (
-                everyone.read(field.array)[rows], None if field.mask is None else everyone.read(field.mask)[rows])
+                everyone.read(field.array)[pick], None if field.mask is None else everyone.read(field.mask)[pick])
             values, no_value = trim.values(values, field.number, no_value, f"{store.path}: FORMAT/{name}", every)
             values = trim.genotypes(values) if name == "GT" else values
         if order is not None:
@@ -210,27 +251,27 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
         if name == "GT":
             phased = None
             if store.has_array(spec.CALL_GENOTYPE_PHASED):
-                phased = blocks.read(spec.CALL_GENOTYPE_PHASED)[rows]
+                phased = blocks.read(spec.CALL_GENOTYPE_PHASED)[pick]
                 phased = phased if order is None else phased[:, order]
             text = vt.genotype_cells(values, phased, lead="\t" if not cells else ":")
         else:
             if values.ndim == 2:
                 values = values[..., None]
                 no_value = None if no_value is None else no_value[..., None]
-            text = vt.cell_matrix(values, field.vcf_type, no_value, lead="\t" if not cells else ":")
+            text = vt.cell_codes(values, field.vcf_type, no_value, lead="\t" if not cells else ":")
         names.append(name)
         cells.append(text)
         # The store cannot tell a key absent from a record from one whose values are all
         # missing: GT is written always (as nearly every record has it), others when set.
         shown.append(
             np.ones(len(rows), bool) if name == "GT"
-            else vt.present(everyone.read(field.array)[rows], field.vcf_type,
-                            None if field.mask is None else everyone.read(field.mask)[rows])
+            else vt.present(everyone.read(field.array)[pick], field.vcf_type,
+                            None if field.mask is None else everyone.read(field.mask)[pick])
             & (trim is None or field.number != "A" or trim.num_alleles > 1)  # no ALT left: no A key
         )
     showing = np.array(shown).reshape(len(names), len(rows))
     keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
-    return _text_matrix([f"\t{key}" for key in keys]), _joined(cells, showing)
+    return _text_matrix([f"\t{key}" for key in keys]), cells, showing
 
 
 def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: RecordOptions) -> bytes:
@@ -238,10 +279,8 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     ``source.store`` as one text (UTF-8), its chunks read through ``source`` (the store, or a
     wrapper that counts).
 
-    Each column is formatted for the whole chunk at once: the fixed columns, INFO and FORMAT
-    are one byte matrix (a row a record), the sample columns another, each NUL-padded; the
-    padding is dropped in one pass over each (none over the samples when every cell fills
-    its width).
+    Each column is formatted for the whole chunk at once, into one NUL-padded byte matrix (a
+    row a record; :func:`_lines`); the padding is dropped in one pass.
     """
     if not len(rows):
         return b""
@@ -274,9 +313,7 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
                    alleles[k, 0], alts[k], quals[k], filters[k], ""])
         for k in range(len(rows))
     ])
-    columns = [fixed, info]
     written = len(store.samples) if options.samples is None else len(options.samples)
     if not (store.format_fields and options.genotypes and written):
-        return _without_padding([np.concatenate(columns, axis=1)])
-    keys, samples = _format_columns(store, blocks, everyone, rows, order, trim)
-    return _without_padding([np.concatenate([*columns, keys], axis=1), samples])
+        return _lines(fixed, info, None, 0)
+    return _lines(fixed, info, _format_columns(store, blocks, everyone, rows, order, trim), written)

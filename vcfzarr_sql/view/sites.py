@@ -22,9 +22,11 @@ from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.view.rows import ValueReader
 
 ALLELE_KINDS = ("nref", "alt1", "minor", "major", "nonmajor")
-#: ``-v/-V`` names -> the TYPE names of :func:`.rows.allele_type`
+#: ``-v/-V`` names -> the TYPE names of :func:`.rows.allele_type`; ``ref`` is ``other``, as
+#: bcftools (1.16 to 1.22) sets the same bit for both: ``-v ref`` keeps the records with an
+#: ``other`` ALT, never one without ALT, and ``-V ref`` drops the ``other`` records
 VARIANT_TYPES = {"snps": "snp", "indels": "indel", "mnps": "mnp", "other": "other",
-                 "bnd": "bnd", "overlaps": "overlap", "ref": "ref"}
+                 "bnd": "bnd", "overlaps": "overlap", "ref": "other"}
 GENOTYPES = ("hom", "het", "miss")
 
 #: a bound and the allele it applies to (``-c 2:minor``)
@@ -132,9 +134,9 @@ class SiteFilters:
         if self.types is not None or self.exclude_types is not None:
             kinds = reader.types()
             if self.types is not None:
-                keep &= np.array([bool(k & self.types) and k != {"ref"} for k in kinds], bool)
+                keep &= np.array([bool(k & self.types) for k in kinds], bool)
             if self.exclude_types is not None:
-                keep &= ~np.array([bool(k & self.exclude_types) and k != {"ref"} for k in kinds], bool)
+                keep &= ~np.array([bool(k & self.exclude_types) for k in kinds], bool)
         if self.known or self.novel:
             ids = reader.read(spec.VARIANT_ID) if source.store.has_array(spec.VARIANT_ID) else np.full(reader.rows, ".")
             novel = ids == spec.STR_MISSING

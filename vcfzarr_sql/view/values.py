@@ -4,8 +4,8 @@ Integers print as decimals, floats as htslib's ``kputd`` does (six significant d
 rounded up: :func:`float_text`), missing values as ``.``; fill (padding) values end a vector
 and never print.
 Formatting is vectorised: each distinct stored value is formatted once, into a table of
-texts; cells are uint8 rows gathered from the tables (:func:`cell_matrix`), NUL-padded, and
-the padding is dropped when a chunk's text is joined.
+texts; cells are codes into the tables (:class:`Cells`), gathered as uint8 rows, NUL-padded,
+into a chunk's text, and the padding is dropped when the text is joined.
 
 >>> import numpy as np
 >>> cells(np.array([[1, -1], [3, -2], [-1, -2]], dtype=np.int8), "Integer").tolist()
@@ -17,6 +17,7 @@ the padding is dropped when a chunk's text is joined.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -110,11 +111,97 @@ def _element_table(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, list[
     return inverse.reshape(values.shape), [str(v).encode() for v in distinct.tolist()]
 
 
-def cell_matrix(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None,
-                lead: str = "") -> np.ndarray:
-    """The VCF text of each cell of ``values`` as a uint8 row, NUL bytes anywhere in it
-    (padding: they are dropped when the text is joined); the last axis is the vector of one
-    cell when ``values`` has more than one dimension (``(rows, width)`` or
+@dataclass(frozen=True)
+class Cells:
+    """The VCF text of cells as codes into a table of texts: ``table``, a uint8 row per code
+    (NUL-padded), and ``codes`` (``(..., elements)``): a cell is the texts of its codes one
+    after the other, each in a slot of the table's width (NUL bytes are padding: they are
+    dropped when the text is joined); ``lead``: a byte each cell begins with, written over
+    the first byte of its first slot (None: the texts' own)."""
+
+    table: np.ndarray
+    codes: np.ndarray
+    lead: int | None = None
+
+    @property
+    def first_byte(self) -> int:
+        """The byte a cell begins with when its first code is the table's first."""
+        return int(self.table[0, 0]) if self.lead is None else self.lead
+
+    @property
+    def slot(self) -> int:
+        """Bytes of a code's text: the table's width, 3 and 7 rounded up (numpy copies items
+        of 4 and 8 bytes much faster than of 3 or 7; the NUL is dropped with the padding)."""
+        size = int(self.table.shape[1])
+        return size + 1 if size in (3, 7) else size
+
+    @property
+    def width(self) -> int:
+        """Bytes of a cell: its codes' slots."""
+        return int(self.codes.shape[-1]) * self.slot
+
+    def into(self, out: np.ndarray) -> None:
+        """Write the cells into ``out`` (``codes.shape[:-1] + (width,)`` uint8, its last axis
+        contiguous; a view into a larger text): one gather of table rows, each taken as one
+        item of the table's width.
+
+        >>> out = np.zeros((1, 4), np.uint8)
+        >>> Cells(np.array([[49, 0], [50, 51]], np.uint8), np.array([[1, 0]])).into(out)
+        >>> out.tolist()
+        [[50, 51, 49, 0]]
+        """
+        table = np.zeros((len(self.table), self.slot), np.uint8)
+        table[:, :self.table.shape[1]] = self.table
+        item = np.dtype((np.void, self.slot))
+        out.view(item)[...] = table.view(item).reshape(-1)[self.codes]
+        if self.lead is not None:
+            out[..., 0] = self.lead
+
+    def rows(self, part: slice) -> Cells:
+        """The cells of rows ``part`` (the first axis)."""
+        return Cells(self.table, self.codes[part], self.lead)
+
+    def matrix(self) -> np.ndarray:
+        """The cells as a new uint8 array (``codes.shape[:-1] + (width,)``)."""
+        out = np.empty((*self.codes.shape[:-1], self.width), np.uint8)
+        self.into(out)
+        return out
+
+
+def _integer_cells(values: np.ndarray, lead: str) -> Cells | None:
+    """:func:`cell_codes` of integers without a mask whose range is small: a table of every
+    value from the least to the greatest (``.`` for the missing sentinel, the fill's text for
+    fill), so a code is the value minus the least, with no pass for flags; None where a fill
+    value comes before a value (nothing after a fill prints: the general path).
+
+    A vector's elements share one table (a comma before each text; fill: nothing) when the
+    lead is one byte and no first element is fill: the lead is then written over the first
+    comma of each cell (:attr:`Cells.lead`). Else the first elements have a table of their
+    own (the lead before each text, fill ``.``; first, as ``records._joined`` takes a row's first
+    byte from the table's first text), the others' codes after theirs.
+    """
+    low, high = int(values.min()), int(values.max())
+    if high - low >= min(_TABLE_VALUES, values.size):
+        return None
+    width = values.shape[-1]
+    fill = values == spec.INT_FILL if width > 1 and low <= spec.INT_FILL else None
+    if fill is not None and (fill[..., :-1] & ~fill[..., 1:]).any():
+        return None
+    numbers = [MISSING if v in (spec.INT_MISSING, spec.INT_FILL) else str(v) for v in range(low, high + 1)]
+    codes = np.subtract(values, np.int32(low), dtype=np.int32)
+    if width == 1:
+        return Cells(as_matrix(np.array([(lead + text).encode() for text in numbers])), codes)
+    others = [b"" if v == spec.INT_FILL else b"," + text.encode() for v, text in zip(range(low, high + 1), numbers)]
+    if len(lead.encode()) == 1 and (fill is None or not fill[..., 0].any()):
+        return Cells(as_matrix(np.array(others)), codes, lead.encode()[0])
+    codes[..., 1:] += len(numbers)
+    return Cells(as_matrix(np.array([*((lead + text).encode() for text in numbers), *others])), codes)
+
+
+def cell_codes(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None,
+               lead: str = "") -> Cells:
+    """The VCF text of each cell of ``values`` (:class:`Cells`); the last axis is the vector
+    of one cell when ``values`` has more than one dimension (``(rows, width)`` or
     ``(rows, samples, width)``). ``no_value``: as :func:`flags` (same shape as ``values``).
     ``lead``: text before each cell (a separator).
 
@@ -122,12 +209,19 @@ def cell_matrix(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None =
     when fill; after the first element with a leading comma), so the cells are one gather:
     no Python work per cell.
 
-    >>> m = cell_matrix(np.array([[1, -1], [3, -2], [-2, -2]], dtype=np.int8), "Integer")
+    >>> m = cell_codes(np.array([[1, -1], [3, -2], [-2, -2]], dtype=np.int8), "Integer").matrix()
     >>> [bytes(row).replace(b"\\0", b"") for row in m]
     [b'1,.', b'3', b'.']
+    >>> [bytes(row).replace(b"\\0", b"") for row in cell_codes(np.array([[1, 20], [-1, -1]]), "Integer",
+    ...                                                       lead=":").matrix()]
+    [b':1,20', b':.,.']
     """
     if values.ndim == 1:
         values = values[:, None]
+    if no_value is None and values.dtype.kind in "iu" and values.size:
+        fast = _integer_cells(values, lead)
+        if fast is not None:
+            return fast
     shape, width = values.shape[:-1], values.shape[-1]
     flat = values.reshape(-1, width)
     missing, fill = flags(flat, vcf_type, None if no_value is None else no_value.reshape(-1, width))
@@ -140,45 +234,27 @@ def cell_matrix(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None =
     plain = [*texts, MISSING.encode(), MISSING.encode()]
     first = [lead.encode() + text for text in plain]
     if width == 1:
-        return gather(as_matrix(np.array(first)), codes).reshape(*shape, -1)
+        return Cells(as_matrix(np.array(first)), codes.reshape(*shape, 1))
     # one table: the first element's texts, then the others' (a comma before; fill: nothing)
     table = as_matrix(np.array([*first, *(b"," + text for text in plain[:-1]), b""]))
     codes[:, 1:] += len(plain)
-    return gather(table, codes).reshape(*shape, -1)
-
-
-def gather(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """``table[codes]`` of a uint8 table (a row per code), rows joined along the last axis:
-    rows up to 8 bytes are taken as one integer each (NUL-padded to 1, 2, 4 or 8 bytes).
-
-    >>> gather(np.array([[49, 0], [50, 51]], np.uint8), np.array([[1, 0]])).tolist()
-    [[50, 51, 49, 0]]
-    """
-    size = table.shape[1]
-    if size > 8:
-        return table[codes].reshape(*codes.shape[:-1], -1)
-    wide = 1 << (size - 1).bit_length()
-    padded = np.zeros((len(table), wide), np.uint8)
-    padded[:, :size] = table
-    words = padded.view(f"<u{wide}").reshape(-1)
-    taken = words[codes].view(np.uint8).reshape(*codes.shape, wide)[..., :size]
-    return taken.reshape(*codes.shape[:-1], -1)
+    return Cells(table, codes.reshape(*shape, width))
 
 
 def _texts(matrix: np.ndarray) -> list[str]:
-    """The text of each row of a :func:`cell_matrix`."""
+    """The text of each row of a :meth:`Cells.matrix`."""
     return [bytes(row).replace(b"\0", b"").decode() for row in matrix]
 
 
 def cells(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None) -> np.ndarray:
-    """The text of each cell of ``values`` (``str`` objects; a :func:`cell_matrix` row each).
+    """The text of each cell of ``values`` (``str`` objects; a :func:`cell_codes` cell each).
 
     >>> cells(np.array([[-1, -2], [-1, -2]]), "Integer", np.array([[False, False], [False, True]])).tolist()
     ['-1,-2', '-1']
     >>> cells(np.array([0.5, 1e-5, 1234567.0, -0.0], dtype=np.float32), "Float").tolist()
     ['0.5', '1e-05', '1.23457e+06', '-0']
     """
-    matrix = cell_matrix(values, vcf_type, no_value)
+    matrix = cell_codes(values, vcf_type, no_value).matrix()
     texts = _texts(matrix.reshape(-1, matrix.shape[-1]))
     return np.array(texts, dtype=object).reshape(matrix.shape[:-1])
 
@@ -187,6 +263,8 @@ def present(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = Non
     """Per row: whether any value of the row is set (a Flag: True), i.e. the field prints."""
     if values.dtype.kind == "b":
         return np.asarray(values.reshape(len(values), -1).any(axis=1))
+    if no_value is None and values.dtype.kind in "iu" and values.size and values.min() >= 0:
+        return np.ones(len(values), bool)  # no sentinel (one pass)
     missing, fill = flags(values, vcf_type, no_value)
     return (~(missing | fill)).reshape(len(values), -1).any(axis=1)
 
@@ -224,12 +302,12 @@ def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.ravel()
 
 
-def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str = "") -> np.ndarray:
-    """GT text of each call (a :func:`cell_matrix`): alleles joined by ``|`` (phased) or
+def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str = "") -> Cells:
+    """GT text of each call (:class:`Cells`, one code a call): alleles joined by ``|`` (phased) or
     ``/``; ``.`` for missing; ``lead`` before each.
 
     >>> g = np.array([[[0, 1], [-1, -1], [2, -2]]], dtype=np.int8)
-    >>> _texts(genotype_cells(g, np.array([[True, False, False]]))[0])
+    >>> _texts(genotype_cells(g, np.array([[True, False, False]])).matrix()[0])
     ['0|1', './.', '2']
     """
     rows, samples, ploidy = genotypes.shape
@@ -237,22 +315,34 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str =
     low = min(int(genotypes.min(initial=0)), spec.INT_FILL)
     base = max(int(genotypes.max(initial=0)), 0) - low + 1
     if 2 * base**ploidy <= _TABLE_VALUES:  # a code per possible call: a table of every text
-        codes = np.zeros((rows, samples), np.uint16)  # 2 * base**ploidy codes fit
-        for p in range(ploidy):
-            codes *= base
-            np.add(codes, genotypes[..., p] - np.int16(low), out=codes, casting="unsafe")
-        codes *= 2
+        codes = _diploid_codes(genotypes, low, base) if ploidy == 2 and genotypes.dtype == np.int8 else None
+        if codes is None:
+            codes = np.zeros((rows, samples), np.uint16)  # 2 * base**ploidy codes fit
+            for p in range(ploidy):
+                codes *= base
+                np.add(codes, genotypes[..., p] - np.int16(low), out=codes, casting="unsafe")
+            codes *= 2
         codes += phase
         calls = np.indices((base,) * ploidy + (2,)).reshape(ploidy + 1, -1).T
         calls[:, :-1] += low
         texts = as_matrix(np.array([(lead + _genotype_text(call)).encode() for call in calls]))
-        return gather(texts, codes.reshape(-1, 1)).reshape(rows, samples, -1)
+        return Cells(texts, codes[..., None])
     keyed = np.concatenate(
         [genotypes.astype(np.int32, copy=False), phase[..., None].astype(np.int32)], axis=2
     ).reshape(-1, ploidy + 1)
     first, inverse = distinct_rows(keyed)
     texts = as_matrix(np.array([(lead + _genotype_text(keyed[k])).encode() for k in first]))
-    return gather(texts, inverse.reshape(-1, 1)).reshape(rows, samples, -1)
+    return Cells(texts, inverse.reshape(rows, samples, 1))
+
+
+def _diploid_codes(genotypes: np.ndarray, low: int, base: int) -> np.ndarray:
+    """Twice the code of each diploid call of int8 alleles (``((a - low) * base + b - low) * 2``)
+    in one gather: a call's two bytes are one 16-bit key into a table of every key."""
+    keys = np.ascontiguousarray(genotypes).view("<u2")[..., 0]
+    every = np.arange(1 << 16, dtype=np.int32)
+    first, second = (every & 0xFF).astype(np.int8), (every >> 8).astype(np.int8)
+    table = ((first.astype(np.int32) - low) * base + (second.astype(np.int32) - low)) * 2
+    return table[keys]
 
 
 def _genotype_text(row: np.ndarray) -> str:
