@@ -10,7 +10,8 @@ from pathlib import Path
 import oracle
 import pytest
 import store_check
-from corpus import CORPUS
+from corpus import CORPUS, readable_corpus
+from engine_cases import converted_corpus_file
 
 BIO2ZARR = "sgkit-dev+bio2zarr/tests/data/vcf/"
 #: (file, region): multi-sample, gVCF END blocks (overlap through variant_length), many
@@ -26,6 +27,8 @@ REGIONS = [
     ("brentp+cyvcf2/cyvcf2/tests/test.vcf.gz", "1:1-20000000"),
 ]
 FILES = sorted({vcf for vcf, _ in REGIONS})
+#: The corpus files by id (their stores are those the corpus tests convert: shared).
+BY_ID = {f.id: f for f in readable_corpus()}
 
 
 def _tool(name: str) -> str:
@@ -35,7 +38,7 @@ def _tool(name: str) -> str:
 
 @pytest.mark.parametrize("vcf", FILES)
 def test_valid_and_bio2zarr_inspects_it(convert_once, vcf):
-    store = convert_once(CORPUS / vcf, **store_check.CONVERT_KWARGS)
+    store = converted_corpus_file(BY_ID[vcf], convert_once)
     mismatches = store_check.check_valid(store_check.Stored(store), CORPUS / vcf)
     assert not mismatches, store_check.report(mismatches)
     result = subprocess.run([_tool("vcf2zarr"), "inspect", str(store)], capture_output=True,
@@ -73,7 +76,7 @@ def _comparable(record: oracle.Record, calls: list[dict]) -> dict:
 @pytest.mark.parametrize(("vcf", "region"), REGIONS)
 def test_vcztools_view_region_matches_bcftools(convert_once, vcf, region):
     path = CORPUS / vcf
-    store = convert_once(path, **store_check.CONVERT_KWARGS)
+    store = converted_corpus_file(BY_ID[vcf], convert_once)
     hdr = oracle.header(path)
     fields = tuple(hdr.format) if hdr.samples else ()
     records = oracle.records(path, region=region)

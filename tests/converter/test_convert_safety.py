@@ -211,9 +211,10 @@ def test_two_concurrent_cli_converters_one_wins_one_fails(tmp_path):
 # Workers die with their parent
 
 _PARENT = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
     from vcfzarr_sql.converter.workers import WorkerPool
     if __name__ == "__main__":
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)  # (a test run under nohup ignores it)
         pool = WorkerPool("in.vcf", 2, sys.argv[1])
         futures = [pool.executor.submit(time.sleep, 600) for _ in range(2)]
         time.sleep(1)
