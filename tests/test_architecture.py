@@ -25,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "adapters": {"errors", "format", "store", "query"},
     "converter": {"errors", "format", "store", "query", "version"},
     "view": {"errors", "format", "store", "query"},
+    "exporters": {"errors", "format", "store", "query"},
     "validation": {"errors", "format", "store", "query"},
     "engine": {"errors", "format", "store", "query", "stats", "adapters"},
     "serve": {"errors", "format", "store", "engine", "version"},

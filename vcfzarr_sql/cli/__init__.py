@@ -30,6 +30,7 @@ COMMANDS = {
     "demo": "Convert a small VCF and query it, with pruning statistics.",
     "serve": "Serve SQL on the PostgreSQL wire protocol.",
     "view": "Write a store as VCF/BCF, as bcftools view would.",
+    "export": "Write a selection as PLINK 1/2, BGEN or AnnData.",
 }
 
 

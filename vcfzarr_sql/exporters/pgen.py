@@ -1,0 +1,88 @@
+"""PLINK 2 binary: OUT.pgen (written by ``pgenlib``, plink2's own library), OUT.pvar, OUT.psam.
+
+Multi-allelic records are kept (up to 255 alleles, pgenlib's limit), and the phase of
+phased heterozygous calls. A haploid call is written as its homozygote and a half-missing
+call (``0/.``) as missing, as ``plink2 --vcf --vcf-half-call missing`` imports them. A .pgen
+declares its variant count first: the selection is counted in a first pass (which reads
+only what its filters read).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from vcfzarr_sql.errors import NotSupportedError, QueryError
+from vcfzarr_sql.exporters.calls import ChunkCalls
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.query.selection import SelectedRecords
+
+if TYPE_CHECKING:
+    import pgenlib
+
+#: pgenlib's missing allele code
+MISSING = -9
+#: the most alleles pgenlib writes for one variant
+MAX_ALLELES = 255
+
+
+def allele_codes(calls: ChunkCalls) -> np.ndarray:
+    """(records, 2 * samples) int32: each call's two alleles, as pgenlib takes them."""
+    first, second = calls.pairs("a .pgen")
+    second = np.where(second == spec.INT_FILL, first, second)
+    codes = np.stack([first, second], axis=2).astype(np.int32)
+    codes[calls.missing] = MISSING
+    return codes.reshape(len(calls), -1)
+
+
+def variant_lines(calls: ChunkCalls) -> str:
+    """The .pvar lines of the records: CHROM POS ID REF ALT (``.``: no ALT)."""
+    alts = [",".join(a for a in row[1:] if a != spec.STR_FILL) or "." for row in calls.alleles]
+    return "".join(f"{chrom}\t{pos}\t{vid}\t{ref}\t{alt}\n" for chrom, pos, vid, ref, alt in zip(
+        calls.chrom_names(), calls.positions.tolist(), calls.ids, calls.alleles[:, 0], alts))
+
+
+class PgenFileWriter:
+    """Writes OUT.pgen, OUT.pvar and OUT.psam, one chunk of records after the other."""
+
+    def __init__(self, out: str, selected: SelectedRecords):
+        import pgenlib
+
+        store = selected.store
+        count = selected.count()
+        if count == 0:
+            raise QueryError(f"{store.path}: the selection keeps no record; a .pgen holds at least one")
+        widest = store.array_info(spec.VARIANT_ALLELE).shape[1]
+        if widest > MAX_ALLELES:
+            raise NotSupportedError(f"{store.path}: records of up to {widest} alleles; a .pgen holds up to {MAX_ALLELES}")
+        self.written = 0
+        self.left_out = 0
+        self._count = count
+        self._phase = store.has_array(spec.CALL_GENOTYPE_PHASED)
+        with open(out + ".psam", "w") as psam:
+            psam.write("#IID\tSEX\n" + "".join(f"{name}\tNA\n" for name in selected.sample_names))
+        self._pvar = open(out + ".pvar", "w")
+        self._pvar.write("#CHROM\tPOS\tID\tREF\tALT\n")
+        self._pgen: pgenlib.PgenWriter = pgenlib.PgenWriter(
+            (out + ".pgen").encode(), len(selected.sample_names), variant_ct=count, nonref_flags=False,
+            allele_ct_limit=max(2, widest), hardcall_phase_present=self._phase)
+
+    def write(self, calls: ChunkCalls) -> None:
+        """Append the records of ``calls``."""
+        if not len(calls):
+            return
+        codes = allele_codes(calls)
+        allele_counts = np.maximum(calls.num_alleles, 2).astype(np.uint32)
+        if self._phase and calls.phased is not None:
+            phased = np.ascontiguousarray(calls.phased & (calls.ploidy == 2) & ~calls.missing, np.uint8)
+            self._pgen.append_partially_phased_batch(codes, phased, allele_counts)
+        else:
+            self._pgen.append_alleles_batch(codes, False, allele_counts)
+        self._pvar.write(variant_lines(calls))
+        self.written += len(calls)
+
+    def close(self) -> None:
+        self._pvar.close()
+        if self.written == self._count:  # (else an error stopped the export: pgenlib would refuse)
+            self._pgen.close()
