@@ -46,8 +46,11 @@ _SCALAR_SUMMARIES = ("gt_AN", "gt_NS", "gt_MAF", "gt_F_MISSING")
 
 def dosage(calls: ChunkCalls) -> np.ndarray:
     """(records, samples) float32: the ALT alleles of each call, NaN where it is missing."""
-    return np.where(calls.missing, np.float32(np.nan), (calls.genotypes > 0).sum(axis=2, dtype=np.int8)
-                    ).astype(np.float32)
+    alts = np.zeros(calls.genotypes.shape[:2], np.float32)
+    for k in range(calls.genotypes.shape[2]):
+        alts += calls.genotypes[:, :, k] > 0
+    alts[calls.missing] = np.nan
+    return alts
 
 
 def _column(array: pa.Array) -> np.ndarray:

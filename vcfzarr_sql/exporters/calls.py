@@ -49,19 +49,20 @@ class ChunkCalls:
     @cached_property
     def ploidy(self) -> np.ndarray:
         """(records, samples): the alleles of each call (padding not counted)."""
-        return (self.genotypes != spec.INT_FILL).sum(axis=2)
+        ploidy = np.zeros(self.genotypes.shape[:2], np.int8)
+        for k in range(self.genotypes.shape[2]):  # (a sum over the short last axis is slow)
+            ploidy += self.genotypes[:, :, k] != spec.INT_FILL
+        return ploidy
 
     @cached_property
     def missing(self) -> np.ndarray:
         """(records, samples): calls with any allele missing (``./.``, ``.``, and the
-        half-missing ``0/.``, as plink2 reads them with ``--vcf-half-call missing``)."""
-        return (self.genotypes == spec.INT_MISSING).any(axis=2) | (self.ploidy == 0)
-
-    def alt_dosage(self) -> np.ndarray:
-        """(records, samples) int8: the called ALT alleles (any ALT) of each call, -1 where
-        the call is missing."""
-        dosage = (self.genotypes > 0).sum(axis=2, dtype=np.int8)
-        return np.where(self.missing, np.int8(-1), dosage)
+        half-missing ``0/.``, as plink2 reads them with ``--vcf-half-call missing``), or
+        none at all."""
+        missing = self.genotypes[:, :, 0] == spec.INT_FILL
+        for k in range(self.genotypes.shape[2]):
+            missing |= self.genotypes[:, :, k] == spec.INT_MISSING
+        return missing
 
     def pairs(self, what: str) -> tuple[np.ndarray, np.ndarray]:
         """(first, second) allele of each call, (records, samples) each; ``second`` is -2

@@ -30,8 +30,9 @@ MAX_ALLELES = 255
 def allele_codes(calls: ChunkCalls) -> np.ndarray:
     """(records, 2 * samples) int32: each call's two alleles, as pgenlib takes them."""
     first, second = calls.pairs("a .pgen")
-    second = np.where(second == spec.INT_FILL, first, second)
-    codes = np.stack([first, second], axis=2).astype(np.int32)
+    codes = np.empty((*first.shape, 2), np.int32)
+    codes[:, :, 0] = first
+    codes[:, :, 1] = np.where(second == spec.INT_FILL, first, second)
     codes[calls.missing] = MISSING
     return codes.reshape(len(calls), -1)
 
@@ -75,8 +76,8 @@ class PgenFileWriter:
         codes = allele_codes(calls)
         allele_counts = np.maximum(calls.num_alleles, 2).astype(np.uint32)
         if self._phase and calls.phased is not None:
-            phased = np.ascontiguousarray(calls.phased & (calls.ploidy == 2) & ~calls.missing, np.uint8)
-            self._pgen.append_partially_phased_batch(codes, phased, allele_counts)
+            phased = calls.phased & (calls.pairs("a .pgen")[1] >= 0) & ~calls.missing
+            self._pgen.append_partially_phased_batch(codes, np.ascontiguousarray(phased), allele_counts)
         else:
             self._pgen.append_alleles_batch(codes, False, allele_counts)
         self._pvar.write(variant_lines(calls))

@@ -38,7 +38,8 @@ _CODES = np.array([
 def call_codes(calls: ChunkCalls) -> np.ndarray:
     """(records, samples) uint8: the two-bit .bed code of each call of biallelic records."""
     first, second = calls.pairs("a PLINK 1 .bed")
-    return _CODES[first.astype(np.intp) + 2, second.astype(np.intp) + 2]
+    index = (first + 2).astype(np.uint8) * 4 + (second + 2).astype(np.uint8)
+    return _CODES.reshape(-1)[index]
 
 
 def packed(codes: np.ndarray) -> np.ndarray:
