@@ -46,11 +46,12 @@ _SCALAR_SUMMARIES = ("gt_AN", "gt_NS", "gt_MAF", "gt_F_MISSING")
 
 def dosage(calls: ChunkCalls) -> np.ndarray:
     """(records, samples) float32: the ALT alleles of each call, NaN where it is missing."""
-    alts = np.zeros(calls.genotypes.shape[:2], np.float32)
+    alts = np.zeros(calls.genotypes.shape[:2], np.int8)
     for k in range(calls.genotypes.shape[2]):
         alts += calls.genotypes[:, :, k] > 0
-    alts[calls.missing] = np.nan
-    return alts
+    values = alts.astype(np.float32)
+    values[calls.missing] = np.nan
+    return values
 
 
 def _column(array: pa.Array) -> np.ndarray:
