@@ -27,14 +27,32 @@ MISSING = -9
 MAX_ALLELES = 255
 
 
-def allele_codes(calls: ChunkCalls) -> np.ndarray:
-    """(records, 2 * samples) int32: each call's two alleles, as pgenlib takes them."""
-    first, second = calls.pairs("a .pgen")
+def allele_codes(first: np.ndarray, second: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """(records, 2 * samples) int32: each call's two alleles (:meth:`.ChunkCalls.pairs`, a
+    haploid call as its homozygote), as pgenlib's ``append_alleles`` takes them."""
     codes = np.empty((*first.shape, 2), np.int32)
     codes[:, :, 0] = first
     codes[:, :, 1] = np.where(second == spec.INT_FILL, first, second)
-    codes[calls.missing] = MISSING
-    return codes.reshape(len(calls), -1)
+    codes[missing] = MISSING
+    return codes.reshape(len(first), -1)
+
+
+def genotype_codes(first: np.ndarray, second: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """(records, samples) int8: the ALT count of each call of biallelic records, as pgenlib's
+    ``append_biallelic`` takes them (8 times less to convert than allele codes)."""
+    codes = first + np.where(second == spec.INT_FILL, first, second)
+    codes[missing] = MISSING
+    return np.ascontiguousarray(codes, dtype=np.int8)
+
+
+def runs(flags: np.ndarray) -> list[tuple[int, int, bool]]:
+    """(start, stop, flag) of each run of equal ``flags``.
+
+    >>> runs(np.array([False, False, True, False]))
+    [(0, 2, False), (2, 3, True), (3, 4, False)]
+    """
+    cuts = [0, *(np.flatnonzero(np.diff(flags.astype(np.int8))) + 1).tolist(), len(flags)]
+    return [(a, b, bool(flags[a])) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def variant_lines(calls: ChunkCalls) -> str:
@@ -70,16 +88,29 @@ class PgenFileWriter:
             allele_ct_limit=max(2, widest), hardcall_phase_present=self._phase)
 
     def write(self, calls: ChunkCalls) -> None:
-        """Append the records of ``calls``."""
+        """Append the records of ``calls``: biallelic records without a phased heterozygous
+        call as ALT counts, others (multi-allelic, phased) as allele codes and phase."""
         if not len(calls):
             return
-        codes = allele_codes(calls)
-        allele_counts = np.maximum(calls.num_alleles, 2).astype(np.uint32)
-        if self._phase and calls.phased is not None:
-            phased = calls.phased & (calls.pairs("a .pgen")[1] >= 0) & ~calls.missing
-            self._pgen.append_partially_phased_batch(codes, np.ascontiguousarray(phased), allele_counts)
-        else:
-            self._pgen.append_alleles_batch(codes, False, allele_counts)
+        first, second = calls.pairs("a .pgen")
+        missing = calls.missing
+        phased = None
+        if self._phase and calls.phased is not None:  # (phase is kept for heterozygous calls)
+            phased = calls.phased & (first != second) & (second >= 0) & ~missing
+        full = calls.num_alleles > 2
+        if phased is not None:
+            full |= phased.any(axis=1)
+        for start, stop, alleles in runs(full):
+            part = slice(start, stop)
+            if not alleles:
+                self._pgen.append_biallelic_batch(genotype_codes(first[part], second[part], missing[part]))
+                continue
+            codes = allele_codes(first[part], second[part], missing[part])
+            counts = np.maximum(calls.num_alleles[part], 2).astype(np.uint32)
+            if phased is not None:
+                self._pgen.append_partially_phased_batch(codes, np.ascontiguousarray(phased[part]), counts)
+            else:
+                self._pgen.append_alleles_batch(codes, False, counts)
         self._pvar.write(variant_lines(calls))
         self.written += len(calls)
 
