@@ -17,6 +17,12 @@ from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 
+#: every (first, second) int8 allele pair, by its two bytes read as a little-endian uint16
+#: (:meth:`ChunkCalls.pair_keys`): a table of a value of each pair turns a chunk's calls into
+#: that value in one gather, instead of several passes over the calls
+PAIR_FIRST = np.arange(1 << 16, dtype=np.uint16).astype("<u2").view(np.int8)[0::2]
+PAIR_SECOND = np.arange(1 << 16, dtype=np.uint16).astype("<u2").view(np.int8)[1::2]
+
 
 @dataclass
 class ChunkCalls:
@@ -54,11 +60,23 @@ class ChunkCalls:
             ploidy += self.genotypes[:, :, k] != spec.INT_FILL
         return ploidy
 
+    def pair_keys(self) -> np.ndarray | None:
+        """(records, samples) uint16: each call's two int8 alleles read as one number, the
+        index of a table over :data:`PAIR_FIRST` and :data:`PAIR_SECOND`; None unless the
+        calls are int8 of two alleles at most."""
+        g = self.genotypes
+        if g.dtype != np.int8 or g.shape[2] != 2:
+            return None
+        return np.ascontiguousarray(g).view("<u2")[:, :, 0]
+
     @cached_property
     def missing(self) -> np.ndarray:
         """(records, samples): calls with any allele missing (``./.``, ``.``, and the
         half-missing ``0/.``, as plink2 reads them with ``--vcf-half-call missing``), or
         none at all."""
+        keys = self.pair_keys()
+        if keys is not None:
+            return MISSING_PAIRS[keys]
         missing = self.genotypes[:, :, 0] == spec.INT_FILL
         for k in range(self.genotypes.shape[2]):
             missing |= self.genotypes[:, :, k] == spec.INT_MISSING
@@ -112,3 +130,8 @@ def chunk_calls(source: ChunkSource, chunk: int, rows: np.ndarray,
     return ChunkCalls(store, blocks.read(spec.VARIANT_CONTIG)[rows],
                       blocks.read(spec.VARIANT_POSITION)[rows], ids,
                       blocks.read(spec.VARIANT_ALLELE)[rows], genotypes, phased)
+
+
+#: :attr:`ChunkCalls.missing` of each allele pair
+MISSING_PAIRS = ((PAIR_FIRST == spec.INT_FILL) | (PAIR_FIRST == spec.INT_MISSING)
+                 | (PAIR_SECOND == spec.INT_MISSING))

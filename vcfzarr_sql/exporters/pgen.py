@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vcfzarr_sql.errors import NotSupportedError, QueryError
-from vcfzarr_sql.exporters.calls import ChunkCalls
+from vcfzarr_sql.exporters.calls import MISSING_PAIRS, PAIR_FIRST, PAIR_SECOND, ChunkCalls
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.query.selection import SelectedRecords
 
@@ -43,6 +43,10 @@ def genotype_codes(first: np.ndarray, second: np.ndarray, missing: np.ndarray) -
     codes = first + np.where(second == spec.INT_FILL, first, second)
     codes[missing] = MISSING
     return np.ascontiguousarray(codes, dtype=np.int8)
+
+
+#: :func:`genotype_codes` of each allele pair (:data:`.calls.PAIR_FIRST`)
+GENOTYPE_PAIRS = genotype_codes(PAIR_FIRST, PAIR_SECOND, MISSING_PAIRS)
 
 
 def runs(flags: np.ndarray) -> list[tuple[int, int, bool]]:
@@ -94,6 +98,7 @@ class PgenFileWriter:
             return
         first, second = calls.pairs("a .pgen")
         missing = calls.missing
+        keys = calls.pair_keys()
         phased = None
         if self._phase and calls.phased is not None:  # (phase is kept for heterozygous calls)
             phased = calls.phased & (first != second) & (second >= 0) & ~missing
@@ -103,7 +108,9 @@ class PgenFileWriter:
         for start, stop, alleles in runs(full):
             part = slice(start, stop)
             if not alleles:
-                self._pgen.append_biallelic_batch(genotype_codes(first[part], second[part], missing[part]))
+                self._pgen.append_biallelic_batch(
+                    genotype_codes(first[part], second[part], missing[part]) if keys is None
+                    else GENOTYPE_PAIRS[keys[part]])
                 continue
             codes = allele_codes(first[part], second[part], missing[part])
             counts = np.maximum(calls.num_alleles[part], 2).astype(np.uint32)

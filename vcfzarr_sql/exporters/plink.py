@@ -18,7 +18,7 @@ from typing import IO
 
 import numpy as np
 
-from vcfzarr_sql.exporters.calls import ChunkCalls
+from vcfzarr_sql.exporters.calls import PAIR_FIRST, PAIR_SECOND, ChunkCalls
 from vcfzarr_sql.format import spec
 
 #: the .bed's magic: PLINK 1 binary, SNP-major
@@ -35,11 +35,20 @@ _CODES = np.array([
 ], dtype=np.uint8)
 
 
+def _codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    index = (first + 2).astype(np.uint8) * 4 + (second + 2).astype(np.uint8)
+    return _CODES.reshape(-1)[index]
+
+
+#: the code of each allele pair (:data:`.calls.PAIR_FIRST`) of a biallelic record
+_PAIR_CODES = _codes(np.clip(PAIR_FIRST, -2, 1), np.clip(PAIR_SECOND, -2, 1))
+
+
 def call_codes(calls: ChunkCalls) -> np.ndarray:
     """(records, samples) uint8: the two-bit .bed code of each call of biallelic records."""
     first, second = calls.pairs("a PLINK 1 .bed")
-    index = (first + 2).astype(np.uint8) * 4 + (second + 2).astype(np.uint8)
-    return _CODES.reshape(-1)[index]
+    keys = calls.pair_keys()
+    return _codes(first, second) if keys is None else _PAIR_CODES[keys]
 
 
 def packed(codes: np.ndarray) -> np.ndarray:
