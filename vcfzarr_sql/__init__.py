@@ -34,6 +34,8 @@ _LAZY = {
     "connect": "vcfzarr_sql.engine",
     "register": "vcfzarr_sql.engine",
     "sql": "vcfzarr_sql.engine",
+    "export": "vcfzarr_sql.exporters",
+    "to_anndata": "vcfzarr_sql.exporters",
 }
 
 __all__ = [

@@ -34,6 +34,7 @@ COMMANDS = {
     "stats": "Print bcftools stats sections (and an HTML report of their plots).",
     "add": "Add the samples of VCF/BCF files to a store (a cohort).",
     "compact": "Write a cohort of several batches as one plain store.",
+    "export": "Write a selection as PLINK 1/2, BGEN or AnnData.",
 }
 
 

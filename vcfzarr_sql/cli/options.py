@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 
 from vcfzarr_sql.format import spec
@@ -41,3 +44,22 @@ database = click.option(
     show_default=True,
     help="DuckDB database file (:memory:: a private in-memory one per session).",
 )
+
+
+def selection(command: Callable[..., Any]) -> Callable[..., Any]:
+    """bcftools' record and sample selection (``view``, ``export``): ``-r/-R``, ``-t/-T``,
+    ``-s/-S``, ``-i/-e``."""
+    for option in reversed([
+        click.option("--regions", "-r", help="Records overlapping chr|chr:pos|chr:beg-end, comma-separated."),
+        click.option("--regions-file", "-R", type=click.Path(dir_okay=False),
+                     help="Regions from a file (CHROM[ POS| BEG END] or .bed)."),
+        click.option("--targets", "-t", help="Records whose POS is in the targets ('^' excludes)."),
+        click.option("--targets-file", "-T", type=click.Path(dir_okay=False), help="Targets from a file."),
+        click.option("--samples", "-s", help="Comma-separated samples, in output order ('^' excludes)."),
+        click.option("--samples-file", "-S", type=click.Path(dir_okay=False),
+                     help="Samples from a file, one per line."),
+        click.option("--include", "-i", help="Keep records for which the bcftools expression holds."),
+        click.option("--exclude", "-e", help="Drop records for which the bcftools expression holds."),
+    ]):
+        command = option(command)
+    return command

@@ -36,8 +36,8 @@ def command(store: str, regions: str | None, regions_file: str | None, targets: 
 
     from vcfzarr_sql.qc import SECTIONS, collect
     from vcfzarr_sql.qc.text import stats_text
+    from vcfzarr_sql.query.selection import Selection
     from vcfzarr_sql.store import open_store
-    from vcfzarr_sql.view import Selection
 
     selection = Selection(regions=regions, regions_file=regions_file, targets=targets,
                           targets_file=targets_file, samples=samples, samples_file=samples_file,

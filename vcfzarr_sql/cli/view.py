@@ -11,16 +11,9 @@ from vcfzarr_sql.cli import options
 
 @click.command("view", context_settings={"help_option_names": ["--help"]})  # -h: bcftools' header only
 @options.store_path
-@click.option("--regions", "-r", help="Records overlapping chr|chr:pos|chr:beg-end, comma-separated.")
-@click.option("--regions-file", "-R", type=click.Path(dir_okay=False), help="Regions from a file (CHROM[ POS| BEG END] or .bed).")
-@click.option("--targets", "-t", help="Records whose POS is in the targets ('^' excludes).")
-@click.option("--targets-file", "-T", type=click.Path(dir_okay=False), help="Targets from a file.")
-@click.option("--samples", "-s", help="Comma-separated samples, in output order ('^' excludes).")
-@click.option("--samples-file", "-S", type=click.Path(dir_okay=False), help="Samples from a file, one per line.")
-@click.option("--include", "-i", help="Keep records for which the bcftools expression holds.")
-@click.option("--exclude", "-e", help="Drop records for which the bcftools expression holds.")
+@options.selection
 @click.option("--no-update", "-I", is_flag=True, help="Do not recompute INFO/AC and INFO/AN for -s.")
-# -- record filters besides -i/-e (bcftools view's names; view/sites.py)
+# -- record filters besides -i/-e (bcftools view's names; query/selection/sites.py)
 @click.option("--min-ac", "-c", help="Minimum allele count INT[:nref|alt1|minor|major|nonmajor].")
 @click.option("--max-ac", "-C", help="Maximum allele count INT[:nref|alt1|minor|major|nonmajor].")
 @click.option("--min-af", "-q", help="Minimum allele frequency FLOAT[:nref|alt1|minor|major|nonmajor].")

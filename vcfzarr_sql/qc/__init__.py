@@ -3,7 +3,7 @@
 ``report`` extra: matplotlib).
 
 >>> from vcfzarr_sql.qc import stats_lines
->>> from vcfzarr_sql.view import Selection
+>>> from vcfzarr_sql.query.selection import Selection
 >>> print("".join(stats_lines("x.zarr", Selection(samples="-"))))   # doctest: +SKIP
 
 A client of :mod:`vcfzarr_sql.query` (the plan and the executor) and of ``view``'s selection
@@ -18,8 +18,8 @@ from collections.abc import Iterator, Sequence
 from vcfzarr_sql.qc.collect import Counted, collect
 from vcfzarr_sql.qc.table import stats_table
 from vcfzarr_sql.qc.text import SECTIONS, stats_text
+from vcfzarr_sql.query.selection import Selection
 from vcfzarr_sql.store.vcz import VczStore
-from vcfzarr_sql.view import Selection
 
 __all__ = ["SECTIONS", "Counted", "collect", "stats_lines", "stats_table"]
 

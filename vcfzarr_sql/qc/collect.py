@@ -1,7 +1,7 @@
 """Counting ``bcftools stats`` over a store: :func:`collect`.
 
 The records are those of a scan plan of the selection (``-r/-R`` or ``-t/-T`` its row filter,
-as ``view``'s, :mod:`vcfzarr_sql.view.select`), kept by ``-i/-e`` (``view``'s expression
+as ``view``'s, :mod:`vcfzarr_sql.query.selection.regions`), kept by ``-i/-e`` (``view``'s expression
 filter, which sees every sample), run by the executor
 (:func:`~vcfzarr_sql.query.execute.run_plan`). Without ``-s`` only site arrays are read
 (bcftools then counts no genotype either: its AF bins come from INFO/AC and AN); with ``-s``
@@ -27,13 +27,13 @@ from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
 from vcfzarr_sql.query.request import table_schema
 from vcfzarr_sql.query.schema import GT
+from vcfzarr_sql.query.selection import Selection
+from vcfzarr_sql.query.selection.regions import intervals, sample_indexes
+from vcfzarr_sql.query.selection.rows import ExpressionFilter
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
-from vcfzarr_sql.view import Selection
-from vcfzarr_sql.view.rows import ExpressionFilter
-from vcfzarr_sql.view.select import intervals, sample_indexes
 
 
 @dataclass(frozen=True)

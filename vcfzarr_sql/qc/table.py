@@ -19,8 +19,8 @@ import pyarrow.compute as pc
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.qc.collect import collect
 from vcfzarr_sql.qc.text import COMMENTS, SECTIONS, section_rows
+from vcfzarr_sql.query.selection import Selection
 from vcfzarr_sql.store.vcz import VczStore
-from vcfzarr_sql.view import Selection
 
 
 def column_names(section: str) -> list[str]:

@@ -152,3 +152,29 @@ def _biallelic_counts(genotypes: np.ndarray) -> np.ndarray:
         at += len(pairs)
     counts[-1] = genotypes.shape[0] - counts[:-1].sum(axis=0)
     return counts
+
+
+_SNP_GATED = 3  # the first three classes count only at SNP alleles
+
+
+def sample_columns(counts: np.ndarray, records: int) -> dict[str, np.ndarray]:
+    """Each sample's statistics from its class counts (:func:`class_counts` added up over
+    ``records`` records): the counts of :data:`CLASSES`, then ``n_records``, ``n_called``,
+    ``f_missing`` (plink2's F_MISS), ``call_rate`` and ``het_rate`` (NaN where undefined).
+
+    >>> columns = sample_columns(np.array([[2], [1], [1], [0], [0], [1]]), 5)
+    >>> columns["n_called"].tolist(), columns["f_missing"].tolist(), columns["het_rate"].tolist()
+    ([4], [0.2], [0.25])
+    """
+    columns = {name: counts[k] for k, name in enumerate(CLASSES)}
+    missing = counts[CLASSES.index("n_missing")]
+    diploid = counts[:_SNP_GATED].sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f_missing = missing / records if records else np.full(len(missing), np.nan)
+        het_rate = counts[CLASSES.index("n_het")] / diploid
+    columns["n_records"] = np.full(len(missing), records, dtype=np.int64)
+    columns["n_called"] = records - missing
+    columns["f_missing"] = f_missing
+    columns["call_rate"] = 1 - f_missing
+    columns["het_rate"] = het_rate
+    return columns

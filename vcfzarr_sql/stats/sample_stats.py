@@ -39,7 +39,7 @@ from vcfzarr_sql.query.expressions import parse_or_none
 from vcfzarr_sql.query.plan import ScanPlan, batch_runs, plan_scan
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, THREADS
 from vcfzarr_sql.query.request import scan_request
-from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
+from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts, sample_columns
 from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.query.stored_counts import class_counts_stored, stored_class_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
@@ -49,8 +49,6 @@ from vcfzarr_sql.store.vcz import VczStore
 
 __all__ = ["SAMPLE_CLASS_COUNTS", "SCHEMA", "count_runs", "sample_stats_plan",
            "sample_stats_table", "stored_class_bytes"]
-
-_SNP_GATED = 3  # the first three classes count only at SNP alleles
 
 #: Bytes of stored class counts (uint16 per class and sample) one task adds up.
 RUN_CLASS_BYTES = 16 << 20
@@ -139,18 +137,8 @@ def counted_table(store: VczStore, plan: ScanPlan, source: CountingSource) -> pa
             records += chunk_records
     names = np.asarray(store.samples, dtype=object)
     columns: dict[str, Any] = {"sample_id": list(names if selected is None else names[selected])}
-    columns.update({name: counts[k] for k, name in enumerate(CLASSES)})
-    missing = counts[CLASSES.index("n_missing")]
-    diploid = counts[:_SNP_GATED].sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f_missing = missing / records if records else np.full(len(missing), np.nan)
-        het_rate = counts[CLASSES.index("n_het")] / diploid
-    columns["n_records"] = np.full(len(missing), records, dtype=np.int64)
-    columns["n_called"] = records - missing
-    columns["f_missing"] = pa.array(f_missing, from_pandas=True)
-    columns["call_rate"] = pa.array(1 - f_missing, from_pandas=True)
-    columns["het_rate"] = pa.array(het_rate, from_pandas=True)
-    return pa.table([pa.array(columns[f.name], f.type) for f in SCHEMA], schema=SCHEMA)
+    columns.update(sample_columns(counts, records))
+    return pa.table([pa.array(columns[f.name], f.type, from_pandas=True) for f in SCHEMA], schema=SCHEMA)
 
 
 def sample_stats_table(

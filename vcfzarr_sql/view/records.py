@@ -14,12 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.query.selection import recounts
+from vcfzarr_sql.query.selection.rows import ValueReader
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view import values as vt
-from vcfzarr_sql.view.rows import ValueReader
 from vcfzarr_sql.view.trim import Trim
 
 #: INFO/AC and INFO/AN of each row (:func:`_counts`): the values and whether the row has them
@@ -48,7 +49,7 @@ class RecordOptions:
     def writes_counts(self, has_gt: bool) -> bool:
         """Whether INFO/AC and INFO/AN are written (recounted): a subset of a store with GT
         (bcftools recounts a record with GT only), or an option that counted alleles."""
-        return self.update_counts and ((self.subsets and has_gt) or self.counts_alleles)
+        return recounts(self.update_counts, self.subsets, has_gt, self.counts_alleles)
 
 
 def _sorted_blocks(source: ChunkSource, chunk: int,

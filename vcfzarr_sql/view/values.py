@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.query.selection.rows import flags
 
 MISSING = "."
 
@@ -57,31 +58,6 @@ def float_text(value: float) -> str:
     else:
         text = digits[:whole] + "." + digits[whole:6]
     return sign + text.rstrip("0").rstrip(".")
-
-
-def _float_flags(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    bits = values.view(np.uint32 if values.dtype == np.float32 else np.uint64)
-    if values.dtype == np.float32:
-        return bits == spec.FLOAT32_MISSING_BITS, bits == spec.FLOAT32_FILL_BITS
-    return bits == spec.FLOAT64_MISSING_BITS, bits == spec.FLOAT64_FILL_BITS
-
-
-def flags(
-    values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """(missing, fill) masks of stored values; ``no_value``, the field's ``mask_<array>`` when
-    the store has one: elsewhere a value equal to a sentinel is a value (``SVLEN=-1``)."""
-    if values.dtype.kind == "f":
-        missing, fill = _float_flags(values)
-    elif values.dtype.kind in "iu":
-        missing, fill = values == spec.INT_MISSING, values == spec.INT_FILL
-    elif values.dtype.kind == "b":
-        return np.zeros(values.shape, bool), np.zeros(values.shape, bool)
-    else:
-        missing, fill = values == spec.STR_MISSING, values == spec.STR_FILL
-    if no_value is None:
-        return missing, fill
-    return missing & no_value, fill & no_value
 
 
 #: widest integer range formatted through a table of every value in it

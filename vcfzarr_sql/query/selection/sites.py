@@ -18,8 +18,8 @@ import numpy as np
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.query.selection.rows import ValueReader
 from vcfzarr_sql.store.source import ChunkSource
-from vcfzarr_sql.view.rows import ValueReader
 
 ALLELE_KINDS = ("nref", "alt1", "minor", "major", "nonmajor")
 #: ``-v/-V`` names -> the TYPE names of :func:`.rows.allele_type`; ``ref`` is ``other``, as

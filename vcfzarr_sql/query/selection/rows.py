@@ -24,11 +24,7 @@ import numpy as np
 
 from vcfzarr_sql.errors import NotSupportedError
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.store.blocks import BatchBlocks
-from vcfzarr_sql.store.source import ChunkSource
-from vcfzarr_sql.store.vcz import VczStore
-from vcfzarr_sql.view import values as vt
-from vcfzarr_sql.view.expression import (
+from vcfzarr_sql.query.selection.expression import (
     Compare,
     Format,
     Info,
@@ -41,11 +37,39 @@ from vcfzarr_sql.view.expression import (
     parse,
     store_fields,
 )
+from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.source import ChunkSource
+from vcfzarr_sql.store.vcz import VczStore
 
 _NUMERIC: dict[str, np.ufunc] = {
     "=": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
     ">": np.greater, ">=": np.greater_equal,
 }
+
+
+def _float_flags(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    bits = values.view(np.uint32 if values.dtype == np.float32 else np.uint64)
+    if values.dtype == np.float32:
+        return bits == spec.FLOAT32_MISSING_BITS, bits == spec.FLOAT32_FILL_BITS
+    return bits == spec.FLOAT64_MISSING_BITS, bits == spec.FLOAT64_FILL_BITS
+
+
+def flags(
+    values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(missing, fill) masks of stored values; ``no_value``, the field's ``mask_<array>`` when
+    the store has one: elsewhere a value equal to a sentinel is a value (``SVLEN=-1``)."""
+    if values.dtype.kind == "f":
+        missing, fill = _float_flags(values)
+    elif values.dtype.kind in "iu":
+        missing, fill = values == spec.INT_MISSING, values == spec.INT_FILL
+    elif values.dtype.kind == "b":
+        return np.zeros(values.shape, bool), np.zeros(values.shape, bool)
+    else:
+        missing, fill = values == spec.STR_MISSING, values == spec.STR_FILL
+    if no_value is None:
+        return missing, fill
+    return missing & no_value, fill & no_value
 
 
 @dataclass
@@ -274,7 +298,7 @@ class ValueReader:
         if field.vcf_type == "Flag":
             flagged = values.astype(np.float64)
             return _operand(flagged, np.ones(flagged.shape, bool), np.zeros(flagged.shape, bool))
-        missing, fill = vt.flags(values, field.vcf_type, no_value)
+        missing, fill = flags(values, field.vcf_type, no_value)
         valid = ~missing & ~fill
         if values.dtype.kind in "iuf":
             with np.errstate(invalid="ignore"):

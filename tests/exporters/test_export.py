@@ -1,0 +1,221 @@
+"""``export``: PLINK 1 .bed, PLINK 2 .pgen, BGEN 1.2 and AnnData of a store, checked against
+plink2 reading the original VCF and against bcftools' genotypes.
+
+plink2's ``--freq counts``, ``--missing`` and ``--hardy`` on an export equal the same command on
+the original VCF (``--vcf-half-call missing``; ``--max-alleles 2`` for .bed and BGEN, which
+plink2 reads only biallelic); AnnData's X equals the ALT dosage of bcftools' GT
+(tests/oracle.py). Selections export exactly what ``view`` writes with the same options.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from pathlib import Path
+
+import anndata
+import numpy as np
+import pytest
+from cohort import cohort_vcf
+from corpus import CORPUS
+from oracle import genotype_arrays
+
+from vcfzarr_sql.cli import main
+from vcfzarr_sql.errors import NotSupportedError, QueryError
+from vcfzarr_sql.exporters import export, to_anndata
+from vcfzarr_sql.query.selection import Selection
+from vcfzarr_sql.store import open_store
+from vcfzarr_sql.view import vcf_lines
+
+VCFS = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf"
+REPORTS = ("acount", "smiss", "vmiss", "hardy")
+#: format -> (the plink2 input options of OUT, whether plink2 needs --max-alleles 2)
+INPUTS = {
+    "plink": (lambda out: ["--bfile", out], True),
+    "pgen": (lambda out: ["--pfile", out], False),
+    "bgen": (lambda out: ["--bgen", out + ".bgen", "ref-first", "--sample", out + ".sample"], True),
+}
+
+
+@pytest.fixture(scope="module")
+def cohorts(tmp_path_factory, convert_once) -> dict[str, tuple[Path, Path]]:
+    """name -> (VCF, store): the simulated cohorts (diploid; haploid and mixed ploidy) and two
+    corpus files, converted in chunks of 50 records and 16 samples."""
+    folder = tmp_path_factory.mktemp("cohorts")
+    vcfs = {"diploid": cohort_vcf(folder, seed=1), "haploid": cohort_vcf(folder, haploid=True, seed=2),
+            "sample": VCFS / "sample.vcf.gz", "chr22": VCFS / "chr22.vcf.gz"}
+    return {name: (vcf, convert_once(vcf, variants_chunk_size=50, samples_chunk_size=16))
+            for name, vcf in vcfs.items()}
+
+
+def _plink2_reports(inputs: list[str], biallelic: bool, out: Path) -> dict[str, list[list[str]]]:
+    """plink2's --freq counts, --missing and --hardy reports of ``inputs``, as rows of fields
+    (without a FID column: a .fam always has one, a VCF none)."""
+    half_calls = ["--vcf-half-call", "missing"] if inputs[0] == "--vcf" else []
+    args = ["plink2", *inputs, *half_calls, "--freq", "counts", "--missing", "--hardy",
+            "--out", str(out)] + (["--max-alleles", "2"] if biallelic else [])
+    subprocess.run(args, check=True, capture_output=True)
+    reports = {}
+    for name in REPORTS:
+        rows = [line.split("\t") for line in Path(f"{out}.{name}").read_text().splitlines()]
+        if rows[0][0] == "#FID":
+            rows = [["#IID", *row[2:]] if k == 0 else row[1:] for k, row in enumerate(rows)]
+        reports[name] = rows
+    return reports
+
+
+@functools.cache
+def _vcf_reports(vcf: Path, biallelic: bool, folder: Path) -> dict[str, list[list[str]]]:
+    return _plink2_reports(["--vcf", str(vcf)], biallelic, folder / f"{vcf.name}-{biallelic}")
+
+
+@pytest.mark.parametrize("cohort", ["diploid", "haploid", "sample", "chr22"])
+@pytest.mark.parametrize("format_", ["plink", "pgen", "bgen"])
+def test_plink2_reports_equal_those_of_the_vcf(cohorts, tmp_path_factory, format_, cohort):
+    vcf, store = cohorts[cohort]
+    folder = tmp_path_factory.getbasetemp()
+    out = str(tmp_path_factory.mktemp("export") / cohort)
+    summary = export(store, out, format_)
+    inputs, biallelic = INPUTS[format_]
+    ours = _plink2_reports(inputs(out), biallelic, Path(out + "-plink2"))
+    assert ours == _vcf_reports(vcf, biallelic, folder)
+    records = len(ours["vmiss"]) - 1
+    assert summary.records == records if format_ == "plink" else summary.records >= records
+
+
+def _call(gt: str) -> str:
+    """A GT as a .pgen keeps it: missing (half-missing too), a homozygote (a haploid call as
+    one), an unphased heterozygote (alleles sorted) or a phased one."""
+    alleles = gt.replace("|", "/").split("/")
+    if "." in alleles:
+        return "missing"
+    if len(set(alleles)) == 1:
+        return alleles[0] * 2
+    return "|".join(alleles) if "|" in gt else "/".join(sorted(alleles))
+
+
+@pytest.mark.parametrize("cohort", ["diploid", "haploid"])
+def test_pgen_keeps_alleles_and_phase(cohorts, tmp_path, cohort):
+    vcf, store = cohorts[cohort]
+    export(store, tmp_path / "x", "pgen")
+    subprocess.run(["plink2", "--pfile", str(tmp_path / "x"), "--export", "vcf", "--out", str(tmp_path / "back")],
+                   check=True, capture_output=True)
+
+    def calls(text: str) -> list[list[str]]:
+        return [[_call(gt) for gt in line.split("\t")[9:]] for line in text.splitlines() if not line.startswith("#")]
+
+    original = subprocess.run(["bcftools", "view", "-H", str(vcf)], check=True, capture_output=True, text=True).stdout
+    assert calls((tmp_path / "back.vcf").read_text()) == calls(original)
+
+
+def test_plink_leaves_out_and_counts_multiallelic_records(cohorts, tmp_path):
+    vcf, store = cohorts["diploid"]
+    summary = export(store, tmp_path / "x", "plink")
+    alts = [line.split("\t")[4] for line in vcf_lines(open_store(store)) if not line.startswith("#")]
+    assert summary.left_out == sum("," in alt for alt in alts) > 0
+    assert summary.records + summary.left_out == len(alts)
+
+
+def _dosage(alleles: np.ndarray) -> np.ndarray:
+    """(samples, records) ALT dosage of bcftools' GT (-1 a missing allele, -2 padding)."""
+    missing = (alleles == -1).any(axis=2) | (alleles == -2).all(axis=2)
+    return np.where(missing, np.nan, (alleles > 0).sum(axis=2)).T
+
+
+@pytest.mark.parametrize("cohort", ["haploid", "sample"])
+@pytest.mark.parametrize("suffix", [".h5ad", ".zarr"])
+def test_anndata_x_is_the_dosage_of_bcftools_genotypes(cohorts, tmp_path, cohort, suffix):
+    vcf, store = cohorts[cohort]
+    export(store, tmp_path / f"x{suffix}", "anndata")
+    data = (anndata.read_h5ad if suffix == ".h5ad" else anndata.read_zarr)(tmp_path / f"x{suffix}")
+    alleles, _ = genotype_arrays(vcf)
+    assert data.X.dtype == np.float32
+    np.testing.assert_array_equal(data.X, _dosage(alleles))
+    samples = subprocess.run(["bcftools", "query", "-l", str(vcf)], check=True, capture_output=True,
+                             text=True).stdout.split()
+    assert list(data.obs_names) == samples
+    sites = subprocess.run(["bcftools", "query", "-f", "%CHROM\t%POS\t%ID\t%REF\t%ALT\n", str(vcf)],
+                           check=True, capture_output=True, text=True).stdout.splitlines()
+    var = data.var
+    assert ["\t".join(map(str, row)) for row in zip(var.contig, var.pos, var.id, var.ref, var.alt)] == sites
+    # the sample statistics: calls missing in X are n_missing; gt_NS counts calls with an
+    # allele called (bcftools NS: 0/. too)
+    np.testing.assert_array_equal(data.obs.n_missing, np.isnan(data.X).sum(axis=1))
+    np.testing.assert_array_equal(data.var.gt_NS, (alleles >= 0).any(axis=2).sum(axis=1))
+
+
+def test_sparse_x_holds_the_dense_values(cohorts):
+    _, store = cohorts["diploid"]
+    dense, sparse = to_anndata(store), to_anndata(store, sparse=True)
+    assert sparse.X.format == "csr"
+    np.testing.assert_array_equal(sparse.X.toarray(), dense.X)
+
+
+SELECTIONS = [
+    {"regions": "1:1000-4000,2:200-900"},
+    {"samples": "S007,S001,S030"},
+    {"samples": "^S000,S001", "targets": "2"},
+    {"include": "N_ALT>1"},
+    {"exclude": 'GT="het"', "samples": "S003,S002"},
+]
+
+
+@pytest.mark.parametrize("selection", SELECTIONS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
+def test_selection_exports_what_view_writes(cohorts, selection):
+    _, store = cohorts["diploid"]
+    lines = list(vcf_lines(open_store(store), Selection(**selection)))
+    names = lines[0].splitlines()[-1].split("\t")[9:]
+    records = [line.rstrip("\n").split("\t") for line in lines[1:]]
+    data = to_anndata(store, Selection(**selection))
+    assert list(data.obs_names) == names
+    assert [f"{r[0]}:{r[1]}:{r[3]}:{r[4]}" for r in records] == list(data.var_names)
+    genotypes = [[call.split(":")[0].replace("|", "/").split("/") for call in r[9:]] for r in records]
+    expected = np.array([[np.nan if "." in g else sum(a != "0" for a in g) for g in row]
+                         for row in genotypes], dtype=np.float32).reshape(len(records), len(names))
+    np.testing.assert_array_equal(data.X, expected.T)
+
+
+def test_selection_of_a_pgen_is_that_of_view(cohorts, tmp_path):
+    _, store = cohorts["haploid"]
+    selection = Selection(regions="2:1000-5000", samples="S010,S004")
+    export(store, tmp_path / "x", "pgen", selection)
+    pvar = [line.split("\t")[:2] for line in (tmp_path / "x.pvar").read_text().splitlines()[1:]]
+    lines = list(vcf_lines(open_store(store), selection))
+    assert pvar == [line.split("\t")[:2] for line in lines[1:]]
+    assert (tmp_path / "x.psam").read_text().split()[2::2] == ["S010", "S004"]
+
+
+@pytest.mark.parametrize("format_", ["pgen", "bgen"])
+def test_polyploid_calls_are_refused_in_one_line(convert_once, tmp_path, format_):
+    store = convert_once(VCFS / "mixed_ploidy.vcf.gz")
+    with pytest.raises(NotSupportedError, match=r"record 1:6: sample 1 has ploidy 3; .* haploid and diploid calls only"):
+        export(store, tmp_path / "x", format_)
+    # (the .bed leaves that multi-allelic record out; AnnData holds any ploidy: a dosage)
+    assert export(store, tmp_path / "x", "plink").left_out == 2
+    export(store, tmp_path / "x.h5ad", "anndata")
+
+
+def test_refusals(cohorts, tmp_path):
+    _, store = cohorts["sample"]
+    with pytest.raises(QueryError, match="unknown export format 'vcf'"):
+        export(store, tmp_path / "x", "vcf")
+    with pytest.raises(QueryError, match="named .h5ad"):
+        export(store, tmp_path / "x.csv", "anndata")
+    with pytest.raises(QueryError, match="-i and -e cannot be used together"):
+        export(store, tmp_path / "x", "plink", Selection(include="POS>1", exclude="POS>2"))
+    assert not (tmp_path / "x.bed").exists()
+
+
+def test_a_store_without_genotypes_is_refused_before_writing(convert_once, tmp_path):
+    store = convert_once(CORPUS / "samtools+htslib/test/formatcols.vcf")
+    with pytest.raises(NotSupportedError, match="no genotypes"):
+        export(store, tmp_path / "x", "plink")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_command_line(cohorts, tmp_path, capsys):
+    _, store = cohorts["diploid"]
+    assert main(["export", str(store), str(tmp_path / "x"), "--format", "plink", "-r", "1", "-s", "S001,S002"]) == 0
+    message = capsys.readouterr().err
+    assert "x 2 samples written to" in message and "with more than one ALT left out" in message
+    assert (tmp_path / "x.fam").read_text().split()[1::6] == ["S001", "S002"]

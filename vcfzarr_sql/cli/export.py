@@ -1,0 +1,41 @@
+"""``vcfzarr-sql export STORE OUT --format FORMAT``: a selection for the analysis tools."""
+
+from __future__ import annotations
+
+import click
+
+from vcfzarr_sql.cli import options
+
+#: the formats (vcfzarr_sql.exporters.FORMATS, named here so --help imports nothing)
+FORMATS = ("plink", "pgen", "bgen", "anndata")
+
+
+@click.command("export")
+@options.store_path
+@click.argument("out", type=click.Path())
+@click.option("--format", "-f", "format_", type=click.Choice(FORMATS), required=True,
+              help="plink: OUT.bed/.bim/.fam; pgen: OUT.pgen/.pvar/.psam; bgen: OUT.bgen/.sample; "
+              "anndata: OUT.h5ad or OUT.zarr.")
+@options.selection
+@click.option("--sparse", is_flag=True, help="anndata: X as a sparse (CSR) matrix.")
+def command(store: str, out: str, format_: str, regions: str | None, regions_file: str | None,
+            targets: str | None, targets_file: str | None, samples: str | None,
+            samples_file: str | None, include: str | None, exclude: str | None,
+            sparse: bool) -> None:
+    """Write the records of STORE (those view selects with the same options) for PLINK 1/2,
+    BGEN readers (REGENIE, SAIGE, BOLT) or AnnData tools (scanpy).
+
+    \b
+    vcfzarr-sql export x.zarr out/x --format pgen -r 20:1-2000000 -i 'MAF>0.01'
+    vcfzarr-sql export x.zarr x.h5ad --format anndata -S samples.txt
+    """
+    from vcfzarr_sql.exporters import Selection, export
+
+    selection = Selection(regions=regions, regions_file=regions_file, targets=targets,
+                          targets_file=targets_file, samples=samples, samples_file=samples_file,
+                          include=include, exclude=exclude)
+    summary = export(store, out, format_, selection, sparse=sparse)
+    left_out = (f"; {summary.left_out} with more than one ALT left out (as plink2 --max-alleles 2)"
+                if summary.left_out else "")
+    click.echo(f"{summary.records} records x {summary.samples} samples written to "
+               f"{', '.join(summary.files)}{left_out}", err=True)

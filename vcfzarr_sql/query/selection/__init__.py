@@ -1,0 +1,138 @@
+"""bcftools' record and sample selection over a store: ``-r/-R``, ``-t/-T``, ``-s/-S``,
+``-i/-e`` and the other record filters of ``bcftools view``, run chunk by chunk.
+
+One selection serves every writer of records (``view``'s VCF, ``export``'s PLINK, BGEN and
+AnnData): :meth:`SelectedRecords.runs` runs the scan plans of the selection through the one
+executor (:func:`~vcfzarr_sql.query.execute.run_plan`) and gives each variant chunk's kept
+rows to the writer's work, so every writer keeps exactly the records ``view`` writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.query.execute import residual_rows, run_plan, scan_source
+from vcfzarr_sql.query.expressions import parse_or_none
+from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
+from vcfzarr_sql.query.request import table_schema
+from vcfzarr_sql.query.selection.regions import Intervals, intervals, sample_indexes
+from vcfzarr_sql.query.selection.rows import ExpressionFilter
+from vcfzarr_sql.query.selection.sites import SiteFilters
+from vcfzarr_sql.store.source import ChunkSource
+from vcfzarr_sql.store.vcz import VczStore
+
+__all__ = ["SelectedRecords", "Selection", "SiteFilters", "recounts"]
+
+T = TypeVar("T")
+
+#: a writer's work on one variant chunk: (what it reads through, the chunk, its kept rows)
+ChunkWork = Callable[[ChunkSource, int, np.ndarray], T]
+
+
+def recounts(update_counts: bool, subsets: bool, has_gt: bool, counts_alleles: bool) -> bool:
+    """Whether written records carry INFO/AC and INFO/AN recounted: bcftools recounts a
+    subset of a store with GT (``subsets``), or after an option that counted alleles
+    (``counts_alleles``), unless ``-I`` (not ``update_counts``)."""
+    return update_counts and ((subsets and has_gt) or counts_alleles)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to write: bcftools' ``-r/-R``, ``-t/-T``, ``-s/-S``, ``-i``/``-e``, ``-I``, and
+    the record filters of :class:`~vcfzarr_sql.query.selection.sites.SiteFilters`."""
+
+    regions: str | None = None
+    regions_file: str | None = None
+    targets: str | None = None
+    targets_file: str | None = None
+    samples: str | None = None
+    samples_file: str | None = None
+    include: str | None = None
+    exclude: str | None = None
+    update_counts: bool = True
+    #: -c/-C, -q/-Q, -m/-M, -v/-V, -u/-U, -k/-n, -f, -g, -p/-P, -x/-X
+    sites: SiteFilters = SiteFilters()
+
+
+class SelectedRecords:
+    """A :class:`Selection` checked against a store: the samples (store indexes in output
+    order; None: all), the expression and record filters, and the passes to scan.
+
+    Every option is checked here, before anything is written: a refused one writes nothing.
+    """
+
+    def __init__(self, store: VczStore, selection: Selection):
+        regions = intervals(selection.regions, selection.regions_file, targets=False)
+        targets = intervals(selection.targets, selection.targets_file, targets=True)
+        if regions is not None and targets is not None:
+            raise QueryError("-r/-R and -t/-T cannot be used together (as in bcftools)")
+        if selection.include is not None and selection.exclude is not None:
+            raise QueryError("-i and -e cannot be used together")
+        self.store = store
+        self.selection = selection
+        self.samples = sample_indexes(list(store.samples), selection.samples, selection.samples_file)
+        has_gt = "GT" in store.format_fields
+        # the records bcftools filters carry the AC/AN its header declares (absent from them)
+        counted = recounts(selection.update_counts, self.samples is not None, has_gt,
+                           selection.sites.counts_alleles)
+        added = tuple(n for n in ("AC", "AN") if counted and n not in store.info_fields)
+        self.expression = ExpressionFilter.of(store, selection.include, selection.exclude, added)
+        self.sites = selection.sites
+        self.sites.check(self.samples is not None, has_gt)
+        self.passes = _passes(regions, targets)
+
+    @property
+    def sample_names(self) -> list[str]:
+        """The selected samples' names, in output order."""
+        names = list(self.store.samples)
+        return names if self.samples is None else [names[k] for k in self.samples]
+
+    def count(self) -> int:
+        """The records the selection keeps (a pass over it that reads what its filters read)."""
+        return sum(self.runs(lambda source, chunk, rows: len(rows)))
+
+    def runs(self, work: ChunkWork[T], *, ahead: int = 0) -> Iterator[T]:
+        """``work(source, chunk, rows)`` for each variant chunk of the selection, in output
+        order: ``rows``, the chunk's records the selection keeps (maybe none). One scan plan
+        per pass (its region filter, its samples), run by the executor, ``ahead`` runs ahead
+        in the scan threads (:func:`~vcfzarr_sql.query.execute.run_plan`)."""
+        schema = table_schema(self.store, "variants")
+        for selected in self.passes:
+            request = ScanRequest("variants", schema, columns=(),
+                                  filter=None if selected is None else selected.expression(),
+                                  samples=None if self.samples is None else np.unique(self.samples))
+            plan = plan_scan(self.store, request)
+            source = scan_source(self.store, plan)
+            yield from run_plan(source, plan, self._chunk_work(source, plan, work), ahead=ahead)
+
+    def _chunk_work(self, source: ChunkSource, plan: ScanPlan, work: ChunkWork[T]) -> Callable[[range], T]:
+        """The executor's work: ``work`` on the records of a task (one variant chunk) that its
+        residual filter, the expression and the record filters keep."""
+        tree = None if plan.filter is None else parse_or_none(plan.filter)
+
+        def chunk_work(run: range) -> T:
+            task = plan.run(run.start, run.stop)
+            keep = residual_rows(source, plan, task, tree)
+            if keep is None:
+                keep = np.ones(task.num_rows, bool)
+            if self.expression is not None and keep.any():
+                keep &= self.expression.mask(source, task.variant_chunk)
+            if self.sites and keep.any():
+                keep &= self.sites.mask(source, task.variant_chunk, self.samples)
+            return work(source, task.variant_chunk, np.flatnonzero(keep))
+
+        return chunk_work
+
+
+def _passes(regions: Intervals | None, targets: Intervals | None) -> list[Intervals | None]:
+    """The selections to write one after the other: with ``-r``, one per contig in the order
+    the regions name them (as bcftools does); otherwise one pass in store order."""
+    if regions is None:
+        return [targets]
+    contigs = dict.fromkeys(region.contig for region in regions.regions)
+    return [Intervals(tuple(r for r in regions.regions if r.contig == contig)) for contig in contigs]
