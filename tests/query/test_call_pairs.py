@@ -92,3 +92,21 @@ def test_sample_classes_from_pairs_equal_call_classes():
         classes = call_classes(chosen, kinds)
         expected = [(classes == k).sum(axis=0).tolist() for k in range(len(CLASSES))]
         assert class_counts(chosen, kinds).tolist() == expected
+
+
+@pytest.mark.parametrize("ploidy", [1, 2])
+def test_chunks_of_reference_and_missing_calls_over_one_allele(ploidy):
+    """No ALT called anywhere, counted over one allele (as F_MISSING asks first, and an export
+    of a monomorphic chunk): the table still holds the biallelic pairs it compares."""
+    genotypes = np.zeros((3, 4, ploidy), dtype=np.int8)
+    genotypes[0, 1] = MISSING
+    genotypes[1, :, -1] = MISSING
+    for num_alleles in (1, 2):
+        counts = genotype_counts(genotypes, None, num_alleles)
+        het, hom, hemi, called, missing = bcftools_counts(genotypes, None, num_alleles)
+        got = counts.alleles
+        assert got.hom[:, :num_alleles].tolist() == hom.tolist()
+        assert got.hemi[:, :num_alleles].tolist() == hemi.tolist()
+        assert got.het[:, :num_alleles].tolist() == het.tolist()
+        assert got.called.tolist() == called.tolist()
+        assert counts.missing.tolist() == missing.tolist()

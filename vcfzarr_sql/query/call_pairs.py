@@ -78,8 +78,8 @@ def count_pairs(pairs: PairValues, wanted: list[tuple[int, int]], axis: int) -> 
 
 def pair_table(genotypes: np.ndarray, num_alleles: int) -> np.ndarray:
     """Calls per record of each allele pair: ``table[r, first - FILL, second - FILL]`` (FILL
-    is -2), shape (records, width, width) over allele values ``FILL .. n - 1``, ``n`` the larger
-    of ``num_alleles`` and the largest allele called plus one. Calls holding a value below FILL
+    is -2), shape (records, width, width) over allele values ``FILL .. n - 1``, ``n`` the largest
+    of 2, ``num_alleles`` and the largest allele called plus one. Calls holding a value below FILL
     are in no pair.
 
     >>> g = np.array([[[0, 1], [1, 1], [-1, -1]], [[2, 0], [0, -2], [2, 2]]], dtype=np.int8)
@@ -91,7 +91,7 @@ def pair_table(genotypes: np.ndarray, num_alleles: int) -> np.ndarray:
     low = spec.INT_FILL
     highest = (genotypes.max(axis=tuple(range(1, genotypes.ndim))) if records and samples
                else np.zeros(records, dtype=np.int64))
-    width = max(num_alleles, int(highest.max(initial=0)) + 1) - low
+    width = max(num_alleles, int(highest.max(initial=0)) + 1, 2) - low  # (0 and 1: the pairs compared)
     table = np.zeros((records, width, width), dtype=np.int64)
     if records == 0 or samples == 0:
         return table
