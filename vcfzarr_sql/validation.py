@@ -31,6 +31,7 @@ import zarr.storage
 
 from vcfzarr_sql.errors import StoreError, VcfZarrError
 from vcfzarr_sql.format import arrays as arrays_rules
+from vcfzarr_sql.format import cohort as cohort_layout
 from vcfzarr_sql.format import spec, summaries
 from vcfzarr_sql.format.arrays import (
     BOOL,
@@ -50,7 +51,9 @@ from vcfzarr_sql.format.region_index import region_index
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.codecs import RefusedCodec
 from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField, parse_header
-from vcfzarr_sql.store.kvstore import is_url
+from vcfzarr_sql.store.kvstore import is_url, open_kv
+from vcfzarr_sql.store.opening import open_store as open_cohort
+from vcfzarr_sql.store.opening import read_manifest
 from vcfzarr_sql.store.vcz import VczStore, open_store
 
 VCF_TYPE_KIND = {"Integer": INT, "Float": FLOAT, "Flag": BOOL, "Character": CHAR, "String": STR}
@@ -139,6 +142,30 @@ def validate(path: str | os.PathLike, *, deep: bool = False) -> list[Problem]:
         problems += _problems_reading(summaries.ALLELE_COUNTS, _check_genotype_counts, store)
         if deep:
             problems += _check_every_chunk(store)
+    return problems + _cohort_problems(os.fspath(path), deep)
+
+
+def _cohort_problems(location: str, deep: bool) -> list[Problem]:
+    """A cohort's (:mod:`vcfzarr_sql.format.cohort`) batches after the first (the store at
+    ``location`` itself), each a VCF Zarr store of its own checked as one (its problems named
+    with its directory), and the cohort opened whole (manifest against batches)."""
+    kv = open_kv(location)
+    try:
+        manifest = read_manifest(location, kv)
+    except VcfZarrError as err:
+        return [Problem(cohort_layout.MANIFEST, str(err))]
+    finally:
+        kv.close()
+    if manifest is None or len(manifest.batches) == 1:
+        return []
+    problems = []
+    for relative in manifest.batches[1:]:
+        problems += [Problem(f"{relative}/{p.where}", p.message)
+                     for p in validate(location.rstrip("/") + "/" + relative, deep=deep)]
+    try:
+        open_cohort(location).close()
+    except VcfZarrError as err:
+        problems.append(Problem(cohort_layout.MANIFEST, str(err)))
     return problems
 
 

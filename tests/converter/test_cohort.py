@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -221,3 +222,17 @@ def test_a_server_opens_the_cohort_confined_to_its_data_directory(cohort):
         assert isinstance(opened, CohortStore)
         with open_store(expected_store) as want:
             np.testing.assert_array_equal(opened.read_array("call_genotype"), want.read_array("call_genotype"))
+
+
+def test_validate_checks_every_batch_of_a_cohort(cohort, tmp_path):
+    from vcfzarr_sql.validation import validate
+
+    store, _, _, _, _ = cohort
+    assert validate(store) == []
+    damaged = tmp_path / "damaged.vcz"
+    shutil.copytree(store, damaged)
+    batch = sorted((damaged / ".vcfzarr-cohort" / "batches").iterdir())[-1]
+    shutil.rmtree(batch / "variant_position")  # a later batch, not the cohort's own arrays
+    found = [str(problem) for problem in validate(damaged)]
+    assert found and all(p.startswith(".vcfzarr-cohort/batches/") for p in found), found
+    assert any("variant_position" in p for p in found), found
