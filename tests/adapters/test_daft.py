@@ -7,8 +7,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,7 +142,8 @@ _ON_RAY = """
 import json, sys
 import daft, ray, engine_cases, test_daft
 stores = json.load(sys.stdin)
-ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+         _temp_dir=sys.argv[1])
 daft.set_runner_ray(noop_if_initialized=True)
 checked, wrong = 0, []
 for fields, path in stores:
@@ -171,8 +174,14 @@ def test_on_ray_local_every_case_of_every_store(stores, convert_once):
     paths = [str(here.parent), str(here.parents[1]), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     payload = json.dumps([[list(vars(source).values()), str(path)] for source, path in given])
-    out = subprocess.run([sys.executable, "-c", _ON_RAY], input=payload, capture_output=True,
-                         text=True, env=env, timeout=900)
+    # Ray's session files in a directory of the test's, removed after (by default /tmp/ray
+    # keeps every session); a short path: Ray's socket paths must fit in 107 bytes
+    ray_dir = tempfile.mkdtemp(prefix="ray-")
+    try:
+        out = subprocess.run([sys.executable, "-c", _ON_RAY, ray_dir], input=payload,
+                             capture_output=True, text=True, env=env, timeout=900)
+    finally:
+        shutil.rmtree(ray_dir, ignore_errors=True)
     assert out.returncode == 0, out.stderr[-3000:]
     report = json.loads(out.stdout.strip().splitlines()[-1])
     assert report["wrong"] == [] and report["checked"] >= 4 * len(given), report

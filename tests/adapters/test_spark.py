@@ -37,6 +37,8 @@ def spark(tmp_path_factory):
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "1g")
+        # (its default is ./spark-warehouse: the checkout would keep an empty directory)
+        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
