@@ -51,3 +51,19 @@ def test_rows_equal_bcftools_lines(files, section, samples, region):
 def test_unknown_section(files):
     with vcfzarr_sql.connect() as con, pytest.raises(QueryError, match="unknown section 'XX'"):
         con.sql(f"SELECT * FROM vcf_zarr_stats('{files[1]}', section := 'XX')")
+
+
+
+@pytest.mark.parametrize("vcf", ["simulated", "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz"])
+def test_every_section_has_its_types_whatever_the_store(files, convert_once, vcf):
+    """A column's type is the section's, not the values' (a DP bin is text even where no
+    ``<0``/``>500`` bin holds a record, a QUAL bin even where none is ``.``)."""
+    from corpus import CORPUS
+
+    store = files[1] if vcf == "simulated" else convert_once(CORPUS / vcf)
+    with vcfzarr_sql.connect() as con:
+        for section, want in (("DP", ["VARCHAR", "BIGINT", "DOUBLE", "BIGINT", "DOUBLE"]),
+                              ("QUAL", ["VARCHAR", "BIGINT", "BIGINT", "BIGINT", "BIGINT"]),
+                              ("TSTV", ["BIGINT", "BIGINT", "DOUBLE", "BIGINT", "BIGINT", "DOUBLE"])):
+            types = con.sql(f"SELECT * FROM vcf_zarr_stats('{store}', section := '{section}')").types
+            assert [str(t) for t in types] == want, section

@@ -1,8 +1,9 @@
 """One ``bcftools stats`` section as an Arrow table: ``vcf_zarr_stats(...)`` in SQL.
 
 The columns are the section's fields after its name and id, named as bcftools' comment line
-names them (``ts/tv (1st ALT)`` -> ``ts_tv_1st_alt``), typed BIGINT or DOUBLE where every
-value is a number, else VARCHAR (QUAL's ``.`` bin, DP's ``<0`` and ``>500``).
+names them (``ts/tv (1st ALT)`` -> ``ts_tv_1st_alt``), each of one type whatever the store
+(:data:`COLUMN_TYPES`): BIGINT or DOUBLE, VARCHAR where bcftools may print text (QUAL's ``.``
+bin, IDD's ``.`` VAF, DP's ``<0`` and ``>500``).
 
 >>> column_names("TSTV")
 ['ts', 'tv', 'ts_tv', 'ts_1st_alt', 'tv_1st_alt', 'ts_tv_1st_alt']
@@ -30,14 +31,14 @@ def column_names(section: str) -> list[str]:
     return [re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_") for name in names]
 
 
-def _typed(values: list[str]) -> pa.Array:
-    array = pa.array(values, pa.string())
-    for kind in (pa.int64(), pa.float64()):
-        try:
-            return pc.cast(array, kind)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            continue
-    return array
+_I, _F, _S = pa.int64(), pa.float64(), pa.string()
+#: Each section's column types, in :func:`column_names`' order.
+COLUMN_TYPES = {
+    "SN": [_S, _I], "TSTV": [_I, _I, _F, _I, _I, _F], "SiS": [_I] * 8, "AF": [_F] + [_I] * 7,
+    "QUAL": [_S, _I, _I, _I, _I], "IDD": [_I, _I, _I, _S], "ST": [_S, _I],
+    "DP": [_S, _I, _F, _I, _F], "PSC": [_S] + [_I] * 6 + [_F] + [_I] * 4,
+    "PSI": [_S, _I, _I, _I, _F, _I, _I, _I, _I], "HWE": [_F, _I, _F, _F, _F],
+}
 
 
 def stats_table(store: VczStore, section: str = "SN", region: str | None = None,
@@ -52,4 +53,5 @@ def stats_table(store: VczStore, section: str = "SN", region: str | None = None,
     rows = section_rows(counted.totals, section, counted.sample_names)
     names = column_names(section)
     columns = [[row[2 + k] for row in rows] for k in range(len(names))]
-    return pa.table({name: _typed(values) for name, values in zip(names, columns)})
+    return pa.table({name: pc.cast(pa.array(values, _S), kind)
+                     for name, values, kind in zip(names, columns, COLUMN_TYPES[section], strict=True)})
