@@ -100,6 +100,8 @@ QUERIES = [
     " FROM vcf_zarr('{s}', region := '1:90-310,3', samples := ['H1', 'A2', 'D2'])",
     "SELECT * FROM vcf_zarr_calls('{s}', samples := ['B2', 'H1']) WHERE pos BETWEEN 90 AND 310",
     "SELECT * FROM vcf_zarr_sample_stats('{s}', samples := ['A3', 'H1', 'D1'], region := '1:1-200')",
+    "SELECT * FROM vcf_zarr_sample_stats('{s}', samples := ['A2', 'B1', 'B2', 'D2'])",
+    "SELECT * FROM vcf_zarr_sample_stats('{s}', region := '1')",
     "SELECT count(*) AS n, sum(pos) AS p FROM vcf_zarr('{s}') WHERE contig = '2' OR pos < 150",
 ]
 

@@ -207,6 +207,27 @@ class CohortStore(VczStore):
         return (f"CohortStore({self.path!r}, batches={len(self.batches)}, "
                 f"variants={self.num_variants}, samples={self.num_samples})")
 
+    # -- the batches' own records and samples (to add up what each batch stores) ----------------
+
+    @property
+    def sample_offsets(self) -> list[int]:
+        """Where each batch's samples start in the cohort's, and (last) the cohort's count."""
+        return list(self._offsets)
+
+    def lacking_is_missing(self, batch: int) -> bool:
+        """Whether the samples of batch ``batch`` have missing calls at every record it lacks
+        (what counts stored per batch need to be added up with the cohort's missing calls)."""
+        return True
+
+    def batch_rows_of(self, chunk_index: int, chunk_count: int = 1) -> tuple[int, list[np.ndarray]]:
+        """(records, per batch its rows holding them, sorted) of variant chunks ``chunk_index``
+        to ``chunk_index + chunk_count - 1``."""
+        size = self.variants_chunk_size
+        records = min((chunk_index + chunk_count) * size, self.num_variants) - chunk_index * size
+        rows = np.concatenate([self._batch_rows(k) for k in range(chunk_index, chunk_index + chunk_count)])
+        rows = rows[:records]
+        return records, [np.sort(rows[:, b][rows[:, b] >= 0]) for b in range(len(self.batches))]
+
     # -- assembling a chunk from the batches ----------------------------------------------------
 
     def _batch_rows(self, chunk_index: int) -> np.ndarray:
