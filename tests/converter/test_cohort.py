@@ -238,3 +238,33 @@ def test_validate_checks_every_batch_of_a_cohort(cohort, tmp_path):
     found = [str(problem) for problem in validate(damaged)]
     assert found and all(p.startswith(".vcfzarr-cohort/batches/") for p in found), found
     assert any("variant_position" in p for p in found), found
+
+
+def test_index_writes_the_region_index_and_counts_into_every_batch(cohort, tmp_path, capsys):
+    """A cohort whose batches lost their region index and stored counts (as stores another
+    tool wrote): ``index`` writes them into each batch, as ``convert`` had written them."""
+    from store_support import copy_store
+
+    from vcfzarr_sql.cli import main
+    from vcfzarr_sql.store.vcz import open_store as open_plain
+
+    store, _, expected_store, _, _ = cohort
+    copy = tmp_path / "cohort.vcz"
+    shutil.copytree(store, copy)
+    batches = [copy, *sorted((copy / ".vcfzarr-cohort" / "batches").iterdir())]
+    dropped = ("region_index", sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.HWE, sc.SAMPLE_CLASS_COUNTS)
+    for batch in batches[::-1]:  # (the first batch's directory holds the others)
+        copy_store(batch, tmp_path / "dropped", drop=dropped)
+        shutil.rmtree(batch)
+        (tmp_path / "dropped").rename(batch)
+    assert main(["index", str(copy)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(": ")[0] for line in out if "region_index" in line] == [str(b) for b in batches]
+    for batch in batches:
+        original = store / batch.relative_to(copy)
+        with open_plain(batch) as got, open_plain(original) as want:
+            for name in dropped:
+                np.testing.assert_array_equal(got.read_array(name), want.read_array(name))
+    con = vcfzarr_sql.connect()
+    for query in QUERIES[2:4]:
+        assert _rows(con, query, copy) == _rows(con, query, expected_store), query
