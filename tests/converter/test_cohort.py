@@ -268,3 +268,20 @@ def test_index_writes_the_region_index_and_counts_into_every_batch(cohort, tmp_p
     con = vcfzarr_sql.connect()
     for query in QUERIES[2:4]:
         assert _rows(con, query, copy) == _rows(con, query, expected_store), query
+
+
+def test_a_malformed_small_input_is_a_one_line_error_and_changes_nothing(cohort, tmp_path):
+    """Small inputs are converted in the add process (no worker): a parse error is still the
+    one-line VcfParseError a worker's would be, naming the file and record."""
+    from vcfzarr_sql.errors import VcfParseError
+
+    store, _, _, _, after = cohort
+    bad = tmp_path / "bad.vcf"
+    bad.write_text("##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n"
+                   '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+                   "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tZ9\n"
+                   "1\t10\t.\tA\tC\t.\tPASS\t.\tGT\t0/1\n1\tx\t.\tA\tC\t.\tPASS\t.\tGT\t0/1\n")
+    with pytest.raises(VcfParseError) as raised:
+        add(store, [bad])
+    assert str(bad) in str(raised.value) and "\n" not in str(raised.value)
+    assert _tree_hashes(store) == after
