@@ -285,3 +285,14 @@ def test_a_malformed_small_input_is_a_one_line_error_and_changes_nothing(cohort,
         add(store, [bad])
     assert str(bad) in str(raised.value) and "\n" not in str(raised.value)
     assert _tree_hashes(store) == after
+
+
+def test_add_stores_the_counts_over_all_samples_added_up(cohort):
+    """The gt_ columns' per-record counts are added up by add, in the sites store, as
+    converting the merged VCF counts them (a query reads one array, not every batch's)."""
+    store, _, expected_store, _, _ = cohort
+    with open_store(store) as got, open_store(expected_store) as want:
+        assert isinstance(got, CohortStore)
+        for name in (sc.ALLELE_COUNTS, sc.CALL_COUNTS):
+            assert got.sites.has_array(name)
+            np.testing.assert_array_equal(got.read_array(name), want.read_array(name))

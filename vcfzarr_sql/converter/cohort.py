@@ -22,6 +22,7 @@ import numpy as np
 from vcfzarr_sql import __version__
 from vcfzarr_sql.converter import convert
 from vcfzarr_sql.converter.arrays import default_compressor
+from vcfzarr_sql.converter.cohort_counts import write_added_counts
 from vcfzarr_sql.converter.output import output_lock
 from vcfzarr_sql.errors import OutputError, VcfZarrError
 from vcfzarr_sql.format import cohort as layout
@@ -361,6 +362,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             generation = manifest.generation + 1
             sites_path = f"{layout.SITES}/{generation}"
             _write_sites(root / sites_path, sites, chunks[0])
+            write_added_counts(root, root / sites_path, stores)
             for relative in [*batch_paths[len(manifest.batches):], sites_path]:
                 sync_tree(root / relative)
             counts = tuple(s.num_samples for s in stores)
