@@ -25,13 +25,13 @@ from vcfzarr_sql.store.writer import add_arrays, write_whole
 def write_added_counts(root: Path, sites_dir: Path, batches: Sequence[VczStore]) -> bool:
     """Add up the genotype counts of ``batches`` (the cohort at ``root``, in order) at the
     records of the sites store at ``sites_dir`` and store them there; False (nothing written)
-    when a batch has none."""
-    if not all(b.has_array(name) for b in batches for name in ADDED_COUNTS):
-        return False
+    when the cohort has none to add up (a batch without them)."""
     sites = open_plain(sites_dir)
     kv = open_kv(str(root))
     try:
         cohort = CohortStore(str(root), kv, list(batches), sites)
+        if not all(cohort.has_array(name) for name in ADDED_COUNTS):
+            return False
         values = {name: cohort.read_array(name) for name in ADDED_COUNTS}
         shape = (cohort.num_variants, cohort.variants_chunk_size, cohort.samples_chunk_size)
     finally:  # (not cohort.close(): the batches are the caller's)
