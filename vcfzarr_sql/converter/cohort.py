@@ -22,6 +22,7 @@ import numpy as np
 from vcfzarr_sql import __version__
 from vcfzarr_sql.converter import convert
 from vcfzarr_sql.converter.arrays import default_compressor
+from vcfzarr_sql.converter.cohort_counts import write_added_counts
 from vcfzarr_sql.converter.output import output_lock
 from vcfzarr_sql.errors import OutputError, VcfZarrError
 from vcfzarr_sql.format import cohort as layout
@@ -138,13 +139,14 @@ def _lengths(store: VczStore) -> np.ndarray:
 
 def _alleles_at(store: VczStore, rows: np.ndarray) -> list[str]:
     """REF and ALTs joined by ``,`` of records ``rows`` of ``store`` (reading their chunks)."""
-    out: dict[int, str] = {}
-    size = store.variants_chunk_size
-    for k in np.unique(rows // size).tolist():
+    out = np.empty(len(rows), dtype=object)
+    chunk_of = rows // store.variants_chunk_size
+    order = np.argsort(chunk_of, kind="stable")
+    chunks, starts = np.unique(chunk_of[order], return_index=True)
+    for k, group in zip(chunks.tolist(), np.split(order, starts[1:])):
         alleles = store.read_chunk(spec.VARIANT_ALLELE, (k, 0))
-        for i in rows[rows // size == k].tolist():
-            out[i] = ",".join(a for a in alleles[i - k * size] if a)
-    return [out[i] for i in rows.tolist()]
+        out[group] = layout.joined_alleles(alleles[rows[group] - k * store.variants_chunk_size])
+    return out.tolist()
 
 
 def _keys(store: VczStore, rows: np.ndarray) -> list[str]:
@@ -298,6 +300,20 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
         write_whole(directory, new, values)
 
 
+#: Inputs of at most this many bytes are converted in the ``add`` process (no worker to start,
+#: which costs more than converting them: one sample of 20,000 records is about 100 kB).
+SMALL_INPUT_BYTES = 8 << 20
+
+
+def _small(path: str) -> bool:
+    """Whether the input at ``path`` (a file, not standard input) is small enough to convert
+    in this process (:data:`SMALL_INPUT_BYTES`)."""
+    try:
+        return os.path.isfile(path) and os.path.getsize(path) <= SMALL_INPUT_BYTES
+    except OSError:
+        return False
+
+
 def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, workers: int = 1,
         show_progress: bool | None = None) -> AddSummary:
     """Add the samples of each VCF/BCF file of ``inputs`` (one batch each, in order) to the
@@ -337,7 +353,8 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             for number, path in enumerate(paths, start=next_number):
                 relative = f"{layout.BATCHES}/{number}"
                 convert(path, root / relative, variants_chunk_size=chunks[0],
-                        samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress)
+                        samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress,
+                        in_process=workers == 1 and _small(path))
                 batch = open_plain(root / relative)
                 sites = _merge(sites, stores, batch)
                 stores.append(batch)
@@ -345,6 +362,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             generation = manifest.generation + 1
             sites_path = f"{layout.SITES}/{generation}"
             _write_sites(root / sites_path, sites, chunks[0])
+            write_added_counts(root, root / sites_path, stores)
             for relative in [*batch_paths[len(manifest.batches):], sites_path]:
                 sync_tree(root / relative)
             counts = tuple(s.num_samples for s in stores)

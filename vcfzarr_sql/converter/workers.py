@@ -254,3 +254,40 @@ class WorkerPool:
             if found:
                 return found
         return None
+
+
+class InlinePool(WorkerPool):
+    """:class:`WorkerPool`'s tasks run in this process, one after another, for inputs so small
+    that starting a worker (a new interpreter importing the converter) would cost more than
+    converting them. Their stderr goes to their log files and their failures are raised as
+    the pool raises them; but a parser crash ends this process, and no memory bound applies."""
+
+    def __init__(self, input_path: str, log_dir: str | Path):  # (no executor)
+        self.input_path = input_path
+        self.log_dir = Path(log_dir)
+        self.progress = multiprocessing.get_context("spawn").Value("q", 0)
+        self._tasks = 0
+
+    def close(self) -> None:
+        pass
+
+    def kill(self) -> None:
+        pass
+
+    def run(self, fn: Callable[..., T], tasks: Iterable[tuple[object, ...]],
+            on_progress: Callable[[], None] | None = None, *, parsing: bool = True) -> list[T]:
+        global _progress
+        results: list[T] = []
+        saved, _progress = _progress, self.progress
+        try:
+            for args in tasks:
+                log = str(self.log_dir / f"task{self._tasks:06d}.stderr")
+                self._tasks += 1
+                done: Future[T | _Failure] = Future()
+                done.set_result(_run(log, parsing, fn, args))
+                results.append(self._check(done, log, set()))
+                if on_progress is not None:
+                    on_progress()
+        finally:
+            _progress = saved
+        return results
