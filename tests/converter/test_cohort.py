@@ -271,8 +271,8 @@ def test_index_writes_the_region_index_and_counts_into_every_batch(cohort, tmp_p
 
 
 def test_a_malformed_small_input_is_a_one_line_error_and_changes_nothing(cohort, tmp_path):
-    """Small inputs are converted in the add process (no worker): a parse error is still the
-    one-line VcfParseError a worker's would be, naming the file and record."""
+    """A parse error in an added input is the one-line VcfParseError convert gives, naming
+    the file, and the cohort is unchanged."""
     from vcfzarr_sql.errors import VcfParseError
 
     store, _, _, _, after = cohort

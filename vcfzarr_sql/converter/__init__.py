@@ -54,7 +54,7 @@ from vcfzarr_sql.converter.reader import (
 )
 from vcfzarr_sql.converter.stats import ColumnStats, merge_stats
 from vcfzarr_sql.converter.undeclared import retype_undeclared
-from vcfzarr_sql.converter.workers import InlinePool, WorkerPool
+from vcfzarr_sql.converter.workers import WorkerPool
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError, VcfZarrWarning
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format import summaries as sc
@@ -312,7 +312,6 @@ def convert(
     show_progress: bool | None = None,
     compressor: numcodecs.abc.Codec | None = None,
     max_memory: int | None = None,
-    in_process: bool = False,
 ) -> ConvertSummary:
     """Convert a VCF, bgzipped VCF or BCF file to a VCF Zarr 0.3 store (Zarr v2) at ``output``.
 
@@ -324,10 +323,7 @@ def convert(
     stderr (default: when stderr is a terminal). ``max_memory``: bytes each worker process may
     allocate (Linux ``RLIMIT_DATA``; default: 3/4 of the machine's memory among the workers):
     a record the parser cannot hold within it is a :class:`VcfParseError` naming the file and
-    the record, as htslib grows its line buffer without limit. ``in_process``: parse and
-    encode in this process instead (:class:`~.workers.InlinePool`: for small inputs, where
-    starting a worker costs more than the work; a parser crash is not contained, and
-    ``max_memory`` does not apply). Raises :class:`VcfParseError` for input that
+    the record, as htslib grows its line buffer without limit. Raises :class:`VcfParseError` for input that
     cannot be read (and leaves nothing behind), :class:`OutputError` if ``output`` exists and
     ``force`` is not set, if ``force`` is set but ``output`` is not a VCF Zarr store (or is the
     input, holds it, holds anything but Zarr metadata and chunks, or is the working directory
@@ -350,8 +346,7 @@ def convert(
     if show_progress is None:
         show_progress = sys.stderr.isatty()
     settings = dict(variants_chunk_size=variants_chunk_size, samples_chunk_size=samples_chunk_size,
-                    workers=1 if in_process else workers,
-                    compressor=None if compressor is None else compressor.get_config())
+                    workers=workers, compressor=None if compressor is None else compressor.get_config())
     try:
         output_path.parent.mkdir(parents=True, exist_ok=True)
         with output_lock(output_path):
@@ -360,7 +355,7 @@ def convert(
             work = Path(tempfile.mkdtemp(prefix=f".{output_path.name}.", suffix=WORK_SUFFIX,
                                          dir=output_path.parent))
             try:
-                layout = _build_in(inputs, work, show_progress, settings, max_memory, in_process)
+                layout = _build_in(inputs, work, show_progress, settings, max_memory)
                 swap_into_place(work / "store", output_path)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
@@ -371,15 +366,12 @@ def convert(
 
 
 def _build_in(inputs: list[str], work: Path, show_progress: bool, settings: dict,
-              max_memory: int | None, in_process: bool = False) -> Layout:
-    """Build the store in ``work/store`` with a worker pool (``in_process``: this process);
-    its layout."""
+              max_memory: int | None) -> Layout:
+    """Build the store in ``work/store`` with a worker pool; its layout."""
     input_path = str(single_input(inputs, work))
     if inputs == [STDIN]:  # spooled to a file: checked as a file is
         _check_bgzf_eof(Path(input_path), "standard input")
-    pool = (InlinePool(input_path, work) if in_process
-            else WorkerPool(input_path, settings["workers"], work, max_memory))
-    with pool:
+    with WorkerPool(input_path, settings["workers"], work, max_memory) as pool:
         progress = _Progress(show_progress, pool)
         try:
             return _build(input_path, work / "store", work, pool, progress, **settings)

@@ -300,20 +300,6 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
         write_whole(directory, new, values)
 
 
-#: Inputs of at most this many bytes are converted in the ``add`` process (no worker to start,
-#: which costs more than converting them: one sample of 20,000 records is about 100 kB).
-SMALL_INPUT_BYTES = 8 << 20
-
-
-def _small(path: str) -> bool:
-    """Whether the input at ``path`` (a file, not standard input) is small enough to convert
-    in this process (:data:`SMALL_INPUT_BYTES`)."""
-    try:
-        return os.path.isfile(path) and os.path.getsize(path) <= SMALL_INPUT_BYTES
-    except OSError:
-        return False
-
-
 def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, workers: int = 1,
         show_progress: bool | None = None) -> AddSummary:
     """Add the samples of each VCF/BCF file of ``inputs`` (one batch each, in order) to the
@@ -353,8 +339,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             for number, path in enumerate(paths, start=next_number):
                 relative = f"{layout.BATCHES}/{number}"
                 convert(path, root / relative, variants_chunk_size=chunks[0],
-                        samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress,
-                        in_process=workers == 1 and _small(path))
+                        samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress)
                 batch = open_plain(root / relative)
                 sites = _merge(sites, stores, batch)
                 stores.append(batch)
