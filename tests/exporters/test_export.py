@@ -10,7 +10,11 @@ plink2 reads only biallelic); AnnData's X equals the ALT dosage of bcftools' GT
 from __future__ import annotations
 
 import functools
+import itertools
+import math
+import struct
 import subprocess
+import zlib
 from pathlib import Path
 
 import anndata
@@ -18,6 +22,7 @@ import numpy as np
 import pytest
 from cohort import cohort_vcf
 from corpus import CORPUS
+from numcodecs import Zstd
 from oracle import genotype_arrays
 
 from vcfzarr_sql.cli import main
@@ -39,11 +44,12 @@ INPUTS = {
 
 @pytest.fixture(scope="module")
 def cohorts(tmp_path_factory, convert_once) -> dict[str, tuple[Path, Path]]:
-    """name -> (VCF, store): the simulated cohorts (diploid; haploid and mixed ploidy) and two
-    corpus files, converted in chunks of 50 records and 16 samples."""
+    """name -> (VCF, store): the simulated cohorts (diploid; haploid and mixed ploidy; and
+    polyploid, for BGEN) and two corpus files, converted in chunks of 50 records and 16 samples."""
     folder = tmp_path_factory.mktemp("cohorts")
     vcfs = {"diploid": cohort_vcf(folder, seed=1), "haploid": cohort_vcf(folder, haploid=True, seed=2),
-            "sample": VCFS / "sample.vcf.gz", "chr22": VCFS / "chr22.vcf.gz"}
+            "sample": VCFS / "sample.vcf.gz", "chr22": VCFS / "chr22.vcf.gz",
+            "polyploid": cohort_vcf(folder, samples=12, records=60, haploid=True, polyploid=True, seed=3)}
     return {name: (vcf, convert_once(vcf, variants_chunk_size=50, samples_chunk_size=16))
             for name, vcf in vcfs.items()}
 
@@ -185,14 +191,92 @@ def test_selection_of_a_pgen_is_that_of_view(cohorts, tmp_path):
     assert (tmp_path / "x.psam").read_text().split()[2::2] == ["S010", "S004"]
 
 
-@pytest.mark.parametrize("format_", ["pgen", "bgen"])
-def test_polyploid_calls_are_refused_in_one_line(convert_once, tmp_path, format_):
+def test_polyploid_calls_are_refused_in_one_line(convert_once, tmp_path):
     store = convert_once(VCFS / "mixed_ploidy.vcf.gz")
     with pytest.raises(NotSupportedError, match=r"record 1:6: sample 1 has ploidy 3; .* haploid and diploid calls only"):
-        export(store, tmp_path / "x", format_)
-    # (the .bed leaves that multi-allelic record out; AnnData holds any ploidy: a dosage)
+        export(store, tmp_path / "x", "pgen")
+    # (the .bed leaves that multi-allelic record out; AnnData holds any ploidy: a dosage; BGEN
+    # any ploidy: test_bgen_holds_the_calls_of_every_ploidy)
     assert export(store, tmp_path / "x", "plink").left_out == 2
     export(store, tmp_path / "x.h5ad", "anndata")
+
+
+def _read_bgen(path: Path) -> list[tuple[list[str], list[int], list[bool], bool, list[list[int]]]]:
+    """Each variant of a BGEN 1.2 layout 2 file of 8-bit probabilities, read as its spec
+    says: (alleles, ploidy and missingness of each sample, phased, each sample's stored
+    probabilities times 255)."""
+    data = path.read_bytes()
+    offset, _, variants, samples = struct.unpack_from("<IIII", data, 0)
+    flags = struct.unpack_from("<I", data, 20)[0]
+    decompress = {1: zlib.decompress, 2: lambda raw: bytes(Zstd().decode(raw))}[flags & 3]
+    at, out = offset + 4, []
+    for _ in range(variants):
+        for _ in range(3):  # variant id, rsid, chromosome
+            at += 2 + struct.unpack_from("<H", data, at)[0]
+        at += 4
+        count = struct.unpack_from("<H", data, at)[0]
+        at += 2
+        alleles = []
+        for _ in range(count):
+            length = struct.unpack_from("<I", data, at)[0]
+            alleles.append(data[at + 4:at + 4 + length].decode())
+            at += 4 + length
+        size, full = struct.unpack_from("<II", data, at)
+        block = decompress(data[at + 8:at + 4 + size])
+        assert len(block) == full
+        at += 4 + size
+        assert struct.unpack_from("<IH", block, 0) == (samples, count)
+        states = block[8:8 + samples]
+        phased, bits = block[8 + samples], block[9 + samples]
+        assert bits == 8
+        ploidy = [s & 0x3F for s in states]
+        assert (block[6], block[7]) == (min(ploidy), max(ploidy))
+        values, cut, probabilities = list(block[10 + samples:]), 0, []
+        for p in ploidy:
+            width = p * (count - 1) if phased else math.comb(p + count - 1, count - 1) - 1
+            probabilities.append(values[cut:cut + width])
+            cut += width
+        assert cut == len(values)
+        out.append((alleles, ploidy, [bool(s & 0x80) for s in states], bool(phased), probabilities))
+    return out
+
+
+def _expected_bgen(vcf: Path) -> list[tuple[list[str], list[int], list[bool], bool, list[list[int]]]]:
+    """What _read_bgen should read of an export of ``vcf``, from bcftools' GT by hand: a
+    missing or half-missing call is a missing sample; a record is phased when its calls of
+    two alleles or more are phased or missing; a hard call is 255 at its genotype (phased:
+    at its allele on each haplotype; unphased: its vector of allele counts in colex order),
+    the last of each sample's probabilities left out."""
+    rows = subprocess.run(["bcftools", "query", "-f", "%REF,%ALT[\t%GT]\n", str(vcf)], check=True,
+                          capture_output=True, text=True).stdout.splitlines()
+    out = []
+    for row in rows:
+        fields = row.split("\t")
+        alleles, calls = fields[0].split(","), fields[1:]
+        k = len(alleles)
+        split = [gt.replace("|", "/").split("/") for gt in calls]
+        missing = ["." in gt for gt in split]
+        phased = all(m or len(gt) == 1 or "/" not in call for gt, m, call in zip(split, missing, calls))
+        probabilities = []
+        for gt, m in zip(split, missing):
+            if phased:
+                haplotypes = [[255 * (not m and int(a) == b) for b in range(k)] for a in gt]
+                probabilities.append([v for h in haplotypes for v in h[:-1]])
+                continue
+            vectors = sorted(itertools.product(range(len(gt) + 1), repeat=k), key=lambda v: v[::-1])
+            vectors = [v for v in vectors if sum(v) == len(gt)]
+            counts = None if m else tuple(sum(int(a) == b for a in gt) for b in range(k))
+            probabilities.append([255 * (v == counts) for v in vectors][:-1])
+        out.append((alleles, [len(gt) for gt in split], missing, phased, probabilities))
+    return out
+
+
+@pytest.mark.parametrize("compression", ["zlib", "zstd"])
+def test_bgen_holds_the_calls_of_every_ploidy(cohorts, convert_once, tmp_path, compression):
+    for vcf in (VCFS / "mixed_ploidy.vcf.gz", cohorts["polyploid"][0]):
+        store = convert_once(vcf, variants_chunk_size=50, samples_chunk_size=16)
+        export(store, tmp_path / "x", "bgen", compression=compression)
+        assert _read_bgen(tmp_path / "x.bgen") == _expected_bgen(vcf)
 
 
 def test_refusals(cohorts, tmp_path):
@@ -201,9 +285,13 @@ def test_refusals(cohorts, tmp_path):
         export(store, tmp_path / "x", "vcf")
     with pytest.raises(QueryError, match="named .h5ad"):
         export(store, tmp_path / "x.csv", "anndata")
+    with pytest.raises(QueryError, match="compression applies to a bgen export, not plink"):
+        export(store, tmp_path / "x", "plink", compression="zstd")
+    with pytest.raises(QueryError, match="compression 'gzip': a bgen export's is one of zlib, zstd"):
+        export(store, tmp_path / "x", "bgen", compression="gzip")
     with pytest.raises(QueryError, match="-i and -e cannot be used together"):
         export(store, tmp_path / "x", "plink", Selection(include="POS>1", exclude="POS>2"))
-    assert not (tmp_path / "x.bed").exists()
+    assert not (tmp_path / "x.bed").exists() and not (tmp_path / "x.bgen").exists()
 
 
 def test_a_store_without_genotypes_is_refused_before_writing(convert_once, tmp_path):
