@@ -3,7 +3,9 @@ plink2 reading the original VCF and against bcftools' genotypes.
 
 plink2's ``--freq counts``, ``--missing`` and ``--hardy`` on an export equal the same command on
 the original VCF (``--vcf-half-call missing``; ``--max-alleles 2`` for .bed and BGEN, which
-plink2 reads only biallelic); AnnData's X equals the ALT dosage of bcftools' GT
+plink2 reads only biallelic), for simulated cohorts and every corpus file with genotypes
+that plink2 reads; BGEN's probabilities of any ploidy equal those computed by hand from
+bcftools' GT; AnnData's X equals the ALT dosage of bcftools' GT
 (tests/oracle.py). Selections export exactly what ``view`` writes with the same options.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 import struct
 import subprocess
 import zlib
@@ -21,7 +24,8 @@ import anndata
 import numpy as np
 import pytest
 from cohort import cohort_vcf
-from corpus import CORPUS
+from corpus import CORPUS, CorpusFile, readable_corpus
+from engine_cases import SLOW_CALLS, SLOW_RECORDS, corpus_store, corpus_store_or_none
 from numcodecs import Zstd
 from oracle import genotype_arrays
 
@@ -40,6 +44,23 @@ INPUTS = {
     "pgen": (lambda out: ["--pfile", out], False),
     "bgen": (lambda out: ["--bgen", out + ".bgen", "ref-first", "--sample", out + ".sample"], True),
 }
+#: corpus file -> why plink2 cannot read it (its error, or ours: asserted, then skipped), for
+#: every format, or for the biallelic ones (.bed, BGEN: ``--max-alleles 2``) or for one format
+PLINK2_CANNOT_READ: dict[str, tuple[str, str]] = {
+    "samtools+htslib/test/tabix/vcf_file.vcf": ("all", "a variant with 305 ALT alleles; this build of plink2 is limited to 254"),
+    "sgkit-dev+bio2zarr/tests/data/vcf/empty.vcf.gz": ("all", "No variants in --vcf file"),
+    "hail-is+hail/hail/hail/test/resources/gvcfs/long_line.g.vcf.gz": ("all", "contains a space; this cannot be imported"),
+    "hail-is+hail/hail/hail/test/resources/skip_invalid_loci.vcf": ("all", "Sample ID cannot be '0'"),
+    "broadinstitute+gatk/src/test/resources/org/broadinstitute/hellbender/tools/copynumber/gcnv-postprocess/"
+    "intervals_output_SAMPLE_001.vcf.gz": ("all", "does not have expected FORMAT/GT format"),
+    "broadinstitute+gatk/src/test/resources/org/broadinstitute/hellbender/tools/walkers/GenotypeGVCFs/"
+    "multiallelicQualRegression.vcf": ("biallelic", "No variants loaded"),  # (every record multi-allelic)
+    "sgkit-dev+bio2zarr/tests/data/vcf/mixed_ploidy.vcf.gz": ("pgen", "has ploidy 3; a .pgen holds haploid and diploid calls only"),
+}
+
+
+class Plink2Error(Exception):
+    """plink2 stopped with an error (its message)."""
 
 
 @pytest.fixture(scope="module")
@@ -54,16 +75,22 @@ def cohorts(tmp_path_factory, convert_once) -> dict[str, tuple[Path, Path]]:
             for name, vcf in vcfs.items()}
 
 
-def _plink2_reports(inputs: list[str], biallelic: bool, out: Path) -> dict[str, list[list[str]]]:
+def _plink2_reports(inputs: list[str], biallelic: bool, out: Path) -> dict[str, list[list[str]] | None]:
     """plink2's --freq counts, --missing and --hardy reports of ``inputs``, as rows of fields
     (without a FID column: a .fam always has one, a VCF none)."""
-    half_calls = ["--vcf-half-call", "missing"] if inputs[0] == "--vcf" else []
-    args = ["plink2", *inputs, *half_calls, "--freq", "counts", "--missing", "--hardy",
+    half_calls = ["--vcf-half-call", "missing"] if inputs[0] in ("--vcf", "--bcf") else []
+    args = ["plink2", *inputs, *half_calls, "--allow-extra-chr", "--freq", "counts", "--missing", "--hardy",
             "--out", str(out)] + (["--max-alleles", "2"] if biallelic else [])
-    subprocess.run(args, check=True, capture_output=True)
-    reports = {}
+    run = subprocess.run(args, capture_output=True, text=True)
+    if run.returncode:
+        raise Plink2Error(" ".join((run.stdout + run.stderr).split()))  # (its lines wrapped)
+    reports: dict[str, list[list[str]] | None] = {}
     for name in REPORTS:
-        rows = [line.split("\t") for line in Path(f"{out}.{name}").read_text().splitlines()]
+        report = Path(f"{out}.{name}")
+        if not report.exists():  # (no --hardy of chrM, say)
+            reports[name] = None
+            continue
+        rows = [line.split("\t") for line in report.read_text().splitlines()]
         if rows[0][0] == "#FID":
             rows = [["#IID", *row[2:]] if k == 0 else row[1:] for k, row in enumerate(rows)]
         reports[name] = rows
@@ -71,22 +98,59 @@ def _plink2_reports(inputs: list[str], biallelic: bool, out: Path) -> dict[str, 
 
 
 @functools.cache
-def _vcf_reports(vcf: Path, biallelic: bool, folder: Path) -> dict[str, list[list[str]]]:
-    return _plink2_reports(["--vcf", str(vcf)], biallelic, folder / f"{vcf.name}-{biallelic}")
+def _vcf_reports(vcf: Path, biallelic: bool, folder: Path) -> dict[str, list[list[str]] | None]:
+    name = str(vcf).replace("/", "_")[-120:]
+    return _plink2_reports(["--bcf" if vcf.suffix == ".bcf" else "--vcf", str(vcf)], biallelic, folder / f"{name}-{biallelic}")
 
 
-@pytest.mark.parametrize("cohort", ["diploid", "haploid", "sample", "chr22"])
-@pytest.mark.parametrize("format_", ["plink", "pgen", "bgen"])
+def _check_export(vcf: Path, store: Path | str, format_: str, out: str, folder: Path) -> None:
+    """plink2's reports of the export of ``store`` as ``format_`` (``bgen-zstd``: BGEN with
+    zstd) equal those of ``vcf``."""
+    base, _, compression = format_.partition("-")
+    summary = export(store, out, base, compression=compression or None)
+    inputs, biallelic = INPUTS[base]
+    ours = _plink2_reports(inputs(out), biallelic, Path(out + "-plink2"))
+    assert ours == _vcf_reports(vcf, biallelic, folder), vcf
+    vmiss = ours["vmiss"]
+    assert vmiss is not None
+    assert summary.records == len(vmiss) - 1 if base == "plink" else summary.records >= len(vmiss) - 1
+
+
+@pytest.mark.parametrize("cohort", ["diploid", "haploid"])
+@pytest.mark.parametrize("format_", ["plink", "pgen", "bgen", "bgen-zstd"])
 def test_plink2_reports_equal_those_of_the_vcf(cohorts, tmp_path_factory, format_, cohort):
     vcf, store = cohorts[cohort]
-    folder = tmp_path_factory.getbasetemp()
-    out = str(tmp_path_factory.mktemp("export") / cohort)
-    summary = export(store, out, format_)
-    inputs, biallelic = INPUTS[format_]
-    ours = _plink2_reports(inputs(out), biallelic, Path(out + "-plink2"))
-    assert ours == _vcf_reports(vcf, biallelic, folder)
-    records = len(ours["vmiss"]) - 1
-    assert summary.records == records if format_ == "plink" else summary.records >= records
+    _check_export(vcf, store, format_, str(tmp_path_factory.mktemp("export") / cohort), tmp_path_factory.getbasetemp())
+
+
+def _corpus_with_samples(large: bool) -> list[CorpusFile]:
+    """The corpus files bcftools reads that have samples: those of more than
+    engine_cases.SLOW_CALLS calls or SLOW_RECORDS records (``large``), or the others."""
+    return [f for f in readable_corpus() if f.samples and large == (
+        (f.records or 0) * f.samples > SLOW_CALLS or (f.records or 0) > SLOW_RECORDS)]
+
+
+@pytest.mark.parametrize("large", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["small", "large"])
+@pytest.mark.parametrize("format_", ["plink", "pgen", "bgen"])
+def test_plink2_reports_equal_those_of_the_vcf_on_the_corpus(convert_once, tmp_path_factory, format_, large):
+    """Every corpus file with genotypes (its store shared with the other corpus tests), in one
+    test a format and size: plink2 on the export equals plink2 on the file, or the file is
+    one plink2 (or the format) cannot hold, for the reason PLINK2_CANNOT_READ gives."""
+    folder, checked = tmp_path_factory.mktemp("corpus"), 0
+    biallelic = INPUTS[format_][1]
+    for corpus_file in _corpus_with_samples(large):
+        store = corpus_store_or_none(corpus_store(corpus_file), convert_once)
+        if store is None or "GT" not in open_store(store).format_fields:
+            continue
+        scope, reason = PLINK2_CANNOT_READ.get(corpus_file.id, ("", ""))
+        if scope in ("all", format_) or (scope == "biallelic" and biallelic):
+            with pytest.raises((Plink2Error, NotSupportedError), match=re.escape(reason)):
+                _vcf_reports(corpus_file.path, biallelic, tmp_path_factory.getbasetemp())
+                export(store, str(folder / "refused"), format_)
+            continue
+        _check_export(corpus_file.path, store, format_, str(folder / f"file{checked}"), tmp_path_factory.getbasetemp())
+        checked += 1
+    assert checked >= (4 if large else 15)
 
 
 def _call(gt: str) -> str:
