@@ -196,11 +196,17 @@ def _dosage(alleles: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("suffix", [".h5ad", ".zarr"])
 def test_anndata_x_is_the_dosage_of_bcftools_genotypes(cohorts, tmp_path, cohort, suffix):
     vcf, store = cohorts[cohort]
-    export(store, tmp_path / f"x{suffix}", "anndata")
+    export(store, tmp_path / f"x{suffix}", "anndata", allele_layers=True)
     data = (anndata.read_h5ad if suffix == ".h5ad" else anndata.read_zarr)(tmp_path / f"x{suffix}")
-    alleles, _ = genotype_arrays(vcf)
+    alleles, phased = genotype_arrays(vcf)
     assert data.X.dtype == np.float32
     np.testing.assert_array_equal(data.X, _dosage(alleles))
+    # the layers: each allele of each call as bcftools reads it (-1 missing, -2 none), phase
+    assert sorted(data.layers) == ["allele_1", "allele_2", "phased"]
+    for k in range(2):
+        assert data.layers[f"allele_{k + 1}"].dtype == np.int8
+        np.testing.assert_array_equal(data.layers[f"allele_{k + 1}"], alleles[:, :, k].T)
+    np.testing.assert_array_equal(data.layers["phased"], phased.T)
     samples = subprocess.run(["bcftools", "query", "-l", str(vcf)], check=True, capture_output=True,
                              text=True).stdout.split()
     assert list(data.obs_names) == samples
@@ -216,9 +222,13 @@ def test_anndata_x_is_the_dosage_of_bcftools_genotypes(cohorts, tmp_path, cohort
 
 def test_sparse_x_holds_the_dense_values(cohorts):
     _, store = cohorts["diploid"]
-    dense, sparse = to_anndata(store), to_anndata(store, sparse=True)
+    dense, sparse = to_anndata(store, allele_layers=True), to_anndata(store, sparse=True, allele_layers=True)
     assert sparse.X.format == "csr"
     np.testing.assert_array_equal(sparse.X.toarray(), dense.X)
+    for name in ("allele_1", "allele_2", "phased"):
+        assert sparse.layers[name].format == "csr"
+        np.testing.assert_array_equal(sparse.layers[name].toarray(), dense.layers[name])
+    assert not to_anndata(store).layers  # (only on request)
 
 
 SELECTIONS = [
@@ -353,6 +363,8 @@ def test_refusals(cohorts, tmp_path):
         export(store, tmp_path / "x", "plink", compression="zstd")
     with pytest.raises(QueryError, match="compression 'gzip': a bgen export's is one of zlib, zstd"):
         export(store, tmp_path / "x", "bgen", compression="gzip")
+    with pytest.raises(QueryError, match="allele layers are an anndata export's, not pgen's"):
+        export(store, tmp_path / "x", "pgen", allele_layers=True)
     with pytest.raises(QueryError, match="-i and -e cannot be used together"):
         export(store, tmp_path / "x", "plink", Selection(include="POS>1", exclude="POS>2"))
     assert not (tmp_path / "x.bed").exists() and not (tmp_path / "x.bgen").exists()

@@ -45,23 +45,26 @@ def _store(store_or_path: VczStore | str | os.PathLike) -> VczStore:
 
 def export(store_or_path: VczStore | str | os.PathLike, out: str | os.PathLike, format: str,
            selection: Selection = Selection(), *, sparse: bool = False,
-           compression: str | None = None) -> ExportSummary:
+           compression: str | None = None, allele_layers: bool = False) -> ExportSummary:
     """Write the selected records and samples of a store as ``format`` (one of
     :data:`FORMATS`) to ``out``: a prefix (``plink``, ``pgen``, ``bgen``: the format's
     suffixes added) or a file named ``.h5ad`` or ``.zarr`` (``anndata``; ``sparse``: X as a
-    CSR matrix); ``compression``: a BGEN's, ``zlib`` (the default) or ``zstd``."""
+    CSR matrix; ``allele_layers``: the calls as layers, :mod:`.annotated`); ``compression``:
+    a BGEN's, ``zlib`` (the default) or ``zstd``."""
     if format not in FORMATS:
         raise QueryError(f"unknown export format {format!r} (one of {', '.join(FORMATS)})")
     if compression is not None and (format != "bgen" or compression not in BGEN_COMPRESSIONS):
         raise QueryError(f"compression {compression!r}: a bgen export's is one of {', '.join(BGEN_COMPRESSIONS)}"
                          if format == "bgen" else f"compression applies to a bgen export, not {format}")
+    if allele_layers and format != "anndata":
+        raise QueryError(f"allele layers are an anndata export's, not {format}'s")
     store = _store(store_or_path)
     selected = SelectedRecords(store, selection)
     path = str(out)
     if format == "anndata":
         from vcfzarr_sql.exporters.annotated import write_anndata
 
-        return write_anndata(selected, path, sparse=sparse)
+        return write_anndata(selected, path, sparse=sparse, allele_layers=allele_layers)
     calls = selected_calls(selected)
     writer = _writer(format, path, selected, compression or "zlib")
     try:
@@ -92,9 +95,11 @@ def _writer(format: str, path: str, selected: SelectedRecords, compression: str)
 
 
 def to_anndata(store_or_path: VczStore | str | os.PathLike, selection: Selection = Selection(),
-               *, sparse: bool = False) -> anndata.AnnData:
+               *, sparse: bool = False, allele_layers: bool = False) -> anndata.AnnData:
     """The selected records and samples as an in-memory :class:`anndata.AnnData`: ``obs``
-    the samples, ``var`` the records, ``X`` the ALT dosage (:mod:`.annotated`)."""
+    the samples, ``var`` the records, ``X`` the ALT dosage, the calls as layers when
+    ``allele_layers`` (:mod:`.annotated`)."""
     from vcfzarr_sql.exporters.annotated import build_anndata
 
-    return build_anndata(SelectedRecords(_store(store_or_path), selection), sparse=sparse)
+    return build_anndata(SelectedRecords(_store(store_or_path), selection), sparse=sparse,
+                         allele_layers=allele_layers)
