@@ -25,9 +25,9 @@ if TYPE_CHECKING:  # SQL without table functions needs neither sqlglot nor the s
     import pyarrow as pa
 
     from vcfzarr_sql.engine.functions import ScanSpec
-    from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
     from vcfzarr_sql.engine.rules.expand_stores import Expander
     from vcfzarr_sql.engine.rules.inline_parameters import Parameters
+    from vcfzarr_sql.engine.scan_defaults import ScanDefaults
     from vcfzarr_sql.store import VczStore
 
 # A long statement's rows come from ``execute`` (see Connection.rows): DuckDB warns that this
