@@ -7,7 +7,7 @@ store peaked at 8.9 GiB RSS (1.6 GiB with ``ROW_GROUP_SIZE 2048``, its smallest)
 group ends at :data:`ROW_GROUP_BYTES` of Arrow data (or 122,880 rows), so memory stays near
 one row group whatever the number of samples.
 
-Only the plain form is taken (the file a string literal ending ``.parquet``, options among
+Only the plain form is taken (the file a local path ending ``.parquet``, options among
 ``FORMAT parquet``, ``COMPRESSION``/``CODEC`` and ``ROW_GROUP_SIZE``), and only where DuckDB
 may write local files (``enable_external_access``: never on a server); anything else is
 DuckDB's, as before.
@@ -55,10 +55,13 @@ def parquet_copy(sql: str) -> ParquetCopy | None:
     ParquetCopy(query='SELECT * FROM v', file='out.parquet', compression='zstd', row_group_rows=122880)
     >>> parquet_copy("COPY (SELECT 1) TO 'out.parquet' (PARTITION_BY (x))") is None
     True
+    >>> parquet_copy("COPY (SELECT 1) TO '~/out.parquet'") is None
+    True
     """
     found = _COPY.fullmatch(sql)
-    if found is None or not _balanced(found["query"]):
-        return None
+    if found is None or not _balanced(found["query"]) or found["file"].startswith("~") or \
+            "://" in found["file"]:
+        return None  # (DuckDB expands ~ and writes to URLs: its own)
     copy = ParquetCopy(found["query"].strip(), found["file"])
     for option in filter(str.strip, (found["options"] or "").split(",")):
         pair = _OPTION.fullmatch(option)
