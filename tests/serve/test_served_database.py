@@ -156,7 +156,8 @@ def test_column_labels_are_postgres_s_unless_aliased(server) -> None:
         assert [c.name for c in cur.description or ()] == [
             "pos", "pos", "pos", "pos", "int4", "text", "int8", "case", "upper", "?column?",
             "?column?", "?column?", "coalesce", "round", "sum", "max", "?column?", "now"]
-        assert cur.fetchone()[:4] == (50, 50, 50, "50")
+        first = cur.fetchone()
+        assert first is not None and first[:4] == (50, 50, 50, "50")
         cur.execute("SELECT * FROM sites ORDER BY pos")
         assert [c.name for c in cur.description or ()] == [c for c, *_ in COLUMNS]
         cur.execute("SELECT * FROM (SELECT lower(contig), pos * 2 FROM sites) q")
