@@ -7,6 +7,10 @@ filter, which sees every sample), run by the executor
 (bcftools then counts no genotype either: its AF bins come from INFO/AC and AN); with ``-s``
 the genotypes of the selected samples, and those of every sample only where the allele
 frequencies need them (no INFO/AC and AN), as ``bcf_calc_ac`` counts them.
+
+With every sample in store order (``-s -``), a variant chunk the selection keeps whole decodes
+no genotype where the store holds its counts (:mod:`vcfzarr_sql.query.call_stats`, the sample
+class counts, and, without INFO/AC and AN, the allele counts): they are added up instead.
 """
 
 from __future__ import annotations
@@ -18,9 +22,17 @@ import numpy as np
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.qc.calls import count_calls
-from vcfzarr_sql.qc.sites import Alleles, af_bins, count_sites
-from vcfzarr_sql.qc.totals import Totals
+from vcfzarr_sql.format.summaries import (
+    CALL_DEPTH_COUNTS,
+    CLASSES,
+    HWE_GENOTYPE_COUNTS,
+    INDEL_VAF,
+    SAMPLE_CALL_STATS,
+    SAMPLE_CLASS_COUNTS,
+    SAMPLE_STATS,
+)
+from vcfzarr_sql.qc.sites import af_bins, count_sites
+from vcfzarr_sql.query import call_stats
 from vcfzarr_sql.query.execute import residual_rows, run_plan, scan_source
 from vcfzarr_sql.query.expressions import parse_or_none
 from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
@@ -30,6 +42,9 @@ from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.query.selection import Selection
 from vcfzarr_sql.query.selection.regions import intervals, sample_indexes
 from vcfzarr_sql.query.selection.rows import ExpressionFilter
+from vcfzarr_sql.query.stats_calls import Alleles, count_calls, count_hwe
+from vcfzarr_sql.query.stats_totals import SAMPLE_ROW, Totals
+from vcfzarr_sql.query.stored_counts import class_counts_stored, stored_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.source import ChunkSource
@@ -114,6 +129,9 @@ def _chunk_counts(source: ChunkSource, plan: ScanPlan, expression: ExpressionFil
     unique = None if samples is None else np.unique(samples)
     order = None if samples is None or unique is None else np.searchsorted(unique, samples)
     depth_samples = None if samples is None else np.arange(len(samples))
+    stored = (samples is not None and gt is not None and np.array_equal(samples, np.arange(store.num_samples))
+              and class_counts_stored(store) and call_stats.call_stats_stored(store))
+    diploid = gt is not None and store.array_info(gt.array).shape[2] <= 2
 
     def work(run: range) -> Totals:
         task = plan.run(run.start, run.stop)
@@ -144,14 +162,22 @@ def _chunk_counts(source: ChunkSource, plan: ScanPlan, expression: ExpressionFil
             allele_counts[:, 0] = info_an - values.sum(axis=1)
             allele_counts[~known] = 0
         genotypes = None
-        if samples is not None and gt is not None:
+        whole = stored and bool(keep.all())
+        if whole and from_genotypes.any():
+            # the stored allele counts are bcf_calc_ac's for calls of at most two alleles
+            counted = stored_counts(blocks) if diploid else None
+            whole = counted is not None
+            if counted is not None:
+                allele_counts[from_genotypes] = counted.alleles.total[from_genotypes, :width]
+                known |= from_genotypes
+        if samples is not None and gt is not None and not whole:
             every = bool(from_genotypes.any())
             called = BatchBlocks(source, task.variant_chunk, None if every else unique, task.chunk_count)
             genotypes = called.read(gt.array)[keep]
             if every:
-                counted = genotypes[from_genotypes] if not from_genotypes.all() else genotypes
+                counted_calls = genotypes[from_genotypes] if not from_genotypes.all() else genotypes
                 for k in range(width):
-                    allele_counts[from_genotypes, k] = (counted == k).reshape(len(counted), -1).sum(axis=1, dtype=np.int64)
+                    allele_counts[from_genotypes, k] = (counted_calls == k).reshape(len(counted_calls), -1).sum(axis=1, dtype=np.int64)
                 known |= from_genotypes
                 if not np.array_equal(samples, np.arange(genotypes.shape[1])):
                     genotypes = genotypes[:, samples]
@@ -161,14 +187,40 @@ def _chunk_counts(source: ChunkSource, plan: ScanPlan, expression: ExpressionFil
         site_dp = None if info_dp is None else _present(blocks, info_dp, keep)
         iaf = af_bins(allele_counts, known, counts.m_af)
         count_sites(counts, alleles, iaf, quality, site_dp)
-        if samples is not None:
+        iaf1 = np.where(alleles.count > 1, iaf[:, 1] if width > 1 else 0, -1)
+        if whole:
+            _add_stored(counts, source, task.variant_chunk, task.chunk_count, alleles.count, iaf1)
+        elif samples is not None:
             # bcftools reads FORMAT/DP and AD of the first samples of the file, as many as -s
             # selects, not those of the -s samples (``do_sample_stats``, ``update_dvaf``)
             first = BatchBlocks(source, task.variant_chunk, depth_samples, task.chunk_count)
             depth = first.read(dp)[keep] if dp else None
             allele_depth = first.read(ad)[keep] if ad else None
-            iaf1 = np.where(alleles.count > 1, iaf[:, 1] if width > 1 else 0, -1)
-            count_calls(counts, alleles, iaf1, genotypes, depth, allele_depth)
+            hwe = count_calls(counts, alleles, genotypes, depth, allele_depth)
+            if genotypes is not None:
+                count_hwe(counts, alleles.count, iaf1, hwe)
         return counts
 
     return work
+
+
+#: The rows of :attr:`Totals.samples` the stored class counts give, in the order of ``CLASSES``.
+_CLASS_ROWS = [SAMPLE_ROW[name] for name in ("hom_ref", "hom_alt", "het", "hap_ref", "hap_alt", "missing")]
+_STATS_ROWS = [SAMPLE_ROW[name] for name in SAMPLE_STATS]
+
+
+def _add_stored(counts: Totals, source: ChunkSource, chunk: int, chunk_count: int,
+                num_alleles: np.ndarray, iaf1: np.ndarray) -> None:
+    """The per-sample counts of whole variant chunks ``chunk``.. over every sample, from the
+    stored counts: the class counts, the counts of :mod:`vcfzarr_sql.query.call_stats`, HWE's
+    per record (by ``iaf1``, the AF bins of the records' first ALTs)."""
+    blocks = BatchBlocks(source, chunk, None, chunk_count)
+    counts.samples[_CLASS_ROWS] += blocks.sum(SAMPLE_CLASS_COUNTS)[: len(CLASSES)]
+    counts.samples[_STATS_ROWS] += blocks.sum(SAMPLE_CALL_STATS)
+    counts.dp_calls += blocks.read(CALL_DEPTH_COUNTS).sum(axis=0)
+    vaf = blocks.read(INDEL_VAF)
+    counts.vaf_n += vaf[:, 0].sum(axis=0).astype(np.int64)
+    for row in vaf[:, 1]:  # (chunk by chunk: the sums of decoded chunks, added in the same order)
+        counts.vaf_sum += row
+    hwe = blocks.read(HWE_GENOTYPE_COUNTS).reshape(-1, 3)[: len(num_alleles)]
+    count_hwe(counts, num_alleles, iaf1, hwe.astype(np.int64))

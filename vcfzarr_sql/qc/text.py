@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.qc.totals import (
+from vcfzarr_sql.query.stats_totals import (
     DP_BINS,
     DP_MAX,
     DP_MIN,
