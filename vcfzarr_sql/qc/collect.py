@@ -161,6 +161,8 @@ def _chunk_counts(source: ChunkSource, plan: ScanPlan, expression: ExpressionFil
             allele_counts[:, 1 : 1 + values.shape[1]] = values
             allele_counts[:, 0] = info_an - values.sum(axis=1)
             allele_counts[~known] = 0
+        # (a record without ALT has no AF bin to count: its REF's is 0)
+        from_genotypes &= alleles.count > 1
         genotypes = None
         whole = stored and bool(keep.all())
         if whole and from_genotypes.any():
