@@ -13,14 +13,20 @@ from vcfzarr_sql.format import spec
 from vcfzarr_sql.query.stats_totals import HWE_BINS, MAX_INDEL, SAMPLE_ROW, Totals, depth_bins
 from vcfzarr_sql.query.variant_types import INDEL, SNP, allele_types
 
-_ACGT = {"A": 0, "C": 1, "G": 2, "T": 3}
+#: A, C, G, T (either case) = 0..3 by code point, else -1.
+_ACGT = np.full(128, -1, np.int8)
+for _k, _base in enumerate("ACGT"):
+    _ACGT[ord(_base)] = _ACGT[ord(_base.lower())] = _k
 
 
-def _base(allele: object) -> int:
-    return _ACGT.get(str(allele)[:1].upper(), -1)
+def first_bases(alleles: np.ndarray) -> np.ndarray:
+    """The first base of each allele, A C G T = 0..3 (either case), else -1.
 
-
-_bases = np.frompyfunc(_base, 1, 1)
+    >>> first_bases(np.array([["ACG", "t", ""], ["<DEL>", "*", "Nx"]], dtype=object)).tolist()
+    [[0, 3, -1], [-1, -1, -1]]
+    """
+    points = alleles.astype("U1").view(np.uint32)
+    return np.where(points < 128, _ACGT[np.minimum(points, 127)], np.int8(-1)).astype(np.int8)
 
 
 @dataclass
@@ -39,7 +45,7 @@ class Alleles:
     @classmethod
     def of(cls, alleles: np.ndarray) -> Alleles:
         types, lengths = allele_types(alleles)
-        bases = _bases(alleles).astype(np.int8) if alleles.size else np.zeros(alleles.shape, np.int8)
+        bases = first_bases(alleles) if alleles.size else np.zeros(alleles.shape, np.int8)
         return cls(types, lengths, bases, (alleles != spec.STR_FILL).sum(axis=1))
 
 
