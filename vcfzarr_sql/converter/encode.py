@@ -141,7 +141,10 @@ def encode_variant_chunk(
     kept = {spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.VARIANT_LENGTH}
     summarised = {spec.VARIANT_ALLELE, spec.CALL_GENOTYPE, spec.CALL_GENOTYPE_PHASED}
     by_name, for_summary, for_stats = {}, {}, {}
-    counted = {spec.VARIANT_ALLELE, spec.CALL_GENOTYPE, DEPTH, ALLELE_DEPTH} if call_stats else set()
+    # the arrays the call stats count (written once all are here: then the genotypes can go)
+    counted = {a.name for a in arrays if call_stats and (
+        a.name in (spec.VARIANT_ALLELE, spec.CALL_GENOTYPE)
+        or (a.name in (DEPTH, ALLELE_DEPTH) and a.kind == "int"))}
     summary = None
     for array in arrays:
         parts = [
@@ -152,8 +155,11 @@ def encode_variant_chunk(
         write_rows(root, array, chunk_index, values)
         if array.name in kept:
             by_name[array.name] = values
-        if array.name in counted and (array.kind == "int" or array.name == spec.VARIANT_ALLELE):
+        if array.name in counted:
             for_stats[array.name] = values
+            if call_stats and len(for_stats) == len(counted):
+                _write_call_stats(root, chunk_index, call_stats, for_stats)
+                for_stats.clear()
         if class_counts is not None and array.name in summarised:
             for_summary[array.name] = values
             if len(for_summary) == len(summarised):  # (then the genotypes can go)
@@ -163,8 +169,6 @@ def encode_variant_chunk(
     if summary is not None and class_counts is not None:
         write_rows(root, class_counts, chunk_index, summary.block(class_counts.name))
         per_record = {name: summary.block(name) for name in PER_RECORD}
-    if call_stats:
-        _write_call_stats(root, chunk_index, call_stats, for_stats)
     add_progress(1)
     index = chunk_region_index(
         chunk_index,
