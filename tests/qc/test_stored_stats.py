@@ -2,7 +2,7 @@
 (``vcfzarr_sql/query/call_stats.py``) instead of decoding genotypes: it equals Debian bcftools
 with no genotype, FORMAT/DP or AD chunk left in the store. A store without those counts (an
 older store) decodes and gives the same; ``index`` writes them as ``convert`` does;
-``validate`` finds a wrong one."""
+``validate`` finds a wrong one (one counted from FORMAT/DP with ``--deep``)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,16 @@ def test_validate_finds_a_wrong_count(call_sets, tmp_path):
     opened = open_store(copy)
     array = call_stats_arrays(opened.num_variants, opened.num_samples, opened.variants_chunk_size,
                               opened.samples_chunk_size)[summaries.SAMPLE_CALL_STATS]
-    block = opened.read_array(summaries.SAMPLE_CALL_STATS)[1:2].copy()
+    stored = opened.read_array(summaries.SAMPLE_CALL_STATS)[1:2]
+    # a depth count: checked with --deep only (which reads FORMAT/DP; without, it is not read)
+    block = stored.copy()
+    block[0, summaries.SAMPLE_STATS.index("dp_sum"), 3] += 1
+    write_rows(copy, array, 1, block)
+    assert validate(copy) == []
+    problems = [str(p) for p in validate(copy, deep=True)]
+    assert problems and problems[0].startswith(f"{summaries.SAMPLE_CALL_STATS}: variant chunk 1")
+    # a count of the genotypes: always checked
+    block = stored.copy()
     block[0, summaries.SAMPLE_STATS.index("singletons"), 3] += 1
     write_rows(copy, array, 1, block)
     problems = [str(p) for p in validate(copy)]

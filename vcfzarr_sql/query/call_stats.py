@@ -90,12 +90,18 @@ def _field(store: VczStore, name: str) -> str | None:
     return field.array if field is not None and field.vcf_type == "Integer" else None
 
 
-def summarise_call_stats_chunk(source: ChunkSource, gt_array: str, chunk_index: int) -> CallStats:
+#: The per-sample counters counted from FORMAT/DP (or AD): the others come from GT alone.
+DEPTH_STATS = ("dp_sum", "dp_n")
+
+
+def summarise_call_stats_chunk(source: ChunkSource, gt_array: str, chunk_index: int,
+                               depths: bool = True) -> CallStats:
     """The :class:`CallStats` of variant chunk ``chunk_index`` of ``source``, from its
-    genotypes (array ``gt_array``), FORMAT/DP and AD, of every sample at once."""
+    genotypes (array ``gt_array``), FORMAT/DP and AD (``depths``; else as if the store had
+    none), of every sample at once."""
     store = source.store
     blocks = BatchBlocks(source, chunk_index, None)
-    depth, allele_depth = _field(store, "DP"), _field(store, "AD")
+    depth, allele_depth = (_field(store, "DP"), _field(store, "AD")) if depths else (None, None)
     return summarise_call_stats(
         blocks.read(spec.VARIANT_ALLELE), blocks.read(gt_array),
         None if depth is None else blocks.read(depth),
