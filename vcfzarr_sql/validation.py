@@ -140,8 +140,12 @@ def validate(path: str | os.PathLike, *, deep: bool = False) -> list[Problem]:
         problems += _problems_reading(spec.VARIANT_CONTIG, _check_contents, store)
         problems += _problems_reading(spec.REGION_INDEX, _check_region_index, store)
         problems += _problems_reading(summaries.ALLELE_COUNTS, _check_genotype_counts, store)
-        if deep:
-            problems += _check_every_chunk(store)
+        unreadable = list(_check_every_chunk(store)) if deep else []
+        # (the counts of FORMAT/DP and AD: with --deep, when every chunk could be read)
+        depths = deep and not unreadable
+        problems += _problems_reading(summaries.SAMPLE_CALL_STATS,
+                                      lambda opened: _check_call_stats(opened, depths), store)
+        problems += unreadable
     return problems + _cohort_problems(os.fspath(path), deep)
 
 
@@ -475,6 +479,48 @@ def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
             if actual.shape != wanted.shape or not np.array_equal(actual, wanted, equal_nan=nan):
                 yield Problem(name, _disagreement(name, chunk, store.variants_chunk_size,
                                                   actual, wanted))
+                return
+
+
+def _check_call_stats(store: VczStore, deep: bool) -> Iterator[Problem]:
+    """The stored counts of ``stats -s -`` (:mod:`vcfzarr_sql.query.call_stats`) against those
+    of the genotypes (and with ``deep``, of FORMAT/DP and AD too: without, their counts are not
+    checked), one variant chunk at a time: the first array whose layout or block disagrees."""
+    from vcfzarr_sql.query import call_stats
+    from vcfzarr_sql.query.execute import run_plan, scan_source
+    from vcfzarr_sql.query.request import every_chunk_plan
+
+    names = summaries.CALL_STATS
+    present = [name for name in names if store.has_array(name)]
+    if not present:
+        return
+    gt = store.format_fields.get("GT")
+    if gt is None or len(present) < len(names) or not call_stats.summarised_store(store):
+        yield Problem(present[0], "stored stats counts need call_genotype (FORMAT/DP one value "
+                                  f"per call, AD per call) and all of {', '.join(names)}")
+        return
+    if not call_stats.call_stats_stored(store):
+        yield Problem(present[0], "stored stats counts are not laid out one row per variant "
+                                  "chunk over every sample")
+        return
+    plan = every_chunk_plan(store)
+    source = scan_source(store, plan)
+
+    def counted(run: range) -> tuple[int, call_stats.CallStats, call_stats.CallStats]:
+        chunk = plan.run(run.start, run.stop).variant_chunk
+        return (chunk, call_stats.summarise_call_stats_chunk(source, gt.array, chunk, deep),
+                call_stats.stored_call_stats(source, chunk))
+
+    genotype_rows = [k for k, kind in enumerate(summaries.SAMPLE_STATS) if kind not in call_stats.DEPTH_STATS]
+    for chunk, expected, stored in run_plan(source, plan, counted):
+        for name in names if deep else (summaries.SAMPLE_CALL_STATS, summaries.HWE_GENOTYPE_COUNTS):
+            wanted, actual = expected.block(name), stored.block(name)
+            if not deep and name == summaries.SAMPLE_CALL_STATS:
+                wanted, actual = wanted[:, genotype_rows], actual[:, genotype_rows]
+            if not np.array_equal(actual, wanted):
+                at = np.argwhere(actual != wanted)[0].tolist()
+                yield Problem(name, f"variant chunk {chunk}: at {at[1:]} it has "
+                                    f"{actual[tuple(at)]}, the genotypes give {wanted[tuple(at)]}")
                 return
 
 

@@ -80,7 +80,7 @@ def test_every_plot_loads_in_chromium(store, tmp_path):
 
 def test_call_rates_and_hwe_p_values(store):
     from vcfzarr_sql.qc.report import call_rates, hwe_p_values
-    from vcfzarr_sql.qc.totals import SAMPLE_ROW
+    from vcfzarr_sql.query.stats_totals import SAMPLE_ROW
 
     counted = collect(open_store(store), Selection(samples="s0,s3"))
     s = counted.totals.samples

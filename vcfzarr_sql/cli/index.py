@@ -20,4 +20,6 @@ def command(store: str) -> None:
         click.echo(f"{done.path}: wrote region_index ({done.index_rows} rows)")
         if done.counts:
             click.echo(f"{done.path}: wrote genotype counts (summary_gt_allele_counts, "
-                       "summary_gt_call_counts, summary_gt_hwe, summary_sample_class_counts)")
+                       "summary_gt_call_counts, summary_gt_hwe, summary_sample_class_counts; "
+                       "for stats -s -, the summary_sample_call_stats, summary_call_depth_counts, "
+                       "summary_indel_vaf and summary_hwe_genotype_counts of stores with GT)")

@@ -58,7 +58,8 @@ from vcfzarr_sql.converter.workers import WorkerPool
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError, VcfZarrWarning
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format import summaries as sc
-from vcfzarr_sql.store.summary_arrays import PER_RECORD, summary_arrays
+from vcfzarr_sql.query.call_stats import ALLELE_DEPTH, DEPTH, counted_shapes
+from vcfzarr_sql.store.summary_arrays import PER_RECORD, call_stats_arrays, summary_arrays
 from vcfzarr_sql.store.writer import NewArray, write_group, write_whole
 
 __all__ = ["ConvertSummary", "convert"]
@@ -236,7 +237,8 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     for deviation in [*seen.notes, *header_deviations(seen.fields, arrays)]:
         warnings.warn(VcfZarrWarning(f"{input_path}: {deviation}"), stacklevel=2)
     summary = _summary_arrays(arrays, layout)
-    write_group(store, {}, [*arrays, *summary.values()])
+    call_stats = _call_stats_arrays(arrays, layout)
+    write_group(store, {}, [*arrays, *summary.values(), *call_stats.values()])
 
     chunks = _chunk_pieces(results, spill, layout.variants_chunk, seen.num_variants)
     contig_ids = {name: i for i, (name, _) in enumerate(seen.contigs)}
@@ -245,7 +247,7 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     progress.start("Encode", len(chunks), "chunk")
     encoded = pool.run(
         encode_variant_chunk,
-        [(str(store), k, pieces, arrays, contig_ids, filter_ids, class_counts)
+        [(str(store), k, pieces, arrays, contig_ids, filter_ids, class_counts, call_stats)
          for k, pieces in enumerate(chunks)],
         progress.update,
         parsing=False,
@@ -265,7 +267,7 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
             and line not in header.meta_lines
         ],
     }
-    write_group(store, attrs, [*arrays, *(a for a, _ in small), *summary.values()])
+    write_group(store, attrs, [*arrays, *(a for a, _ in small), *summary.values(), *call_stats.values()])
     for array, values in small:
         write_whole(store, array, values)
     if summary and encoded:  # (the sample class counts were written by the workers)
@@ -281,6 +283,20 @@ def _summary_arrays(arrays: list[ArraySpec], layout: Layout) -> dict[str, NewArr
         return {}
     return summary_arrays(layout.num_variants, by_name[spec.VARIANT_ALLELE].shape[1],
                           layout.num_samples, layout.variants_chunk, layout.samples_chunk)
+
+
+def _call_stats_arrays(arrays: list[ArraySpec], layout: Layout) -> dict[str, NewArray]:
+    """The per-chunk counts of ``stats -s -`` of a store with these arrays (none without
+    genotypes, or with FORMAT/DP or AD of other shapes than ``stats`` reads)."""
+    by_name = {a.name: a for a in arrays}
+    if spec.CALL_GENOTYPE not in by_name or spec.VARIANT_ALLELE not in by_name:
+        return {}
+    depth, allele_depth = (by_name.get(name) for name in (DEPTH, ALLELE_DEPTH))
+    shapes = [None if a is None or a.kind != "int" else a.shape for a in (depth, allele_depth)]
+    if not counted_shapes(by_name[spec.CALL_GENOTYPE].shape, *shapes):
+        return {}
+    return call_stats_arrays(layout.num_variants, layout.num_samples, layout.variants_chunk,
+                             layout.samples_chunk)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,9 @@ from vcfzarr_sql.converter.spill import read_block
 from vcfzarr_sql.converter.workers import add_progress
 from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.format.region_index import chunk_region_index
+from vcfzarr_sql.query.call_stats import ALLELE_DEPTH, DEPTH, summarise_call_stats
 from vcfzarr_sql.query.summarise import ChunkSummary, sample_chunks, summarise
 from vcfzarr_sql.store.summary_arrays import PER_RECORD
 from vcfzarr_sql.store.writer import ArrayLayout, write_rows
@@ -106,6 +108,17 @@ def _summary(arrays: dict[str, ArraySpec], values: dict[str, np.ndarray]) -> Chu
     return summarise(values[spec.VARIANT_ALLELE], calls, num_samples, variants_chunk)
 
 
+def _write_call_stats(root: str, chunk_index: int, layouts: dict[str, ArrayLayout],
+                      values: dict[str, np.ndarray]) -> None:
+    """Write the chunk's row of each array of ``layouts`` (:mod:`vcfzarr_sql.query.call_stats`),
+    counted from its alleles, genotypes, and integer FORMAT/DP and AD in ``values``."""
+    stats = summarise_call_stats(values[spec.VARIANT_ALLELE], values[spec.CALL_GENOTYPE],
+                                 values.get(DEPTH), values.get(ALLELE_DEPTH),
+                                 layouts[sc.HWE_GENOTYPE_COUNTS].shape[1])
+    for name, layout in layouts.items():
+        write_rows(root, layout, chunk_index, stats.block(name))
+
+
 def encode_variant_chunk(
     root: str,
     chunk_index: int,
@@ -114,9 +127,11 @@ def encode_variant_chunk(
     contig_ids: dict[str, int],
     filter_ids: dict[str, int],
     class_counts: ArrayLayout | None,
+    call_stats: dict[str, ArrayLayout] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Write variant chunk ``chunk_index`` of every array and, when the store has genotypes,
-    its row of ``class_counts`` (``summary_sample_class_counts``). Returns the chunk's region
+    its row of ``class_counts`` (``summary_sample_class_counts``) and of the ``call_stats``
+    arrays (:mod:`vcfzarr_sql.query.call_stats`; None or empty: none). Returns the chunk's region
     index rows and its blocks of the per-record summary arrays (:data:`PER_RECORD`, none
     without genotypes), computed from the genotypes before they are compressed."""
     blocks: dict[str, dict[str, np.ndarray]] = {}
@@ -125,7 +140,11 @@ def encode_variant_chunk(
             blocks[piece.path] = read_block(piece.path)
     kept = {spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.VARIANT_LENGTH}
     summarised = {spec.VARIANT_ALLELE, spec.CALL_GENOTYPE, spec.CALL_GENOTYPE_PHASED}
-    by_name, for_summary = {}, {}
+    by_name, for_summary, for_stats = {}, {}, {}
+    # the arrays the call stats count (written once all are here: then the genotypes can go)
+    counted = {a.name for a in arrays if call_stats and (
+        a.name in (spec.VARIANT_ALLELE, spec.CALL_GENOTYPE)
+        or (a.name in (DEPTH, ALLELE_DEPTH) and a.kind == "int"))}
     summary = None
     for array in arrays:
         parts = [
@@ -136,6 +155,11 @@ def encode_variant_chunk(
         write_rows(root, array, chunk_index, values)
         if array.name in kept:
             by_name[array.name] = values
+        if array.name in counted:
+            for_stats[array.name] = values
+            if call_stats and len(for_stats) == len(counted):
+                _write_call_stats(root, chunk_index, call_stats, for_stats)
+                for_stats.clear()
         if class_counts is not None and array.name in summarised:
             for_summary[array.name] = values
             if len(for_summary) == len(summarised):  # (then the genotypes can go)

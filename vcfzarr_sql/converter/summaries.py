@@ -8,17 +8,20 @@ from __future__ import annotations
 import os
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.query.call_stats import CallStats, summarise_call_stats_chunk, summarised_store
 from vcfzarr_sql.query.execute import run_plan, scan_source
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
 from vcfzarr_sql.query.request import every_chunk_plan
 from vcfzarr_sql.query.summarise import ChunkSummary, summarise_chunk
 from vcfzarr_sql.store.indexing import GenotypeCountsWriter, local_directory
-from vcfzarr_sql.store.vcz import open_store
+from vcfzarr_sql.store.summary_arrays import call_stats_arrays
+from vcfzarr_sql.store.vcz import VczStore, open_store
+from vcfzarr_sql.store.writer import add_arrays, blosc_single_threaded, write_rows
 
 
 def write_genotype_counts(path: str | os.PathLike) -> bool:
-    """Write the stored genotype counts (:mod:`vcfzarr_sql.format.summaries`, replacing any)
-    into the local directory store at ``path``; False (nothing written) when it has no genotypes."""
+    """Write the stored genotype counts (:mod:`vcfzarr_sql.format.summaries`, replacing any;
+    with the per-chunk counts of ``stats -s -``) into the local directory store at ``path``; False (nothing written) when it has no genotypes."""
     location = local_directory(os.fspath(path))
     with open_store(location) as store:
         gt = store.format_fields.get("GT")
@@ -34,4 +37,27 @@ def write_genotype_counts(path: str | os.PathLike) -> bool:
         for chunk_summary in run_plan(source, plan, summary, ahead=PREFETCH_DEPTH):
             writer.add(chunk_summary)
         writer.close()
+        _write_call_stats(location, store, gt.array)
     return True
+
+
+def _write_call_stats(location: str, store: VczStore, gt_array: str) -> None:
+    """Write the per-chunk counts of ``stats -s -`` (:mod:`vcfzarr_sql.query.call_stats`,
+    replacing any) of ``store``, opened from the local directory ``location``, when its
+    FORMAT/DP and AD are of the shapes they count."""
+    if not summarised_store(store):
+        return
+    arrays = call_stats_arrays(store.num_variants, store.num_samples, store.variants_chunk_size,
+                               store.samples_chunk_size)
+    add_arrays(location, store.zarr_format, list(arrays.values()))
+    plan = every_chunk_plan(store)
+    source = scan_source(store, plan)
+
+    def counted(run: range) -> tuple[int, CallStats]:
+        chunk = int(plan.variant_chunks[run.start])
+        return chunk, summarise_call_stats_chunk(source, gt_array, chunk)
+
+    with blosc_single_threaded():
+        for chunk, stats in run_plan(source, plan, counted, ahead=PREFETCH_DEPTH):
+            for name, array in arrays.items():
+                write_rows(location, array, chunk, stats.block(name), store.zarr_format)

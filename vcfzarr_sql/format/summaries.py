@@ -80,3 +80,55 @@ def sample_class_dtype(variants_chunk_size: int) -> np.dtype:
 
 #: Columns of ``summary_gt_call_counts``.
 CALLED, MISSING, ALLELES = range(3)
+
+
+# -- The per-chunk counts of ``bcftools stats -s -`` beyond the call classes --------------------
+#
+# Per variant chunk, over every sample, so that the whole-cohort ``stats`` (PSC, PSI, DP, HWE,
+# IDD's VAF) adds these up instead of decoding ``call_genotype`` (``call_DP`` and ``call_AD``):
+#
+# * ``summary_sample_call_stats`` (variant chunks, kinds, samples) int64, chunked
+#   (1, kinds, samples chunk): per sample, the counts of :data:`SAMPLE_STATS` (PSC's
+#   transitions ... PSI's deletions in homozygous calls, and the sum and number of its
+#   FORMAT/DP values: the sum of AD where the store has no FORMAT/DP);
+# * ``summary_call_depth_counts`` (variant chunks, :data:`DP_BINS`) int64: the calls' FORMAT/DP
+#   values in the bins of bcftools' DP section;
+# * ``summary_indel_vaf`` (variant chunks, 2, :data:`INDEL_VAF_BINS`) float64: the number and
+#   the sum of the variant allele fractions of heterozygous indel calls by indel length
+#   (IDD's mean VAF; -MAX_INDEL..MAX_INDEL);
+# * ``summary_hwe_genotype_counts`` (variant chunks, records of a chunk, 3) int32: per record
+#   (the last chunk padded with zeros) the homozygous-REF, REF/ALT heterozygous and other
+#   diploid calls, as bcftools' HWE section counts them.
+#
+# :mod:`vcfzarr_sql.query.call_stats` computes them.
+
+#: Longest indel length counted on its own (``vcfstats.c``'s ``m_indel``).
+MAX_INDEL = 60
+#: Depth bins: 0..500 by 1, plus one below and two above (as ``idist_init(0, 500, 1)``).
+DP_MIN, DP_MAX = 0, 500
+DP_BINS = 4 + DP_MAX - DP_MIN
+#: IDD's VAF bins: by signed indel length, -MAX_INDEL..MAX_INDEL.
+INDEL_VAF_BINS = 2 * MAX_INDEL + 1
+SAMPLE_CALL_STATS = "summary_sample_call_stats"
+CALL_DEPTH_COUNTS = "summary_call_depth_counts"
+INDEL_VAF = "summary_indel_vaf"
+HWE_GENOTYPE_COUNTS = "summary_hwe_genotype_counts"
+CALL_STATS = (SAMPLE_CALL_STATS, CALL_DEPTH_COUNTS, INDEL_VAF, HWE_GENOTYPE_COUNTS)
+#: Per-sample counters of ``summary_sample_call_stats``, named as :mod:`vcfzarr_sql.query.stats_totals` names them.
+SAMPLE_STATS = ("ts", "tv", "indels", "singletons", "ins_hets", "del_hets", "ins_homs",
+                "del_homs", "dp_sum", "dp_n")
+DIM_SAMPLE_STATS = "summary_sample_call_stat_kinds"
+DIM_DEPTH_BINS = "summary_call_depth_bins"
+DIM_VAF_KINDS = "summary_indel_vaf_kinds"
+DIM_VAF_BINS = "summary_indel_vaf_lengths"
+DIM_CHUNK_RECORDS = "summary_chunk_records"
+DIM_HWE_GENOTYPES = "summary_hwe_genotype_kinds"
+CALL_STATS_DESCRIPTIONS = {
+    SAMPLE_CALL_STATS: "vcfzarr-sql: per variant chunk and sample, bcftools stats -s counts "
+                       "(ts, tv, indels, singletons, ins/del hets/homs, DP sum and count)",
+    CALL_DEPTH_COUNTS: "vcfzarr-sql: per variant chunk, calls in each bcftools stats DP bin",
+    INDEL_VAF: "vcfzarr-sql: per variant chunk, number and sum of heterozygous indel calls' "
+               "VAF by indel length (bcftools stats IDD)",
+    HWE_GENOTYPE_COUNTS: "vcfzarr-sql: per variant chunk and record, bcftools stats HWE's "
+                         "hom-ref, het and hom-alt calls",
+}

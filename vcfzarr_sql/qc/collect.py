@@ -1,35 +1,41 @@
 """Counting ``bcftools stats`` over a store: :func:`collect`.
 
-The records are those of a scan plan of the selection (``-r/-R`` or ``-t/-T`` its row filter,
-as ``view``'s, :mod:`vcfzarr_sql.query.selection.regions`), kept by ``-i/-e`` (``view``'s expression
-filter, which sees every sample), run by the executor
-(:func:`~vcfzarr_sql.query.execute.run_plan`). Without ``-s`` only site arrays are read
+The records are those ``view`` writes (``-r/-R``, ``-t/-T``, ``-i/-e``), given chunk by chunk by
+:meth:`~vcfzarr_sql.query.selection.SelectedRecords.runs` (counting: ``-s -`` is every sample,
+and the scan may read any sample). Without ``-s`` only site arrays are read
 (bcftools then counts no genotype either: its AF bins come from INFO/AC and AN); with ``-s``
 the genotypes of the selected samples, and those of every sample only where the allele
 frequencies need them (no INFO/AC and AN), as ``bcf_calc_ac`` counts them.
+
+With every sample in store order (``-s -``), a variant chunk the selection keeps whole decodes
+no genotype where the store holds its counts (:mod:`vcfzarr_sql.query.call_stats`, the sample
+class counts, and, without INFO/AC and AN, the allele counts): they are added up instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.qc.calls import count_calls
-from vcfzarr_sql.qc.sites import Alleles, af_bins, count_sites
-from vcfzarr_sql.qc.totals import Totals
-from vcfzarr_sql.query.execute import residual_rows, run_plan, scan_source
-from vcfzarr_sql.query.expressions import parse_or_none
-from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
+from vcfzarr_sql.format.summaries import (
+    CALL_DEPTH_COUNTS,
+    CLASSES,
+    HWE_GENOTYPE_COUNTS,
+    INDEL_VAF,
+    SAMPLE_CALL_STATS,
+    SAMPLE_CLASS_COUNTS,
+    SAMPLE_STATS,
+)
+from vcfzarr_sql.qc.sites import af_bins, count_sites
+from vcfzarr_sql.query import call_stats
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
-from vcfzarr_sql.query.request import table_schema
 from vcfzarr_sql.query.schema import GT
-from vcfzarr_sql.query.selection import Selection
-from vcfzarr_sql.query.selection.regions import intervals, sample_indexes
-from vcfzarr_sql.query.selection.rows import ExpressionFilter
+from vcfzarr_sql.query.selection import ChunkWork, SelectedRecords, Selection
+from vcfzarr_sql.query.stats_calls import Alleles, count_calls, count_hwe
+from vcfzarr_sql.query.stats_totals import SAMPLE_ROW, Totals
+from vcfzarr_sql.query.stored_counts import class_counts_stored, stored_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.source import ChunkSource
@@ -44,40 +50,15 @@ class Counted:
     sample_names: tuple[str, ...]
 
 
-def selected_samples(store: VczStore, selection: Selection) -> np.ndarray | None:
-    """Store indexes of the ``-s``/``-S`` samples in bcftools' order (``-`` is every sample);
-    None without ``-s``."""
-    if selection.samples == "-":
-        return np.arange(store.num_samples, dtype=np.int64)
-    return sample_indexes(list(store.samples), selection.samples, selection.samples_file)
-
-
-def stats_plan(store: VczStore, selection: Selection) -> ScanPlan:
-    """The plan of the records the selection's ``-r/-R`` or ``-t/-T`` keep (all without)."""
-    regions = intervals(selection.regions, selection.regions_file, targets=False)
-    targets = intervals(selection.targets, selection.targets_file, targets=True)
-    if regions is not None and targets is not None:
-        raise QueryError("-r/-R and -t/-T cannot be used together")
-    selected = regions or targets
-    request = ScanRequest("variants", table_schema(store, "variants"), columns=(),
-                          filter=None if selected is None else selected.expression())
-    return plan_scan(store, request)
-
-
 def collect(store: VczStore, selection: Selection | None = None) -> Counted:
     """The counts of ``bcftools stats`` (with the selection's ``-r/-R``, ``-t/-T``, ``-s/-S``,
     ``-i/-e``; None: none) over ``store``."""
-    selection = selection or Selection()
-    if selection.include is not None and selection.exclude is not None:
-        raise QueryError("-i and -e cannot be used together")
-    samples = selected_samples(store, selection)
-    expression = ExpressionFilter.of(store, selection.include, selection.exclude)
-    plan = stats_plan(store, selection)
-    source = scan_source(store, plan)
+    selected = SelectedRecords(store, selection or Selection(), counting=True)
+    samples = selected.samples
     totals = Totals(store.num_samples, 0 if samples is None else len(samples))
     reads_calls = samples is not None and GT in store.format_fields
-    work = _chunk_counts(source, plan, expression, totals, samples)
-    for counted in run_plan(source, plan, work, ahead=PREFETCH_DEPTH if reads_calls else 0):
+    for counted in selected.runs(_chunk_counts(store, totals, samples),
+                                 ahead=PREFETCH_DEPTH if reads_calls else 0):
         totals.add(counted)
     names = () if samples is None else tuple(store.samples[k] for k in samples)
     return Counted(totals, names)
@@ -100,11 +81,10 @@ def _present(blocks: BatchBlocks, field: FieldInfo, keep: np.ndarray) -> np.ndar
     return values[present]
 
 
-def _chunk_counts(source: ChunkSource, plan: ScanPlan, expression: ExpressionFilter | None,
-                  totals: Totals, samples: np.ndarray | None) -> Callable[[range], Totals]:
-    """The executor's work: the counts of the kept records of one task (one variant chunk)."""
-    store = source.store
-    tree = None if plan.filter is None else parse_or_none(plan.filter)
+def _chunk_counts(store: VczStore, totals: Totals,
+                  samples: np.ndarray | None) -> ChunkWork[Totals]:
+    """The work of :meth:`SelectedRecords.runs`: the counts of the kept records of one variant
+    chunk."""
     ac, an = _integer_field(store, "INFO", "AC"), _integer_field(store, "INFO", "AN")
     info_dp = store.info_fields.get("DP")
     if info_dp is not None and info_dp.vcf_type != "Integer":
@@ -114,18 +94,18 @@ def _chunk_counts(source: ChunkSource, plan: ScanPlan, expression: ExpressionFil
     unique = None if samples is None else np.unique(samples)
     order = None if samples is None or unique is None else np.searchsorted(unique, samples)
     depth_samples = None if samples is None else np.arange(len(samples))
+    stored = (samples is not None and gt is not None and np.array_equal(samples, np.arange(store.num_samples))
+              and class_counts_stored(store) and call_stats.call_stats_stored(store))
+    diploid = gt is not None and store.array_info(gt.array).shape[2] <= 2
 
-    def work(run: range) -> Totals:
-        task = plan.run(run.start, run.stop)
+    def work(source: ChunkSource, chunk: int, rows: np.ndarray) -> Totals:
         counts = totals.empty()
-        keep = residual_rows(source, plan, task, tree)
-        if keep is None:
-            keep = np.ones(task.num_rows, bool)
-        if expression is not None and keep.any():
-            keep &= expression.mask(source, task.variant_chunk)
-        if not keep.any():
+        if not len(rows):
             return counts
-        blocks = BatchBlocks(source, task.variant_chunk, None, task.chunk_count)
+        blocks = BatchBlocks(source, chunk, None)
+        chunk_rows = len(blocks.read(spec.VARIANT_ALLELE))
+        keep = np.zeros(chunk_rows, bool)
+        keep[rows] = True
         alleles = Alleles.of(blocks.read(spec.VARIANT_ALLELE)[keep])
         width = alleles.types.shape[1]
         allele_counts = np.zeros((int(keep.sum()), width), np.int64)
@@ -143,15 +123,25 @@ def _chunk_counts(source: ChunkSource, plan: ScanPlan, expression: ExpressionFil
             allele_counts[:, 1 : 1 + values.shape[1]] = values
             allele_counts[:, 0] = info_an - values.sum(axis=1)
             allele_counts[~known] = 0
+        # (a record without ALT has no AF bin to count: its REF's is 0)
+        from_genotypes &= alleles.count > 1
         genotypes = None
-        if samples is not None and gt is not None:
+        whole = stored and len(rows) == chunk_rows
+        if whole and from_genotypes.any():
+            # the stored allele counts are bcf_calc_ac's for calls of at most two alleles
+            counted = stored_counts(blocks) if diploid else None
+            whole = counted is not None
+            if counted is not None:
+                allele_counts[from_genotypes] = counted.alleles.total[from_genotypes, :width]
+                known |= from_genotypes
+        if samples is not None and gt is not None and not whole:
             every = bool(from_genotypes.any())
-            called = BatchBlocks(source, task.variant_chunk, None if every else unique, task.chunk_count)
+            called = BatchBlocks(source, chunk, None if every else unique)
             genotypes = called.read(gt.array)[keep]
             if every:
-                counted = genotypes[from_genotypes] if not from_genotypes.all() else genotypes
+                counted_calls = genotypes[from_genotypes] if not from_genotypes.all() else genotypes
                 for k in range(width):
-                    allele_counts[from_genotypes, k] = (counted == k).reshape(len(counted), -1).sum(axis=1, dtype=np.int64)
+                    allele_counts[from_genotypes, k] = (counted_calls == k).reshape(len(counted_calls), -1).sum(axis=1, dtype=np.int64)
                 known |= from_genotypes
                 if not np.array_equal(samples, np.arange(genotypes.shape[1])):
                     genotypes = genotypes[:, samples]
@@ -161,14 +151,37 @@ def _chunk_counts(source: ChunkSource, plan: ScanPlan, expression: ExpressionFil
         site_dp = None if info_dp is None else _present(blocks, info_dp, keep)
         iaf = af_bins(allele_counts, known, counts.m_af)
         count_sites(counts, alleles, iaf, quality, site_dp)
-        if samples is not None:
+        iaf1 = np.where(alleles.count > 1, iaf[:, 1] if width > 1 else 0, -1)
+        if whole:
+            _add_stored(counts, blocks, alleles.count, iaf1)
+        elif samples is not None:
             # bcftools reads FORMAT/DP and AD of the first samples of the file, as many as -s
             # selects, not those of the -s samples (``do_sample_stats``, ``update_dvaf``)
-            first = BatchBlocks(source, task.variant_chunk, depth_samples, task.chunk_count)
+            first = BatchBlocks(source, chunk, depth_samples)
             depth = first.read(dp)[keep] if dp else None
             allele_depth = first.read(ad)[keep] if ad else None
-            iaf1 = np.where(alleles.count > 1, iaf[:, 1] if width > 1 else 0, -1)
-            count_calls(counts, alleles, iaf1, genotypes, depth, allele_depth)
+            hwe = count_calls(counts, alleles, genotypes, depth, allele_depth)
+            if genotypes is not None:
+                count_hwe(counts, alleles.count, iaf1, hwe)
         return counts
 
     return work
+
+
+#: The rows of :attr:`Totals.samples` the stored class counts give, in the order of ``CLASSES``.
+_CLASS_ROWS = [SAMPLE_ROW[name] for name in ("hom_ref", "hom_alt", "het", "hap_ref", "hap_alt", "missing")]
+_STATS_ROWS = [SAMPLE_ROW[name] for name in SAMPLE_STATS]
+
+
+def _add_stored(counts: Totals, blocks: BatchBlocks, num_alleles: np.ndarray, iaf1: np.ndarray) -> None:
+    """The per-sample counts of the whole variant chunk of ``blocks`` over every sample, from
+    the stored counts: the class counts, the counts of :mod:`vcfzarr_sql.query.call_stats`,
+    HWE's per record (by ``iaf1``, the AF bins of the records' first ALTs)."""
+    counts.samples[_CLASS_ROWS] += blocks.sum(SAMPLE_CLASS_COUNTS)[: len(CLASSES)]
+    counts.samples[_STATS_ROWS] += blocks.sum(SAMPLE_CALL_STATS)
+    counts.dp_calls += blocks.read(CALL_DEPTH_COUNTS)[0]
+    vaf = blocks.read(INDEL_VAF)[0]
+    counts.vaf_n += vaf[0].astype(np.int64)
+    counts.vaf_sum += vaf[1]
+    hwe = blocks.read(HWE_GENOTYPE_COUNTS)[0, : len(num_alleles)]
+    count_hwe(counts, num_alleles, iaf1, hwe.astype(np.int64))

@@ -23,8 +23,8 @@ import numpy as np
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.qc.collect import Counted
-from vcfzarr_sql.qc.totals import DP_BINS, HWE_BINS, MAX_INDEL, SAMPLE_ROW, SN_COUNTERS, Totals
 from vcfzarr_sql.query.hwe import hwe_tests
+from vcfzarr_sql.query.stats_totals import DP_BINS, HWE_BINS, MAX_INDEL, SAMPLE_ROW, SN_COUNTERS, Totals
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def _tstv_by_af(ax: Any, totals: Totals, counted: Counted) -> None:
 
 
 def _quality(ax: Any, totals: Totals, counted: Counted) -> None:
-    from vcfzarr_sql.qc.totals import quality_bin_start
+    from vcfzarr_sql.query.stats_totals import quality_bin_start
 
     ts, tv, indels = totals.quality
     for label, counts in (("SNPs (1st ALT)", ts + tv), ("indels", indels)):

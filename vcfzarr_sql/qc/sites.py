@@ -5,42 +5,12 @@ block of records, vectorised over records and alleles (``vcfstats.c``'s ``do_snp
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 
-from vcfzarr_sql.format import spec
-from vcfzarr_sql.qc.totals import MAX_INDEL, Totals, depth_bins, quality_bin
-from vcfzarr_sql.query.variant_types import INDEL, MNP, OTHER, SNP, allele_types
-
-_ACGT = {"A": 0, "C": 1, "G": 2, "T": 3}
-
-
-def _base(allele: object) -> int:
-    return _ACGT.get(str(allele)[:1].upper(), -1)
-
-
-_bases = np.frompyfunc(_base, 1, 1)
-
-
-@dataclass
-class Alleles:
-    """The alleles of a block of records, typed as htslib types them."""
-
-    types: np.ndarray  # (records, alleles) int16 type bits (REF and padding: 0)
-    lengths: np.ndarray  # (records, alleles) indel lengths
-    bases: np.ndarray  # (records, alleles) first base, A C G T = 0..3, else -1
-    count: np.ndarray  # (records,) alleles (REF and ALTs)
-
-    def rows(self, mask: np.ndarray) -> Alleles:
-        """The alleles of the records ``mask`` selects."""
-        return Alleles(self.types[mask], self.lengths[mask], self.bases[mask], self.count[mask])
-
-    @classmethod
-    def of(cls, alleles: np.ndarray) -> Alleles:
-        types, lengths = allele_types(alleles)
-        bases = _bases(alleles).astype(np.int8) if alleles.size else np.zeros(alleles.shape, np.int8)
-        return cls(types, lengths, bases, (alleles != spec.STR_FILL).sum(axis=1))
+from vcfzarr_sql.query.stats_calls import Alleles
+from vcfzarr_sql.query.stats_totals import MAX_INDEL, Totals, depth_bins, quality_bin
+from vcfzarr_sql.query.variant_types import INDEL, MNP, OTHER, SNP
 
 
 def af_bins(counts: np.ndarray, known: np.ndarray, m_af: int) -> np.ndarray:

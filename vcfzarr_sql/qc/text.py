@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.qc.totals import (
+from vcfzarr_sql.query.stats_totals import (
     DP_BINS,
     DP_MAX,
     DP_MIN,
@@ -143,19 +143,29 @@ def _rows(totals: Totals, section: str, names: Sequence[str]) -> Iterator[list[o
                    int(sites[i]), f"{sites[i] * 100.0 / n_sites if n_sites else 0:f}"]
     elif section == "PSC":
         s = totals.samples
-        for k, name in enumerate(names):
-            n = s[SAMPLE_ROW["dp_n"], k]
-            depth = float(np.float32(s[SAMPLE_ROW["dp_sum"], k]) / np.float32(n)) if n else 0.0
-            yield [name, *(int(s[SAMPLE_ROW[c], k]) for c in ("hom_ref", "hom_alt", "het", "ts", "tv", "indels")),
-                   f"{depth:.1f}", *(int(s[SAMPLE_ROW[c], k]) for c in ("singletons", "hap_ref", "hap_alt", "missing"))]
+        n = s[SAMPLE_ROW["dp_n"]]
+        with np.errstate(divide="ignore", invalid="ignore"):  # (float32, as bcftools)
+            depth = np.where(n > 0, s[SAMPLE_ROW["dp_sum"]].astype(np.float32) / n.astype(np.float32), 0)
+        before, after = _columns(s, "hom_ref", "hom_alt", "het", "ts", "tv", "indels"), \
+            _columns(s, "singletons", "hap_ref", "hap_alt", "missing")
+        for name, first, mean, last in zip(names, before, depth.tolist(), after):
+            yield [name, *first, f"{mean:.1f}", *last]
     elif section == "PSI":
-        s = totals.samples
-        for k, name in enumerate(names):
-            yield [name, 0, 0, 0, "0.00", *(int(s[SAMPLE_ROW[c], k]) for c in ("ins_hets", "del_hets", "ins_homs", "del_homs"))]
+        for name, counts in zip(names, _columns(totals.samples, "ins_hets", "del_hets", "ins_homs", "del_homs")):
+            yield [name, 0, 0, 0, "0.00", *counts]
     elif section == "HWE":
         yield from _hwe_rows(totals)
     else:
         raise QueryError(f"unknown section {section!r}: expected one of {', '.join(SECTIONS)}")
+
+
+def _columns(samples: np.ndarray, *counters: str) -> list[list[int]]:
+    """Per sample, its values of ``counters`` (rows of :attr:`Totals.samples`)."""
+    return samples[[SAMPLE_ROW[c] for c in counters]].T.tolist()
+
+
+#: HWE's percentile labels: het bin j as bcftools prints it (float32 j / 100).
+_HWE_LABELS = [f"{float(np.float32(j) / np.float32(HWE_BINS)):f}" for j in range(HWE_BINS)]
 
 
 def _hwe_rows(totals: Totals) -> Iterator[list[object]]:
@@ -166,14 +176,12 @@ def _hwe_rows(totals: Totals) -> Iterator[list[object]]:
     for index, count in totals.hwe.items():
         table[index // HWE_BINS, index % HWE_BINS] += count
     table[1] += table[0]
-    for i in range(1, m_af):
-        row = table[i]
-        total = int(row.sum())
-        if not total:
-            continue
-        fractions = np.cumsum(row).astype(np.float32) / np.float32(total)
-        cuts = [int(np.argmax(fractions >= np.float32(q))) for q in (0.25, 0.5, 0.75)]
-        yield [_af(i, m_af), total, *(f"{float(np.float32(j) / np.float32(HWE_BINS)):f}" for j in cuts)]
+    total = table.sum(axis=1)
+    bins = np.flatnonzero(total[1:]) + 1
+    fractions = np.cumsum(table[bins], axis=1).astype(np.float32) / total[bins, None].astype(np.float32)
+    cuts = np.stack([np.argmax(fractions >= np.float32(q), axis=1) for q in (0.25, 0.5, 0.75)], axis=1)
+    for i, n, row in zip(bins.tolist(), total[bins].tolist(), cuts.tolist()):
+        yield [_af(i, m_af), n, *(_HWE_LABELS[j] for j in row)]
 
 
 def stats_text(totals: Totals, sample_names: Sequence[str] = (), sections: Sequence[str] = SECTIONS,

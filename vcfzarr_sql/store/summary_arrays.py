@@ -44,3 +44,31 @@ def summary_arrays(
         name: NewArray(name, dtype, dims, shape, chunks, COMPRESSOR, sc.DESCRIPTIONS[name])
         for name, (shape, dtype, chunks, dims) in layouts.items()
     }
+
+
+def call_stats_arrays(num_variants: int, num_samples: int, variants_chunk_size: int,
+                      samples_chunk_size: int) -> dict[str, NewArray]:
+    """The per-chunk counts of ``bcftools stats -s -`` (:data:`~vcfzarr_sql.format.summaries.CALL_STATS`)
+    of a store of that shape, by name: one chunk per variant chunk (and sample chunk).
+
+    >>> arrays = call_stats_arrays(2500, 10, 1000, 4)
+    >>> arrays[sc.SAMPLE_CALL_STATS].chunks, arrays[sc.HWE_GENOTYPE_COUNTS].shape
+    ((1, 10, 4), (3, 1000, 3))
+    """
+    chunks = -(-num_variants // max(variants_chunk_size, 1))
+    kinds = len(sc.SAMPLE_STATS)
+    records = max(variants_chunk_size, 1)
+    layouts = {  # name: (shape, dtype, chunks, dims)
+        sc.SAMPLE_CALL_STATS: ((chunks, kinds, num_samples), "<i8", (1, kinds, max(samples_chunk_size, 1)),
+                               (sc.DIM_VARIANT_CHUNKS, sc.DIM_SAMPLE_STATS, spec.DIM_SAMPLES)),
+        sc.CALL_DEPTH_COUNTS: ((chunks, sc.DP_BINS), "<i8", (1, sc.DP_BINS),
+                               (sc.DIM_VARIANT_CHUNKS, sc.DIM_DEPTH_BINS)),
+        sc.INDEL_VAF: ((chunks, 2, sc.INDEL_VAF_BINS), "<f8", (1, 2, sc.INDEL_VAF_BINS),
+                       (sc.DIM_VARIANT_CHUNKS, sc.DIM_VAF_KINDS, sc.DIM_VAF_BINS)),
+        sc.HWE_GENOTYPE_COUNTS: ((chunks, records, 3), "<i4", (1, records, 3),
+                                 (sc.DIM_VARIANT_CHUNKS, sc.DIM_CHUNK_RECORDS, sc.DIM_HWE_GENOTYPES)),
+    }
+    return {
+        name: NewArray(name, dtype, dims, shape, chunks, COMPRESSOR, sc.CALL_STATS_DESCRIPTIONS[name])
+        for name, (shape, dtype, chunks, dims) in layouts.items()
+    }

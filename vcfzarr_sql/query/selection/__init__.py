@@ -64,9 +64,13 @@ class SelectedRecords:
     order; None: all), the expression and record filters, and the passes to scan.
 
     Every option is checked here, before anything is written: a refused one writes nothing.
+
+    ``counting``: the selection is counted (``bcftools stats``), not written: ``-s -`` is every
+    sample, ``-i/-e`` see no recounted INFO/AC and AN, and the scan plans read every sample
+    (the work picks its samples: stats counts allele frequencies over all of them).
     """
 
-    def __init__(self, store: VczStore, selection: Selection):
+    def __init__(self, store: VczStore, selection: Selection, *, counting: bool = False):
         regions = intervals(selection.regions, selection.regions_file, targets=False)
         targets = intervals(selection.targets, selection.targets_file, targets=True)
         if regions is not None and targets is not None:
@@ -75,11 +79,15 @@ class SelectedRecords:
             raise QueryError("-i and -e cannot be used together")
         self.store = store
         self.selection = selection
-        self.samples = sample_indexes(list(store.samples), selection.samples, selection.samples_file)
+        self.counting = counting
+        if counting and selection.samples == "-" and selection.samples_file is None:
+            self.samples: np.ndarray | None = np.arange(store.num_samples, dtype=np.int64)
+        else:
+            self.samples = sample_indexes(list(store.samples), selection.samples, selection.samples_file)
         has_gt = "GT" in store.format_fields
         # the records bcftools filters carry the AC/AN its header declares (absent from them)
-        counted = recounts(selection.update_counts, self.samples is not None, has_gt,
-                           selection.sites.counts_alleles)
+        counted = not counting and recounts(selection.update_counts, self.samples is not None,
+                                            has_gt, selection.sites.counts_alleles)
         added = tuple(n for n in ("AC", "AN") if counted and n not in store.info_fields)
         self.expression = ExpressionFilter.of(store, selection.include, selection.exclude, added)
         self.sites = selection.sites
@@ -105,7 +113,8 @@ class SelectedRecords:
         for selected in self.passes:
             request = ScanRequest("variants", schema, columns=(),
                                   filter=None if selected is None else selected.expression(),
-                                  samples=None if self.samples is None else np.unique(self.samples))
+                                  samples=None if self.samples is None or self.counting
+                                  else np.unique(self.samples))
             plan = plan_scan(self.store, request)
             source = scan_source(self.store, plan)
             yield from run_plan(source, plan, self._chunk_work(source, plan, work), ahead=ahead)

@@ -5,13 +5,49 @@ for a block of records, vectorised over records and samples (``vcfstats.c``'s
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.qc.sites import Alleles
-from vcfzarr_sql.qc.totals import HWE_BINS, MAX_INDEL, SAMPLE_ROW, Totals, depth_bins
-from vcfzarr_sql.query.variant_types import INDEL, SNP
+from vcfzarr_sql.query.stats_totals import HWE_BINS, MAX_INDEL, SAMPLE_ROW, Totals, depth_bins
+from vcfzarr_sql.query.variant_types import INDEL, SNP, allele_types
+
+#: A, C, G, T (either case) = 0..3 by code point, else -1.
+_ACGT = np.full(128, -1, np.int8)
+for _k, _base in enumerate("ACGT"):
+    _ACGT[ord(_base)] = _ACGT[ord(_base.lower())] = _k
+
+
+def first_bases(alleles: np.ndarray) -> np.ndarray:
+    """The first base of each allele, A C G T = 0..3 (either case), else -1.
+
+    >>> first_bases(np.array([["ACG", "t", ""], ["<DEL>", "*", "Nx"]], dtype=object)).tolist()
+    [[0, 3, -1], [-1, -1, -1]]
+    """
+    points = alleles.astype("U1").view(np.uint32)
+    return np.where(points < 128, _ACGT[np.minimum(points, 127)], np.int8(-1)).astype(np.int8)
+
+
+@dataclass
+class Alleles:
+    """The alleles of a block of records, typed as htslib types them."""
+
+    types: np.ndarray  # (records, alleles) int16 type bits (REF and padding: 0)
+    lengths: np.ndarray  # (records, alleles) indel lengths
+    bases: np.ndarray  # (records, alleles) first base, A C G T = 0..3, else -1
+    count: np.ndarray  # (records,) alleles (REF and ALTs)
+
+    def rows(self, mask: np.ndarray) -> Alleles:
+        """The alleles of the records ``mask`` selects."""
+        return Alleles(self.types[mask], self.lengths[mask], self.bases[mask], self.count[mask])
+
+    @classmethod
+    def of(cls, alleles: np.ndarray) -> Alleles:
+        types, lengths = allele_types(alleles)
+        bases = first_bases(alleles) if alleles.size else np.zeros(alleles.shape, np.int8)
+        return cls(types, lengths, bases, (alleles != spec.STR_FILL).sum(axis=1))
+
 
 #: ``bcf_gt_type``'s classes.
 HOM_RR, HET_RA, HOM_AA, HET_AA, HAP_R, HAP_A, UNKNOWN = range(7)
@@ -96,21 +132,40 @@ def _sum(mask: np.ndarray) -> np.ndarray:
     return mask.sum(axis=0, dtype=np.int32)
 
 
-def count_calls(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: np.ndarray | None,
-                depth: np.ndarray | None, allele_depth: np.ndarray | None) -> None:
+def count_calls(totals: Totals, alleles: Alleles, genotypes: np.ndarray | None,
+                depth: np.ndarray | None, allele_depth: np.ndarray | None) -> np.ndarray:
     """Add the per-sample counts of a block of records to ``totals``: ``genotypes`` (records,
-    selected samples, ploidy; None: no GT, nothing but depth counted), ``iaf1`` the AF bin of
-    each record's first ALT (-1: no ALT), ``depth`` FORMAT/DP (records, samples; None:
-    absent), ``allele_depth`` FORMAT/AD (records, samples, alleles; None: absent)."""
+    selected samples, ploidy; None: no GT, nothing but depth counted), ``depth`` FORMAT/DP
+    (records, samples; None: absent), ``allele_depth`` FORMAT/AD (records, samples, alleles;
+    None: absent). Returns each record's (hom REF, REF/ALT het, other diploid) calls, HWE's
+    counts (:func:`count_hwe`; (records, 3) int64, zeros without genotypes)."""
+    records = len(alleles.count)
+    hwe = np.zeros((records, 3), np.int64)
     if genotypes is not None:
         simple = _simple_records(alleles, genotypes)
         if simple.any():
-            _count_simple(totals, alleles.rows(simple), iaf1[simple], genotypes[simple])
+            hwe[simple] = _count_simple(totals, alleles.rows(simple), genotypes[simple])
         if not simple.all():
             other = ~simple
-            _count_genotypes(totals, alleles.rows(other), iaf1[other], genotypes[other],
-                             None if allele_depth is None else allele_depth[other])
+            hwe[other] = _count_genotypes(totals, alleles.rows(other), genotypes[other],
+                                          None if allele_depth is None else allele_depth[other])
     _count_depth(totals, depth, allele_depth)
+    return hwe
+
+
+def count_hwe(totals: Totals, num_alleles: np.ndarray, iaf1: np.ndarray, hwe: np.ndarray) -> None:
+    """Add records to HWE's bins, by the fraction of heterozygous calls and the AF bin of the
+    first ALT (``iaf1``, -1: no ALT): ``hwe`` their (hom REF, het, hom ALT) calls
+    (:func:`count_calls`), ``num_alleles`` their alleles (REF and ALTs; the report's HWE tests
+    keep the biallelic ones)."""
+    total = hwe.sum(axis=1)
+    counted = total > 0
+    n_het = hwe[counted, 1]
+    fraction = n_het.astype(np.float32) / total[counted].astype(np.float32)
+    index = (fraction * np.float32(HWE_BINS - 1)).astype(np.int64)
+    index += np.where(iaf1[counted] >= 0, HWE_BINS * iaf1[counted], 0)
+    totals.genotype_counts.append(hwe[counted & (num_alleles == 2)])
+    totals.hwe.update(Counter(dict(zip(*(v.tolist() for v in np.unique(index, return_counts=True))))))
 
 
 def _simple_records(alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:
@@ -130,9 +185,9 @@ def _simple_records(alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:
 _CODES = {HOM_RR: (0,), HET_RA: (1, 4), HOM_AA: (5,), HAP_R: (-2,), HAP_A: (2,)}
 
 
-def _count_simple(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: np.ndarray) -> None:
+def _count_simple(totals: Totals, alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:
     """The counts of records of :func:`_simple_records`: each call's kind from one int8 code
-    of its allele pair; transitions and transversions by record."""
+    of its allele pair; transitions and transversions by record. Returns HWE's counts."""
     s = totals.samples
     code = genotypes[..., 0].astype(np.int8) * np.int8(4) + genotypes[..., 1].astype(np.int8)
     of_kind = {}
@@ -151,9 +206,9 @@ def _count_simple(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes:
     n_ref = of_kind[HOM_RR].sum(axis=1, dtype=np.int64)
     n_het = of_kind[HET_RA].sum(axis=1, dtype=np.int64)
     n_alt = of_kind[HOM_AA].sum(axis=1, dtype=np.int64)
-    _count_records(totals, alleles, iaf1, nonref, n_ref, n_het, n_alt)
+    hwe = _count_records(totals, nonref, n_ref, n_het, n_alt)
     if alleles.types.shape[1] < 2:
-        return
+        return hwe
     ref, base = alleles.bases[:, 0].astype(np.int16), alleles.bases[:, 1].astype(np.int16)
     snp = ((alleles.types[:, 1] & SNP) != 0) & (base >= 0)
     transition = snp & (np.abs(ref - base) == 2)
@@ -161,27 +216,20 @@ def _count_simple(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes:
         s[SAMPLE_ROW["ts"]] += _sum(nonref[transition])
     if (snp & ~transition).any():
         s[SAMPLE_ROW["tv"]] += _sum(nonref[snp & ~transition])
+    return hwe
 
 
-def _count_records(totals: Totals, alleles: Alleles, iaf1: np.ndarray, nonref: np.ndarray,
-                   n_ref: np.ndarray, n_het: np.ndarray, n_alt: np.ndarray) -> None:
-    """Singletons (the one sample of a record with a non-reference call) and HWE (the
-    fraction of heterozygous calls, by the first ALT's AF bin) from per-record counts."""
+def _count_records(totals: Totals, nonref: np.ndarray, n_ref: np.ndarray, n_het: np.ndarray,
+                   n_alt: np.ndarray) -> np.ndarray:
+    """Singletons (the one sample of a record with a non-reference call); HWE's counts."""
     lonely = nonref.sum(axis=1, dtype=np.int32) == 1
     if lonely.any():
         totals.samples[SAMPLE_ROW["singletons"]] += _sum(nonref[lonely])
-    total = n_ref + n_het + n_alt
-    counted = total > 0
-    fraction = n_het[counted].astype(np.float32) / total[counted].astype(np.float32)
-    index = (fraction * np.float32(HWE_BINS - 1)).astype(np.int64)
-    index += np.where(iaf1[counted] >= 0, HWE_BINS * iaf1[counted], 0)
-    biallelic = counted & (alleles.count == 2)
-    totals.genotype_counts.append(np.stack([n_ref, n_het, n_alt], axis=1)[biallelic])
-    totals.hwe.update(Counter(dict(zip(*(v.tolist() for v in np.unique(index, return_counts=True))))))
+    return np.stack([n_ref, n_het, n_alt], axis=1)
 
 
-def _count_genotypes(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotypes: np.ndarray,
-                     allele_depth: np.ndarray | None) -> None:
+def _count_genotypes(totals: Totals, alleles: Alleles, genotypes: np.ndarray,
+                     allele_depth: np.ndarray | None) -> np.ndarray:
     s = totals.samples
     kind, ial, jal = genotype_types(genotypes)
     of_kind = {k: kind == k for k in range(UNKNOWN + 1)}
@@ -193,7 +241,7 @@ def _count_genotypes(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotyp
     nonref = het | of_kind[HOM_AA]
     n_ref = of_kind[HOM_RR].sum(axis=1, dtype=np.int64)
     n_het = of_kind[HET_RA].sum(axis=1, dtype=np.int64)
-    _count_records(totals, alleles, iaf1, nonref, n_ref, n_het, hom_alt.sum(axis=1, dtype=np.int64))
+    hwe = _count_records(totals, nonref, n_ref, n_het, hom_alt.sum(axis=1, dtype=np.int64))
     # SNP classes (and REF-only calls), their transitions and transversions; a chunk whose
     # ALTs are all SNPs (or show no variation) gates nothing
     types = alleles.types
@@ -219,7 +267,7 @@ def _count_genotypes(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotyp
     s[SAMPLE_ROW["ts"]] += _sum(transition)
     s[SAMPLE_ROW["tv"]] += _sum(change & ~transition)
     if not (types & INDEL).any():
-        return
+        return hwe
     # indels
     indel = ((var_type & INDEL) != 0) & ~skipped & nonref
     s[SAMPLE_ROW["indels"]] += _sum(indel)
@@ -234,6 +282,7 @@ def _count_genotypes(totals: Totals, alleles: Alleles, iaf1: np.ndarray, genotyp
     if allele_depth is not None and (indel_i.any() or indel_j.any()):
         _add_vaf(totals, allele_depth, indel_i, ial, jal, length_i)
         _add_vaf(totals, allele_depth, indel_j, jal, ial, length_j)
+    return hwe
 
 
 def _add_vaf(totals: Totals, allele_depth: np.ndarray, calls: np.ndarray, ial: np.ndarray,

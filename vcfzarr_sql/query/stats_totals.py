@@ -20,11 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Longest indel length counted on its own (``m_indel``).
-MAX_INDEL = 60
-#: Depth bins: 0..500 by 1, plus one below and two above (as ``idist_init(0, 500, 1)``).
-DP_MIN, DP_MAX = 0, 500
-DP_BINS = 4 + DP_MAX - DP_MIN
+from vcfzarr_sql.format.summaries import DP_BINS, DP_MAX, DP_MIN, INDEL_VAF_BINS, MAX_INDEL
+
 #: HWE: heterozygous-fraction bins per AF bin.
 HWE_BINS = 100
 #: Quality bins kept exact (``dist_init(5)``: 10^5), and the bins of each further power of ten.
@@ -119,8 +116,8 @@ class Totals:
         self.dp_calls = np.zeros(DP_BINS, np.int64)
         self.dp_sites = np.zeros(DP_BINS, np.int64)
         self.samples = np.zeros((len(SAMPLE_COUNTERS), self.selected), np.int64)
-        self.vaf_n = np.zeros(2 * MAX_INDEL + 1, np.int64)
-        self.vaf_sum = np.zeros(2 * MAX_INDEL + 1, np.float64)
+        self.vaf_n = np.zeros(INDEL_VAF_BINS, np.int64)
+        self.vaf_sum = np.zeros(INDEL_VAF_BINS, np.float64)
         self.hwe = Counter()
         self.genotype_counts = []
 
