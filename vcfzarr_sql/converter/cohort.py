@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -25,10 +25,11 @@ from vcfzarr_sql.converter.arrays import default_compressor
 from vcfzarr_sql.converter.output import output_lock
 from vcfzarr_sql.errors import OutputError, VcfZarrError
 from vcfzarr_sql.format import cohort as layout
-from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import gvcf, spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.format.region_index import region_index
 from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_tree
+from vcfzarr_sql.store.fasta import Fasta
 from vcfzarr_sql.store.kvstore import open_kv
 from vcfzarr_sql.store.opening import open_store, read_manifest
 from vcfzarr_sql.store.vcz import VczStore
@@ -72,6 +73,10 @@ class _Sites:
     samples: list[str]
     header: str
     header_added: list[str]
+    #: gVCF cohorts (:mod:`vcfzarr_sql.format.gvcf`): per record, the alleles of a segment
+    #: (``()`` for other records), and INFO/END (missing but for segments longer than 1).
+    segment_alleles: list[tuple[str, ...]] | None = None
+    end: np.ndarray | None = None
 
 
 def _input_samples(path: str) -> list[str]:
@@ -132,6 +137,7 @@ def _gt_width(store: VczStore) -> np.ndarray:
 
 
 def _lengths(store: VczStore) -> np.ndarray:
+    """variant_length of every record of ``store``."""
     parts = [store.variant_length(k) for k in range(store.num_variant_chunks)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
@@ -189,7 +195,7 @@ def _current_sites(cohort: VczStore) -> _Sites:
         ploidy = _gt_width(cohort)
         added = list(cohort.attrs.get(spec.ATTR_HEADER_ADDED, ()))
     lengths = [-1] * len(cohort.contigs) if cohort.contig_lengths is None else cohort.contig_lengths.tolist()
-    return _Sites(
+    current = _Sites(
         contig=cohort.read_array(spec.VARIANT_CONTIG).astype(np.int64),
         position=cohort.read_array(spec.VARIANT_POSITION).astype(np.int64),
         length=_lengths(cohort), batch_rows=batch_rows, ploidy=ploidy.astype(np.int8),
@@ -197,6 +203,23 @@ def _current_sites(cohort: VczStore) -> _Sites:
         filter_descriptions=list(cohort.filter_descriptions), samples=list(cohort.samples),
         header=cohort.vcf_header or "", header_added=added,
     )
+    if sites is not None and sites.has_array(layout.SEGMENT_ALLELES):
+        current.segment_alleles = [tuple(a for a in row if a)
+                                   for row in sites.read_array(layout.SEGMENT_ALLELES).tolist()]
+        current.end = sites.read_array(layout.END).astype(np.int64)
+    elif sites is None and _might_hold_blocks(cohort):
+        alleles = cohort.read_array(spec.VARIANT_ALLELE)
+        blocks = gvcf.block_mask(alleles, current.length)
+        if blocks.any():
+            current.segment_alleles = [tuple(a for a in row if a) if block else ()
+                                       for row, block in zip(alleles.tolist(), blocks.tolist())]
+            current.end = np.where(blocks, current.position + current.length - 1, spec.INT_MISSING)
+    return current
+
+
+def _might_hold_blocks(store: VczStore) -> bool:
+    """Whether ``store`` may hold gVCF reference blocks (they have INFO/END)."""
+    return store.has_array(spec.INFO_PREFIX + "END") and store.num_variants > 0
 
 
 def _alleles_of(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) -> list[str]:
@@ -210,29 +233,26 @@ def _alleles_of(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) ->
     return out
 
 
-def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore) -> _Sites:
-    """``sites`` (of the stores ``batches``) with the records of ``batch`` merged in."""
-    lengths = [-1] * len(batch.contigs) if batch.contig_lengths is None else batch.contig_lengths.tolist()
-    contigs, contig_lengths = list(sites.contigs), list(sites.contig_lengths)
-    for name, length in zip(batch.contigs, lengths):
-        if name not in contigs:
-            contigs.append(name)
-            contig_lengths.append(length)
-    contig_map = np.array([contigs.index(c) for c in batch.contigs], dtype=np.int64)
-    b_contig = contig_map[batch.read_array(spec.VARIANT_CONTIG).astype(np.int64)] if batch.num_variants \
-        else np.zeros(0, dtype=np.int64)
+def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
+           subset: np.ndarray | None = None) -> _Sites:
+    """``sites`` (of the stores ``batches``) with the records of ``batch`` merged in (only its
+    rows ``subset``, when given)."""
+    contigs, contig_lengths, b_contig = _contigs(sites, batch)
     b_position = batch.read_array(spec.VARIANT_POSITION).astype(np.int64)
+    rows_of_b = np.arange(len(b_position)) if subset is None else subset
     key_a = (sites.contig << 33) + sites.position
-    key_b = (b_contig << 33) + b_position
+    key_b = (b_contig[rows_of_b] << 33) + b_position[rows_of_b]
     shared = np.intersect1d(key_a, key_b)
     rows_a = np.flatnonzero(np.isin(key_a, shared))
     rows_b = np.flatnonzero(np.isin(key_b, shared))
     alleles_a = [""] * len(key_a)
     for i, key in zip(rows_a.tolist(), _alleles_of(sites, batches, rows_a)):
         alleles_a[i] = key
-    union = layout.union_of_sites(sites.contig, sites.position, alleles_a,
-                                  b_contig, b_position, _keys(batch, rows_b))
-    first, second = union.first, union.second
+    keys_b = _keys(batch, rows_of_b[rows_b])
+    union = layout.union_of_sites(sites.contig, sites.position, alleles_a, b_contig[rows_of_b],
+                                  b_position[rows_of_b], [keys_b[i] for i in rows_of_b.tolist()])
+    first = union.first
+    second = np.r_[rows_of_b, -1][union.second]  # (-1: none)
     old = first >= 0
     batch_rows = np.full((len(first), sites.batch_rows.shape[1] + 1), -1, dtype=np.int64)
     batch_rows[old, :-1] = sites.batch_rows[first[old]]
@@ -257,6 +277,91 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore) -> _Site
     return _Sites(contig, position, length, batch_rows, ploidy, contigs, contig_lengths, filters,
                   descriptions, sites.samples + list(batch.samples),
                   _merged_header(sites.header, batch), added)
+
+
+def _contigs(sites: _Sites, batch: VczStore) -> tuple[list[str], list[int], np.ndarray]:
+    """The cohort's contigs and their lengths with those of ``batch`` it lacks appended, and
+    the cohort's contig id of each record of ``batch``."""
+    lengths = [-1] * len(batch.contigs) if batch.contig_lengths is None else batch.contig_lengths.tolist()
+    contigs, contig_lengths = list(sites.contigs), list(sites.contig_lengths)
+    for name, length in zip(batch.contigs, lengths):
+        if name not in contigs:
+            contigs.append(name)
+            contig_lengths.append(length)
+    contig_map = np.array([contigs.index(c) for c in batch.contigs], dtype=np.int64)
+    b_contig = contig_map[batch.read_array(spec.VARIANT_CONTIG).astype(np.int64)] if batch.num_variants \
+        else np.zeros(0, dtype=np.int64)
+    return contigs, contig_lengths, b_contig
+
+
+def _rows(sites: _Sites, rows: np.ndarray) -> _Sites:
+    """``sites`` with only its records ``rows`` (in that order)."""
+    return replace(sites, contig=sites.contig[rows], position=sites.position[rows],
+                   length=sites.length[rows], batch_rows=sites.batch_rows[rows],
+                   ploidy=sites.ploidy[rows],
+                   segment_alleles=None if sites.segment_alleles is None
+                   else [sites.segment_alleles[i] for i in rows.tolist()],
+                   end=None if sites.end is None else sites.end[rows])
+
+
+def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
+                reference: Fasta | None) -> _Sites:
+    """:func:`_merge` for a cohort or batch holding gVCF reference blocks: the batch's other
+    records merged with the cohort's other records, then the segments of the cohort and the
+    blocks of the batch cut and joined (:func:`vcfzarr_sql.format.gvcf.refine`)."""
+    b_alleles = batch.read_array(spec.VARIANT_ALLELE)
+    b_length = _lengths(batch)
+    blocks = gvcf.block_mask(b_alleles, b_length)
+    if sites.segment_alleles is None and not blocks.any():
+        return _merge(sites, batches, batch)
+    segment = np.array([bool(a) for a in sites.segment_alleles or [()] * len(sites.position)], dtype=bool)
+    merged = _merge(_rows(sites, np.flatnonzero(~segment)), batches, batch, np.flatnonzero(~blocks))
+    _, _, b_contig = _contigs(sites, batch)
+    b_position = batch.read_array(spec.VARIANT_POSITION).astype(np.int64)
+    old_rows, new_rows = np.flatnonzero(segment), np.flatnonzero(blocks)
+    old_start = gvcf.keys(sites.contig[old_rows], sites.position[old_rows])
+    new_start = gvcf.keys(b_contig[new_rows], b_position[new_rows])
+    pieces = gvcf.refine(old_start, old_start + sites.length[old_rows] - 1,
+                         new_start, new_start + b_length[new_rows] - 1,
+                         gvcf.keys(merged.contig, merged.position))
+    has_old, has_new = pieces.old >= 0, pieces.new >= 0
+    old = np.r_[old_rows, -1][pieces.old]  # (-1: none)
+    new = np.r_[new_rows, -1][pieces.new]
+    batch_rows = np.full((len(pieces.start), merged.batch_rows.shape[1]), -1, dtype=np.int64)
+    batch_rows[has_old, :-1] = sites.batch_rows[old[has_old]]
+    batch_rows[has_new, -1] = new[has_new]
+    width = _gt_width(batch)
+    ploidy = np.maximum(np.where(has_old, sites.ploidy[old], 0), np.where(has_new, width[new], 0))
+    contig = (pieces.start >> 33).astype(np.int64)
+    position = (pieces.start & ((1 << 33) - 1)).astype(np.int64)
+    length = pieces.end - pieces.start + 1
+    old_alleles = sites.segment_alleles or []
+    alleles = []
+    for i in range(len(pieces.start)):
+        before = old_alleles[old[i]] if has_old[i] else ()
+        own = tuple(a for a in b_alleles[new[i]] if a) if has_new[i] else ()
+        if before and old_start[pieces.old[i]] == pieces.start[i] and before[0] != "N":
+            base = before[0]
+        elif own and new_start[pieces.new[i]] == pieces.start[i]:
+            base = own[0][0]
+        elif reference is not None:
+            base = reference.base(merged.contigs[contig[i]], int(position[i]))
+        else:
+            base = "N"
+        alleles.append(gvcf.union_alleles(base, before[1:], own[1:]))
+    # the records and the segments, in order of position (no segment is at a record's)
+    order = np.argsort(np.r_[gvcf.keys(merged.contig, merged.position), pieces.start], kind="stable")
+    records = len(merged.position)
+    return replace(
+        merged,
+        contig=np.r_[merged.contig, contig][order], position=np.r_[merged.position, position][order],
+        length=np.r_[merged.length, length][order],
+        batch_rows=np.concatenate([merged.batch_rows, batch_rows])[order],
+        ploidy=np.r_[merged.ploidy, ploidy].astype(np.int8)[order],
+        segment_alleles=[([()] * records + alleles)[i] for i in order.tolist()],
+        end=np.r_[np.full(records, spec.INT_MISSING), np.where(length > 1, pieces.end & ((1 << 33) - 1),
+                                                               spec.INT_MISSING)][order],
+    )
 
 
 def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
@@ -290,6 +395,16 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
         array(spec.FILTER_DESCRIPTION, strings(sites.filter_descriptions), (spec.DIM_FILTERS,), "|O"),
         array(spec.SAMPLE_ID, strings(sites.samples), (spec.DIM_SAMPLES,), "|O"),
     ]
+    if sites.segment_alleles is not None and sites.end is not None:
+        width = max((len(a) for a in sites.segment_alleles), default=1)
+        alleles = np.full((records, width), "", dtype=object)
+        for i, row in enumerate(sites.segment_alleles):
+            alleles[i, : len(row)] = row
+        arrays += [
+            array(layout.SEGMENT_ALLELES, alleles, (spec.DIM_VARIANTS, spec.DIM_ALLELES), "|O",
+                  (chunk_size, width)),
+            array(layout.END, sites.end.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
+        ]
     attrs = {spec.ATTR_VERSION: spec.WRITE_VERSION, spec.ATTR_SOURCE: f"vcfzarr-sql-{__version__} cohort",
              spec.ATTR_HEADER: sites.header, spec.ATTR_HEADER_ADDED: sites.header_added,
              "cohort_records": records}
@@ -299,9 +414,14 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
 
 
 def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, workers: int = 1,
-        show_progress: bool | None = None) -> AddSummary:
+        show_progress: bool | None = None, reference: str | os.PathLike | None = None) -> AddSummary:
     """Add the samples of each VCF/BCF file of ``inputs`` (one batch each, in order) to the
     store or cohort at ``cohort`` (a local directory ``convert`` made).
+
+    gVCF reference blocks (of any batch) are merged as ``bcftools merge --gvcf REF.fa -m none``
+    merges them (:mod:`vcfzarr_sql.format.gvcf`); ``reference``, a FASTA file, gives the REF
+    base of a merged block that starts where no input's block does (``N`` without it, as
+    ``--gvcf -``).
 
     Raises DuplicateSampleError if an input names a sample the cohort or an earlier input
     has, before anything is written; OutputError if another ``add`` (or ``convert``) to the
@@ -318,6 +438,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
         raise OutputError(f"{root}: not a directory store (add grows a store convert made)")
     base = open_plain(root)  # (checks it is a VCF Zarr store)
     base.close()
+    fasta = Fasta(reference) if reference is not None else None
     with output_lock(root):
         manifest = read_manifest(str(root), open_kv(str(root)))
         (root / layout.BATCHES).mkdir(parents=True, exist_ok=True)
@@ -339,7 +460,10 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
                 convert(path, root / relative, variants_chunk_size=chunks[0],
                         samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress)
                 batch = open_plain(root / relative)
-                sites = _merge(sites, stores, batch)
+                if sites.segment_alleles is not None or _might_hold_blocks(batch):
+                    sites = _merge_gvcf(sites, stores, batch, fasta)
+                else:
+                    sites = _merge(sites, stores, batch)
                 stores.append(batch)
                 batch_paths.append(relative)
             generation = manifest.generation + 1

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.format import cohort as layout
-from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import gvcf, spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.store.fields import FORMAT, INFO, describe_fields
 from vcfzarr_sql.store.header import parse_header
@@ -86,6 +86,9 @@ class CohortStore(VczStore):
         self._kept: dict[tuple[int, str, tuple[int, ...]], np.ndarray] = {}
         self._root_keys, self._root_digest = root_keys, root_digest
         self.batches, self.sites = batches, sites
+        #: a cohort holding gVCF reference blocks (format/gvcf.py): segments' alleles and END
+        self._gvcf = sites.has_array(layout.SEGMENT_ALLELES)
+        self._own = _FROM_SITES + ((layout.END,) if self._gvcf else ())
         self.zarr_format, self.consolidated = base.zarr_format, None
         self.version = sites.version
         self.attrs = dict(base.attrs) | {spec.ATTR_HEADER: sites.vcf_header}
@@ -116,7 +119,7 @@ class CohortStore(VczStore):
     def _cohort_arrays(self) -> dict[str, ArrayInfo]:
         """The cohort's arrays: the sites store's small ones, and for every other array of a
         batch along ``variants``, one as long as the cohort and as wide as the widest batch's."""
-        arrays = {name: self.sites.array_info(name) for name in _FROM_SITES
+        arrays = {name: self.sites.array_info(name) for name in self._own
                   if self.sites.has_array(name)}
         found: dict[str, list[ArrayInfo]] = {}
         for batch in self.batches:
@@ -140,6 +143,8 @@ class CohortStore(VczStore):
         for name, infos in found.items():
             first = infos[0]
             trailing = [max(i.shape[k] for i in infos) for k in range(1, len(first.shape))]
+            if self._gvcf:
+                trailing = gvcf_widths(first, trailing, self.sites.array_info(layout.SEGMENT_ALLELES).shape[1])
             chunks = [self.variants_chunk_size, *trailing]
             if first.dims[1:2] == (spec.DIM_SAMPLES,):
                 trailing[0], chunks[1] = self.num_samples, self.samples_chunk_size
@@ -159,7 +164,7 @@ class CohortStore(VczStore):
         """The sites store's bytes for its arrays; None for the others, which no file holds
         (:meth:`decode_chunk` assembles them from the batches)."""
         self.array_info(name)
-        return self.sites.read_chunk_bytes(name, chunk) if name in _FROM_SITES else None
+        return self.sites.read_chunk_bytes(name, chunk) if name in self._own else None
 
     def read_chunks_bytes(
         self, keys: list[tuple[str, tuple[int, ...]]]
@@ -167,7 +172,7 @@ class CohortStore(VczStore):
         return {(name, chunk): self.read_chunk_bytes(name, chunk) for name, chunk in keys}
 
     def decode_chunk(self, name: str, raw: bytes | None, chunk: tuple[int, ...]) -> np.ndarray:
-        if name in _FROM_SITES:
+        if name in self._own:
             return self.sites.decode_chunk(name, raw, chunk)
         return self._assemble(name, chunk)
 
@@ -175,7 +180,7 @@ class CohortStore(VczStore):
         return pa.array(self.decode_chunk(name, raw, chunk).ravel(), type=pa.string())
 
     def read_array(self, name: str) -> np.ndarray:
-        if name in _FROM_SITES:
+        if name in self._own:
             return self.sites.read_array(name)
         info = self.array_info(name)
         parts = [self.read_chunk(name, (k, *([0] * (len(info.shape) - 1))))
@@ -313,6 +318,8 @@ class CohortStore(VczStore):
                 continue
             local = range(start - self._offsets[b], stop - self._offsets[b])
             values = self._from_batch(b, name, rows[have, b], local, info)
+            if self._gvcf:
+                values = self._segment_calls(b, name, info, chunk_index, rows, have, values)
             out[np.flatnonzero(have)[:, None], np.arange(start - lo, stop - lo)] = values
         return out
 
@@ -334,6 +341,8 @@ class CohortStore(VczStore):
             return _merged_filters(given, out, self.filters)
         if name == spec.VARIANT_ID:
             return _merged_ids(given, out)
+        if name == spec.VARIANT_ALLELE and self._gvcf:
+            return self._segment_alleles(chunk_index, _first_given(given, out))
         field = name[len(spec.INFO_PREFIX):]
         if field in layout.COUNTED_INFO and spec.CALL_GENOTYPE in self._arrays:
             return self._counted(field, info, chunk_index, len(rows))
@@ -361,6 +370,49 @@ class CohortStore(VczStore):
             counts = (gt == k + 1).sum(axis=(1, 2))
             out[:, k] = np.where(k < alts, counts, spec.INT_FILL)
         return out
+
+    # -- gVCF reference blocks (format/gvcf.py) ---------------------------------------------------
+
+    def _segments(self, chunk_index: int, records: int) -> np.ndarray:
+        """The segment alleles of the chunk's records (blank for records that are not one)."""
+        return self.sites.read_chunk(layout.SEGMENT_ALLELES, (chunk_index, 0))[:records]
+
+    def _segment_alleles(self, chunk_index: int, out: np.ndarray) -> np.ndarray:
+        """variant_allele of the chunk's records: a segment's are the sites store's."""
+        segments = self._segments(chunk_index, len(out))
+        where = segments[:, 0] != spec.STR_FILL
+        out[where] = spec.STR_FILL
+        out[where, : segments.shape[1]] = segments[where]
+        return out
+
+    def _segment_calls(self, b: int, name: str, info: ArrayInfo, chunk_index: int,
+                       rows: np.ndarray, have: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Batch ``b``'s ``values`` of FORMAT field ``name`` at the chunk's records it has
+        (``have``), with its blocks' alleles mapped to the alleles of the segments they cover
+        where those have more (gvcf.widen)."""
+        segments = self._segments(chunk_index, len(rows))[have]
+        sizes = (segments != spec.STR_FILL).sum(axis=1)
+        allele_info = self.batches[b].array_info(spec.VARIANT_ALLELE)
+        own = self._from_batch(b, spec.VARIANT_ALLELE, rows[have, b], None, allele_info)
+        own_sizes = (own != spec.STR_FILL).sum(axis=1)
+        dim = None if name == spec.CALL_GENOTYPE else info.dims[2] if len(info.dims) > 2 else None
+        if dim is None and name != spec.CALL_GENOTYPE or dim not in (None, *_PER_ALLELE):
+            return values
+        missing = _missing_call(info).ravel()[0] if values.dtype.kind != "b" else False
+        for i in np.flatnonzero((sizes > 0) & (sizes > own_sizes)).tolist():
+            union = tuple(a for a in segments[i] if a)
+            mapping = gvcf.allele_map(tuple(a for a in own[i] if a), union)
+            values[i] = gvcf.widen(values[i], mapping, len(union), dim, missing=missing,
+                                   fill=_fill(info))[:, : values.shape[2]]
+        return values
+
+
+def gvcf_widths(info: ArrayInfo, trailing: list[int], alleles: int) -> list[int]:
+    """The trailing shape of a cohort array with segments of up to ``alleles`` alleles: values
+    per allele, alt allele or genotype as many as those have."""
+    per = {spec.DIM_ALLELES: alleles, spec.DIM_ALT_ALLELES: alleles - 1,
+           spec.DIM_GENOTYPES: alleles * (alleles + 1) // 2}
+    return [max(n, per.get(dim, 0)) for n, dim in zip(trailing, info.dims[1:])]
 
 
 # -- values: what fills, what is missing, what merges ------------------------------------------
