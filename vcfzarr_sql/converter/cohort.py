@@ -73,9 +73,10 @@ class _Sites:
     samples: list[str]
     header: str
     header_added: list[str]
-    #: gVCF cohorts (:mod:`vcfzarr_sql.format.gvcf`): per record, the alleles of a segment
-    #: (``()`` for other records), and INFO/END (missing but for segments longer than 1).
-    segment_alleles: list[tuple[str, ...]] | None = None
+    #: gVCF cohorts (:mod:`vcfzarr_sql.format.gvcf`), per record: its alleles where they are
+    #: not its first batch's (else ``()``), whether it is a segment, and INFO/END.
+    merged_alleles: list[tuple[str, ...]] | None = None
+    segment: np.ndarray | None = None
     end: np.ndarray | None = None
 
 
@@ -203,16 +204,18 @@ def _current_sites(cohort: VczStore) -> _Sites:
         filter_descriptions=list(cohort.filter_descriptions), samples=list(cohort.samples),
         header=cohort.vcf_header or "", header_added=added,
     )
-    if sites is not None and sites.has_array(layout.SEGMENT_ALLELES):
-        current.segment_alleles = [tuple(a for a in row if a)
-                                   for row in sites.read_array(layout.SEGMENT_ALLELES).tolist()]
+    if sites is not None and sites.has_array(layout.ALLELES):
+        current.merged_alleles = [tuple(a for a in row if a)
+                                   for row in sites.read_array(layout.ALLELES).tolist()]
+        current.segment = sites.read_array(layout.SEGMENT).astype(bool)
         current.end = sites.read_array(layout.END).astype(np.int64)
     elif sites is None and _might_hold_blocks(cohort):
         alleles = cohort.read_array(spec.VARIANT_ALLELE)
         blocks = gvcf.block_mask(alleles, current.length)
         if blocks.any():
-            current.segment_alleles = [tuple(a for a in row if a) if block else ()
+            current.merged_alleles = [tuple(a for a in row if a) if block else ()
                                        for row, block in zip(alleles.tolist(), blocks.tolist())]
+            current.segment = blocks
             current.end = np.where(blocks, current.position + current.length - 1, spec.INT_MISSING)
     return current
 
@@ -234,9 +237,11 @@ def _alleles_of(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) ->
 
 
 def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
-           subset: np.ndarray | None = None) -> _Sites:
+           subset: np.ndarray | None = None, *, gvcf_records: bool = False) -> _Sites:
     """``sites`` (of the stores ``batches``) with the records of ``batch`` merged in (only its
-    rows ``subset``, when given)."""
+    rows ``subset``, when given). ``gvcf_records``: records (not blocks) of a gVCF cohort,
+    which are one record where they differ only in gVCF symbolic alleles, with the union of
+    the alleles (:func:`vcfzarr_sql.format.gvcf.record_key`)."""
     contigs, contig_lengths, b_contig = _contigs(sites, batch)
     b_position = batch.read_array(spec.VARIANT_POSITION).astype(np.int64)
     rows_of_b = np.arange(len(b_position)) if subset is None else subset
@@ -247,10 +252,13 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
     rows_b = np.flatnonzero(np.isin(key_b, shared))
     alleles_a = [""] * len(key_a)
     for i, key in zip(rows_a.tolist(), _alleles_of(sites, batches, rows_a)):
-        alleles_a[i] = key
+        alleles_a[i] = ",".join(sites.merged_alleles[i]) if sites.merged_alleles and sites.merged_alleles[i] \
+            else key
     keys_b = _keys(batch, rows_of_b[rows_b])
-    union = layout.union_of_sites(sites.contig, sites.position, alleles_a, b_contig[rows_of_b],
-                                  b_position[rows_of_b], [keys_b[i] for i in rows_of_b.tolist()])
+    match = gvcf.record_key if gvcf_records else str
+    union = layout.union_of_sites(sites.contig, sites.position, [match(a) for a in alleles_a],
+                                  b_contig[rows_of_b], b_position[rows_of_b],
+                                  [match(keys_b[i]) for i in rows_of_b.tolist()])
     first = union.first
     second = np.r_[rows_of_b, -1][union.second]  # (-1: none)
     old = first >= 0
@@ -274,9 +282,27 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
             descriptions.append(description)
     added = sites.header_added + [line for line in batch.attrs.get(spec.ATTR_HEADER_ADDED, ())
                                  if line not in sites.header_added]
-    return _Sites(contig, position, length, batch_rows, ploidy, contigs, contig_lengths, filters,
-                  descriptions, sites.samples + list(batch.samples),
-                  _merged_header(sites.header, batch), added)
+    out = _Sites(contig, position, length, batch_rows, ploidy, contigs, contig_lengths, filters,
+                 descriptions, sites.samples + list(batch.samples),
+                 _merged_header(sites.header, batch), added)
+    if gvcf_records:
+        out.merged_alleles = _record_alleles(sites, first, second, alleles_a, keys_b)
+    return out
+
+
+def _record_alleles(sites: _Sites, first: np.ndarray, second: np.ndarray, alleles_a: list[str],
+                    keys_b: list[str]) -> list[tuple[str, ...]]:
+    """Per merged record: its alleles where those of its batches differ (else ``()``): the
+    union of the alleles of a cohort record (``alleles_a``) and a batch record (``keys_b``)
+    that differ only in gVCF symbolic alleles."""
+    out: list[tuple[str, ...]] = []
+    for i, j in zip(first.tolist(), second.tolist()):
+        before = sites.merged_alleles[i] if i >= 0 and sites.merged_alleles else ()
+        if i >= 0 and j >= 0 and alleles_a[i] != keys_b[j]:
+            a, b = alleles_a[i].split(","), keys_b[j].split(",")
+            before = gvcf.union_alleles(a[0], tuple(a[1:]), tuple(b[1:]))
+        out.append(before)
+    return out
 
 
 def _contigs(sites: _Sites, batch: VczStore) -> tuple[list[str], list[int], np.ndarray]:
@@ -299,8 +325,9 @@ def _rows(sites: _Sites, rows: np.ndarray) -> _Sites:
     return replace(sites, contig=sites.contig[rows], position=sites.position[rows],
                    length=sites.length[rows], batch_rows=sites.batch_rows[rows],
                    ploidy=sites.ploidy[rows],
-                   segment_alleles=None if sites.segment_alleles is None
-                   else [sites.segment_alleles[i] for i in rows.tolist()],
+                   merged_alleles=None if sites.merged_alleles is None
+                   else [sites.merged_alleles[i] for i in rows.tolist()],
+                   segment=None if sites.segment is None else sites.segment[rows],
                    end=None if sites.end is None else sites.end[rows])
 
 
@@ -312,10 +339,11 @@ def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
     b_alleles = batch.read_array(spec.VARIANT_ALLELE)
     b_length = _lengths(batch)
     blocks = gvcf.block_mask(b_alleles, b_length)
-    if sites.segment_alleles is None and not blocks.any():
+    if sites.merged_alleles is None and not blocks.any():
         return _merge(sites, batches, batch)
-    segment = np.array([bool(a) for a in sites.segment_alleles or [()] * len(sites.position)], dtype=bool)
-    merged = _merge(_rows(sites, np.flatnonzero(~segment)), batches, batch, np.flatnonzero(~blocks))
+    segment = np.zeros(len(sites.position), dtype=bool) if sites.segment is None else sites.segment
+    merged = _merge(_rows(sites, np.flatnonzero(~segment)), batches, batch, np.flatnonzero(~blocks),
+                    gvcf_records=True)
     _, _, b_contig = _contigs(sites, batch)
     b_position = batch.read_array(spec.VARIANT_POSITION).astype(np.int64)
     old_rows, new_rows = np.flatnonzero(segment), np.flatnonzero(blocks)
@@ -335,7 +363,7 @@ def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
     contig = (pieces.start >> 33).astype(np.int64)
     position = (pieces.start & ((1 << 33) - 1)).astype(np.int64)
     length = pieces.end - pieces.start + 1
-    old_alleles = sites.segment_alleles or []
+    old_alleles = sites.merged_alleles or []
     alleles = []
     for i in range(len(pieces.start)):
         before = old_alleles[old[i]] if has_old[i] else ()
@@ -358,7 +386,8 @@ def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
         length=np.r_[merged.length, length][order],
         batch_rows=np.concatenate([merged.batch_rows, batch_rows])[order],
         ploidy=np.r_[merged.ploidy, ploidy].astype(np.int8)[order],
-        segment_alleles=[([()] * records + alleles)[i] for i in order.tolist()],
+        merged_alleles=[(list(merged.merged_alleles or [()] * records) + alleles)[i] for i in order.tolist()],
+        segment=np.r_[np.zeros(records, dtype=bool), np.ones(len(alleles), dtype=bool)][order],
         end=np.r_[np.full(records, spec.INT_MISSING), np.where(length > 1, pieces.end & ((1 << 33) - 1),
                                                                spec.INT_MISSING)][order],
     )
@@ -395,14 +424,15 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
         array(spec.FILTER_DESCRIPTION, strings(sites.filter_descriptions), (spec.DIM_FILTERS,), "|O"),
         array(spec.SAMPLE_ID, strings(sites.samples), (spec.DIM_SAMPLES,), "|O"),
     ]
-    if sites.segment_alleles is not None and sites.end is not None:
-        width = max((len(a) for a in sites.segment_alleles), default=1)
+    if sites.merged_alleles is not None and sites.segment is not None and sites.end is not None:
+        width = max((len(a) for a in sites.merged_alleles), default=1)
         alleles = np.full((records, width), "", dtype=object)
-        for i, row in enumerate(sites.segment_alleles):
+        for i, row in enumerate(sites.merged_alleles):
             alleles[i, : len(row)] = row
         arrays += [
-            array(layout.SEGMENT_ALLELES, alleles, (spec.DIM_VARIANTS, spec.DIM_ALLELES), "|O",
+            array(layout.ALLELES, alleles, (spec.DIM_VARIANTS, spec.DIM_ALLELES), "|O",
                   (chunk_size, width)),
+            array(layout.SEGMENT, sites.segment.astype(bool), (spec.DIM_VARIANTS,), "|b1", (chunk_size,)),
             array(layout.END, sites.end.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
         ]
     attrs = {spec.ATTR_VERSION: spec.WRITE_VERSION, spec.ATTR_SOURCE: f"vcfzarr-sql-{__version__} cohort",
@@ -460,7 +490,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
                 convert(path, root / relative, variants_chunk_size=chunks[0],
                         samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress)
                 batch = open_plain(root / relative)
-                if sites.segment_alleles is not None or _might_hold_blocks(batch):
+                if sites.merged_alleles is not None or _might_hold_blocks(batch):
                     sites = _merge_gvcf(sites, stores, batch, fasta)
                 else:
                     sites = _merge(sites, stores, batch)

@@ -115,6 +115,13 @@ def allele_map(own: tuple[str, ...], union: tuple[str, ...]) -> np.ndarray:
     return np.array([0, *(union.index(a) for a in own[1:])], dtype=np.int64)
 
 
+def _equal(values: np.ndarray, value: object) -> np.ndarray:
+    """Which elements are ``value`` (floats: bit for bit, missing and fill being NaNs)."""
+    if values.dtype.kind == "f":
+        return np.asarray(values.view(np.uint32) == np.asarray(value, dtype=np.float32).view(np.uint32))
+    return np.asarray(values == value)
+
+
 def _genotype(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """VCF's index of the unordered diploid genotype ``a/b``."""
     low, high = np.minimum(a, b), np.maximum(a, b)
@@ -133,6 +140,8 @@ def widen(values: np.ndarray, mapping: np.ndarray, size: int, dim: str | None, *
     [[0, -1, -1, 12, -1, 120]]
     >>> widen(np.array([[0, 0]]), np.array([0, 2]), 3, None, missing=-1, fill=-2).tolist()
     [[0, 0]]
+    >>> widen(np.array([[-1, -2, -2]]), np.array([0, 1]), 3, "genotypes", missing=-1, fill=-2).tolist()
+    [[-1, -2, -2, -2, -2, -2]]
     """
     own = len(mapping)
     if dim is None:
@@ -152,11 +161,12 @@ def widen(values: np.ndarray, mapping: np.ndarray, size: int, dim: str | None, *
     out = np.full((len(values), width), fill, dtype=values.dtype)
     out[:, :count] = missing
     given = values.shape[1]
-    if values.dtype.kind == "f":
-        filled = values.view(np.uint32) == np.asarray(fill, dtype=np.float32).view(np.uint32)
-    else:
-        filled = values == fill
+    filled, absent = _equal(values, fill), _equal(values, missing)
     held = (~filled).sum(axis=1)  # (a sample's values: as many as its genotypes, or alleles)
+    held[(filled | absent).all(axis=1)] = -1  # (no value: kept as it is, ".")
+    empty = held < 0
+    out[empty] = fill
+    out[empty, :given] = values[empty]
     for target in targets:
         n = min(len(target), given)
         rows = np.flatnonzero(held == len(target)) if len(targets) > 1 else np.arange(len(values))
@@ -164,3 +174,14 @@ def widen(values: np.ndarray, mapping: np.ndarray, size: int, dim: str | None, *
         if len(targets) > 1:
             held = np.where(held == len(target), -1, held)
     return out
+
+
+def record_key(alleles: str) -> str:
+    """What makes records of gVCF batches at one position one record: REF and ALT alleles
+    (joined by ``,``) without the symbolic ones (bcftools merge -m none merges ``A G,<*>`` with
+    ``A G`` and ``A G,<NON_REF>`` into ``A G,<*>`` and ``A G,<NON_REF>,<*>``).
+
+    >>> record_key("A,G,<NON_REF>"), record_key("A,<*>")
+    ('A,G', 'A')
+    """
+    return ",".join(a for a in alleles.split(",") if a not in SYMBOLIC)

@@ -87,7 +87,7 @@ class CohortStore(VczStore):
         self._root_keys, self._root_digest = root_keys, root_digest
         self.batches, self.sites = batches, sites
         #: a cohort holding gVCF reference blocks (format/gvcf.py): segments' alleles and END
-        self._gvcf = sites.has_array(layout.SEGMENT_ALLELES)
+        self._gvcf = sites.has_array(layout.ALLELES)
         self._own = _FROM_SITES + ((layout.END,) if self._gvcf else ())
         self.zarr_format, self.consolidated = base.zarr_format, None
         self.version = sites.version
@@ -137,6 +137,8 @@ class CohortStore(VczStore):
             for name in _ADDED:
                 infos = [b.array_info(name) for b in self.batches]
                 trailing = [max(i.shape[k] for i in infos) for k in range(1, len(infos[0].shape))]
+                if self._gvcf:
+                    trailing = gvcf_widths(infos[0], trailing, self.sites.array_info(layout.ALLELES).shape[1])
                 arrays[name] = replace(infos[0], shape=(self.num_variants, *trailing),
                                        chunks=(self.variants_chunk_size, *trailing),
                                        dtype=np.dtype(np.int32), fill_value=0)
@@ -144,7 +146,7 @@ class CohortStore(VczStore):
             first = infos[0]
             trailing = [max(i.shape[k] for i in infos) for k in range(1, len(first.shape))]
             if self._gvcf:
-                trailing = gvcf_widths(first, trailing, self.sites.array_info(layout.SEGMENT_ALLELES).shape[1])
+                trailing = gvcf_widths(first, trailing, self.sites.array_info(layout.ALLELES).shape[1])
             chunks = [self.variants_chunk_size, *trailing]
             if first.dims[1:2] == (spec.DIM_SAMPLES,):
                 trailing[0], chunks[1] = self.num_samples, self.samples_chunk_size
@@ -223,7 +225,8 @@ class CohortStore(VczStore):
         bounds = info.chunk_bounds(chunk)
         rows = self._batch_rows(chunk[0])[: bounds[0].stop]
         if name in _ADDED:
-            return self._added_counts(name, info, rows)
+            counts = self._added_counts(name, info, rows)
+            return self._merged_counts(name, chunk[0], rows, counts) if self._gvcf else counts
         if info.dims[1:2] == (spec.DIM_SAMPLES,):
             lo = chunk[1] * info.chunks[1]
             return self._calls(name, info, rows, chunk[0], lo, lo + bounds[1].stop)
@@ -319,7 +322,7 @@ class CohortStore(VczStore):
             local = range(start - self._offsets[b], stop - self._offsets[b])
             values = self._from_batch(b, name, rows[have, b], local, info)
             if self._gvcf:
-                values = self._segment_calls(b, name, info, chunk_index, rows, have, values)
+                values = self._merged_calls(b, name, info, chunk_index, rows, have, values)
             out[np.flatnonzero(have)[:, None], np.arange(start - lo, stop - lo)] = values
         return out
 
@@ -342,7 +345,7 @@ class CohortStore(VczStore):
         if name == spec.VARIANT_ID:
             return _merged_ids(given, out)
         if name == spec.VARIANT_ALLELE and self._gvcf:
-            return self._segment_alleles(chunk_index, _first_given(given, out))
+            return self._merged_alleles(chunk_index, _first_given(given, out))
         field = name[len(spec.INFO_PREFIX):]
         if field in layout.COUNTED_INFO and spec.CALL_GENOTYPE in self._arrays:
             return self._counted(field, info, chunk_index, len(rows))
@@ -373,24 +376,25 @@ class CohortStore(VczStore):
 
     # -- gVCF reference blocks (format/gvcf.py) ---------------------------------------------------
 
-    def _segments(self, chunk_index: int, records: int) -> np.ndarray:
-        """The segment alleles of the chunk's records (blank for records that are not one)."""
-        return self.sites.read_chunk(layout.SEGMENT_ALLELES, (chunk_index, 0))[:records]
+    def _merged(self, chunk_index: int, records: int) -> np.ndarray:
+        """The merged alleles of the chunk's records (blank where they are their first batch's:
+        format/cohort.py ALLELES)."""
+        return self.sites.read_chunk(layout.ALLELES, (chunk_index, 0))[:records]
 
-    def _segment_alleles(self, chunk_index: int, out: np.ndarray) -> np.ndarray:
-        """variant_allele of the chunk's records: a segment's are the sites store's."""
-        segments = self._segments(chunk_index, len(out))
+    def _merged_alleles(self, chunk_index: int, out: np.ndarray) -> np.ndarray:
+        """variant_allele of the chunk's records, the sites store's where it has them."""
+        segments = self._merged(chunk_index, len(out))
         where = segments[:, 0] != spec.STR_FILL
         out[where] = spec.STR_FILL
         out[where, : segments.shape[1]] = segments[where]
         return out
 
-    def _segment_calls(self, b: int, name: str, info: ArrayInfo, chunk_index: int,
+    def _merged_calls(self, b: int, name: str, info: ArrayInfo, chunk_index: int,
                        rows: np.ndarray, have: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Batch ``b``'s ``values`` of FORMAT field ``name`` at the chunk's records it has
-        (``have``), with its blocks' alleles mapped to the alleles of the segments they cover
-        where those have more (gvcf.widen)."""
-        segments = self._segments(chunk_index, len(rows))[have]
+        (``have``), its alleles mapped to the merged alleles of those records where they differ
+        (gvcf.widen)."""
+        segments = self._merged(chunk_index, len(rows))[have]
         sizes = (segments != spec.STR_FILL).sum(axis=1)
         allele_info = self.batches[b].array_info(spec.VARIANT_ALLELE)
         own = self._from_batch(b, spec.VARIANT_ALLELE, rows[have, b], None, allele_info)
@@ -399,12 +403,43 @@ class CohortStore(VczStore):
         if dim is None and name != spec.CALL_GENOTYPE or dim not in (None, *_PER_ALLELE):
             return values
         missing = _missing_call(info).ravel()[0] if values.dtype.kind != "b" else False
-        for i in np.flatnonzero((sizes > 0) & (sizes > own_sizes)).tolist():
+        for i in np.flatnonzero((sizes > 0) & _moved(own, own_sizes, segments, sizes)).tolist():
             union = tuple(a for a in segments[i] if a)
             mapping = gvcf.allele_map(tuple(a for a in own[i] if a), union)
             values[i] = gvcf.widen(values[i], mapping, len(union), dim, missing=missing,
                                    fill=_fill(info))[:, : values.shape[2]]
         return values
+
+    def _merged_counts(self, name: str, chunk_index: int, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The added-up stored counts of the chunk's records, with a record's merged alleles
+        (it has as many as those); a record where a batch's ALT alleles are not the first of
+        its merged ones (their counts would be in other columns) is not counted."""
+        if name != sc.CALL_COUNTS:
+            return counts
+        merged = self._merged(chunk_index, len(rows))
+        sizes = (merged != spec.STR_FILL).sum(axis=1)
+        if counts.shape[1] > sc.ALLELES:
+            counts[sizes > 0, sc.ALLELES] = sizes[sizes > 0]
+        for b, batch in enumerate(self.batches):
+            have = (rows[:, b] >= 0) & (sizes > 0)
+            if not have.any():
+                continue
+            own = self._from_batch(b, spec.VARIANT_ALLELE, rows[have, b], None,
+                                   batch.array_info(spec.VARIANT_ALLELE))
+            moved = _moved(own, (own != spec.STR_FILL).sum(axis=1), merged[have], sizes[have], prefix=True)
+            counts[np.flatnonzero(have)[moved], sc.CALLED] = sc.NOT_COUNTED
+        return counts
+
+
+def _moved(own: np.ndarray, own_sizes: np.ndarray, merged: np.ndarray, sizes: np.ndarray, *,
+           prefix: bool = False) -> np.ndarray:
+    """Per record: whether a batch's ALT alleles ``own`` are not those of its merged alleles
+    (``prefix``: not the first of them); REF may differ (a segment's is the base where it
+    starts)."""
+    k = min(own.shape[1], merged.shape[1])
+    within = np.arange(1, k)[None, :] < own_sizes[:, None]
+    differ = ((own[:, 1:k] != merged[:, 1:k]) & within).any(axis=1) | (own_sizes > sizes)
+    return np.asarray(differ if prefix else differ | (own_sizes != sizes), dtype=bool)
 
 
 def gvcf_widths(info: ArrayInfo, trailing: list[int], alleles: int) -> list[int]:
