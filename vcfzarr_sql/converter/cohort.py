@@ -273,8 +273,8 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
     length[old], ploidy[old] = sites.length[first[old]], sites.ploidy[first[old]]
     length[new] = np.maximum(length[new], b_length[second[new]])
     ploidy[new] = np.maximum(ploidy[new], b_width[second[new]])
-    contig = np.where(old, sites.contig[np.maximum(first, 0)], b_contig[np.maximum(second, 0)])
-    position = np.where(old, sites.position[np.maximum(first, 0)], b_position[np.maximum(second, 0)])
+    contig = np.where(old, np.r_[sites.contig, 0][first], np.r_[b_contig, 0][second])  # ([-1]: 0)
+    position = np.where(old, np.r_[sites.position, 0][first], np.r_[b_position, 0][second])
     filters, descriptions = list(sites.filters), list(sites.filter_descriptions)
     for name, description in zip(batch.filters, batch.filter_descriptions):
         if name not in filters:
@@ -320,6 +320,47 @@ def _contigs(sites: _Sites, batch: VczStore) -> tuple[list[str], list[int], np.n
     return contigs, contig_lengths, b_contig
 
 
+def _values_at(store: VczStore, rows: np.ndarray, name: str | None = None) -> np.ndarray:
+    """Array ``name`` (one value per record; None: variant_length) of ``store`` at ``rows``."""
+    out = np.zeros(len(rows), dtype=np.int64)
+    size = store.variants_chunk_size
+    for k in np.unique(rows // size).tolist():
+        where = np.flatnonzero(rows // size == k)
+        chunk = store.variant_length(k) if name is None else store.read_chunk(name, (k,))
+        out[where] = chunk[rows[where] - k * size]
+    return out
+
+
+def _end_early(batches: Sequence[VczStore], batch_rows: np.ndarray, pieces: gvcf.Pieces,
+               new_first: np.ndarray, new_last: np.ndarray) -> np.ndarray:
+    """Drop from one-position ``pieces`` covered by the cohort's blocks and the new batch's
+    (whose first and last keys are ``new_first``, ``new_last``) the blocks that end there while
+    another batch's block starts there: bcftools ends a block one position early where another
+    input has a line at its last position (vcfmerge.c ``clean_buffer``). Which pieces changed."""
+    changed = np.zeros(len(pieces.start), dtype=bool)
+    both = np.flatnonzero((pieces.old >= 0) & (pieces.new >= 0) & (pieces.start == pieces.end))
+    if len(both) == 0:
+        return changed
+    at, contig = pieces.start[both], pieces.start[both] >> 33
+    new_first, new_last = new_first[both], new_last[both]
+    old_starts_here = np.zeros(len(both), dtype=bool)
+    for b, store in enumerate(batches):
+        rows = batch_rows[both, b]
+        have = np.flatnonzero(rows >= 0)
+        if len(have) == 0:
+            continue
+        first = gvcf.keys(contig[have], _values_at(store, rows[have], spec.VARIANT_POSITION))
+        last = first + _values_at(store, rows[have]) - 1
+        ends_here = (last == at[have]) & (first < at[have]) & (new_first[have] == at[have])
+        batch_rows[both[have[ends_here]], b] = -1
+        changed[both[have[ends_here]]] = True
+        old_starts_here[have] |= first == at[have]
+    new_ends = old_starts_here & (new_last == at) & (new_first < at)
+    batch_rows[both[new_ends], -1] = -1
+    changed[both[new_ends]] = True
+    return changed
+
+
 def _rows(sites: _Sites, rows: np.ndarray) -> _Sites:
     """``sites`` with only its records ``rows`` (in that order)."""
     return replace(sites, contig=sites.contig[rows], position=sites.position[rows],
@@ -358,9 +399,11 @@ def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
     batch_rows = np.full((len(pieces.start), merged.batch_rows.shape[1]), -1, dtype=np.int64)
     batch_rows[has_old, :-1] = sites.batch_rows[old[has_old]]
     batch_rows[has_new, -1] = new[has_new]
+    contig = (pieces.start >> 33).astype(np.int64)
+    first_of_new = np.r_[new_start, 0][pieces.new]  # ([-1]: none)
+    changed = _end_early(batches, batch_rows, pieces, first_of_new, first_of_new + np.r_[b_length, 1][new] - 1)
     width = _gt_width(batch)
     ploidy = np.maximum(np.where(has_old, sites.ploidy[old], 0), np.where(has_new, width[new], 0))
-    contig = (pieces.start >> 33).astype(np.int64)
     position = (pieces.start & ((1 << 33) - 1)).astype(np.int64)
     length = pieces.end - pieces.start + 1
     old_alleles = sites.merged_alleles or []
@@ -376,8 +419,18 @@ def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
             base = reference.base(merged.contigs[contig[i]], int(position[i]))
         else:
             base = "N"
-        alleles.append(gvcf.union_alleles(base, before[1:], own[1:]))
+        if changed[i]:  # (the union of the blocks still there)
+            holders = [(b, int(r)) for b, r in enumerate(batch_rows[i]) if r >= 0]
+            alts = [tuple(_alleles_at([*batches, batch][b], np.array([r]))[0].split(",")[1:]) for b, r in holders]
+            alleles.append(gvcf.union_alleles(base, *alts))
+        else:
+            alleles.append(gvcf.union_alleles(base, before[1:], own[1:]))
+    kept = (batch_rows >= 0).any(axis=1)
     # the records and the segments, in order of position (no segment is at a record's)
+    pieces = gvcf.Pieces(pieces.start[kept], pieces.end[kept], pieces.old[kept], pieces.new[kept])
+    contig, position, length, batch_rows, ploidy = (contig[kept], position[kept], length[kept],
+                                                    batch_rows[kept], ploidy[kept])
+    alleles = [alleles[i] for i in np.flatnonzero(kept).tolist()]
     order = np.argsort(np.r_[gvcf.keys(merged.contig, merged.position), pieces.start], kind="stable")
     records = len(merged.position)
     return replace(
