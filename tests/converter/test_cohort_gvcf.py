@@ -133,11 +133,11 @@ def test_without_a_reference_a_cut_block_starts_with_n(tmp_path):
 
 def test_a_corpus_gvcf_against_a_slice_of_itself(tmp_path):
     """The GATK gVCF of the corpus (``<NON_REF>`` blocks, no FASTA: its blocks' own REF or
-    ``N``), and a slice of it (every other record of 20:10,000,000-10,100,000) as another
+    ``N``), and a slice of it (every other record of 20:10,000,000-10,020,000) as another
     sample: blocks of different bounds over one another, records in both."""
     source = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/CEUTrio.20.21.gatk3.4.g.vcf.bgz"
     first, second = tmp_path / "first.vcf", tmp_path / "second.vcf"
-    pysam.bcftools.view("-r", "20:10000000-10100000", "-o", str(first), str(source), catch_stdout=False)
+    pysam.bcftools.view("-r", "20:10000000-10020000", "-o", str(first), str(source), catch_stdout=False)
     lines = first.read_text().splitlines(keepends=True)
     body = [line for line in lines if not line.startswith("#")]
     header = [line for line in lines if line.startswith("#")]
@@ -145,7 +145,7 @@ def test_a_corpus_gvcf_against_a_slice_of_itself(tmp_path):
     second.write_text("".join(header + body[::2]))
     paths = [Path(pysam.tabix_index(str(p), preset="vcf", force=True)) for p in (first, second)]
     store = tmp_path / "c.vcz"
-    convert(paths[0], store, variants_chunk_size=50)
+    convert(paths[0], store, variants_chunk_size=100)
     add(store, [paths[1]])
     expected = merged_gvcf(paths, Path("-"), tmp_path / "merged.vcf")
     out = tmp_path / "cohort.vcf"
