@@ -153,3 +153,30 @@ def test_a_corpus_gvcf_against_a_slice_of_itself(tmp_path):
     fields = tuple(oracle.header(expected).format)
     assert oracle.records(out) == oracle.records(expected)
     assert oracle.calls(out, fields) == oracle.calls(expected, fields)
+
+
+def test_bcftools_own_gvcf_and_its_info_rules(tmp_path):
+    """bcftools' gVCF test file (mpileup's: no GT, blocks on six contigs, a one-position
+    ``<*>`` record without END beside an indel) and a copy of it lacking every third record:
+    INFO/QS summed and INFO/MinDP the minimum, as ``merge --gvcf`` merges them."""
+    source = CORPUS / "samtools+bcftools/test/merge.gvcf.2.a.vcf"
+    first, second = tmp_path / "a.vcf.gz", tmp_path / "b.vcf"
+    pysam.bcftools.sort("-Oz", "-o", str(first), str(source), catch_stdout=False)
+    pysam.bcftools.index(str(first), catch_stdout=False)
+    lines = str(pysam.bcftools.view(str(first))).splitlines(keepends=True)
+    body = [line for line in lines if not line.startswith("#")]
+    header = [line for line in lines if line.startswith("#")]
+    header[-1] = header[-1].replace("\tAAA", "\tBBB")
+    second.write_text("".join(header + [line for i, line in enumerate(body) if i % 3 != 2]))
+    paths = [first, Path(pysam.tabix_index(str(second), preset="vcf", force=True))]
+    store = tmp_path / "c.vcz"
+    convert(paths[0], store, variants_chunk_size=4)
+    add(store, [paths[1]])
+    expected = merged_gvcf(paths, Path("-"), tmp_path / "merged.vcf")
+    out = tmp_path / "cohort.vcf"
+    view(store, out)
+    records = oracle.records(expected)
+    assert any(r.info.get("QS") == [2.0, 0.0] for r in records)  # (summed)
+    assert oracle.records(out) == records
+    fields = tuple(oracle.header(expected).format)
+    assert oracle.calls(out, fields) == oracle.calls(expected, fields)

@@ -23,6 +23,9 @@ from vcfzarr_sql.format import spec
 
 #: ALT alleles that mark a reference block (vcfmerge.c ``is_gvcf_block``).
 SYMBOLIC = ("<*>", "<NON_REF>", "<X>")
+#: INFO fields (of bcftools mpileup's gVCFs) bcftools merge --gvcf merges by these rules
+#: (vcfmerge.c ``info_rules_init``), beside the rules of every merge.
+INFO_RULES = {"QS": "sum", "MinDP": "min", "I16": "sum", "IDV": "max", "IMF": "max"}
 
 
 def block_mask(alleles: np.ndarray, length: np.ndarray) -> np.ndarray:

@@ -153,7 +153,8 @@ class CohortStore(VczStore):
             if name == spec.VARIANT_FILTER:
                 trailing[0] = chunks[1] = len(self.filters)
             dtype = _promoted(infos)
-            if name[len(spec.INFO_PREFIX):] in layout.SUMMED_INFO + layout.COUNTED_INFO and dtype.kind in "iu":
+            added = layout.SUMMED_INFO + layout.COUNTED_INFO + (tuple(gvcf.INFO_RULES) if self._gvcf else ())
+            if name[len(spec.INFO_PREFIX):] in added and dtype.kind in "iu":
                 dtype = np.promote_types(dtype, np.int32)  # (sums and counts outgrow a batch's type)
             arrays[name] = replace(first, shape=(self.num_variants, *trailing),
                                    chunks=tuple(max(c, 1) for c in chunks), dtype=dtype,
@@ -356,6 +357,8 @@ class CohortStore(VczStore):
             combine = _largest
         elif field in layout.SUMMED_INFO and info.decoded_dtype.kind in "iu":
             combine = _summed
+        elif self._gvcf and field in gvcf.INFO_RULES:
+            return _by_rule(gvcf.INFO_RULES[field], given, out)
         return combine(given, out)
 
     def _counted(self, field: str, info: ArrayInfo, chunk_index: int, records: int) -> np.ndarray:
@@ -545,6 +548,30 @@ def _summed(given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> np.n
         held = (values != spec.INT_MISSING) & (values != spec.INT_FILL)
         total[where] += np.where(held, values, 0)
         held_any[where] |= held
+    _first_given(given, out)
+    out[held_any] = total[held_any]
+    return out
+
+
+def _by_rule(rule: str, given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> np.ndarray:
+    """An INFO field bcftools merge --gvcf merges by ``rule`` (``sum``, ``min`` or ``max``),
+    element by element over the values given (missing where none gives one; a missing element
+    of a sum is 0, as bcftools counts it)."""
+    kind = out.dtype.kind
+    start = {"sum": 0, "min": np.inf if kind == "f" else np.iinfo(np.int64).max,
+             "max": -np.inf if kind == "f" else np.iinfo(np.int64).min}[rule]
+    total = np.full(out.shape, start, dtype=out.dtype if kind == "f" else np.int64)
+    held_any = np.zeros(out.shape, dtype=bool)
+    for where, values in given:
+        held = ~_missing_elements(values)
+        held_any[where] |= held
+        current = total[where]
+        if rule == "sum":
+            current += np.where(held, values, 0).astype(total.dtype)
+        else:
+            pick = np.minimum if rule == "min" else np.maximum
+            current = np.where(held, pick(current, values.astype(total.dtype)), current)
+        total[where] = current
     _first_given(given, out)
     out[held_any] = total[held_any]
     return out
