@@ -433,13 +433,14 @@ def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
     alleles = [alleles[i] for i in np.flatnonzero(kept).tolist()]
     order = np.argsort(np.r_[gvcf.keys(merged.contig, merged.position), pieces.start], kind="stable")
     records = len(merged.position)
+    every = list(merged.merged_alleles or [()] * records) + alleles
     return replace(
         merged,
         contig=np.r_[merged.contig, contig][order], position=np.r_[merged.position, position][order],
         length=np.r_[merged.length, length][order],
         batch_rows=np.concatenate([merged.batch_rows, batch_rows])[order],
         ploidy=np.r_[merged.ploidy, ploidy].astype(np.int8)[order],
-        merged_alleles=[(list(merged.merged_alleles or [()] * records) + alleles)[i] for i in order.tolist()],
+        merged_alleles=[every[i] for i in order.tolist()],
         segment=np.r_[np.zeros(records, dtype=bool), np.ones(len(alleles), dtype=bool)][order],
         end=np.r_[np.full(records, spec.INT_MISSING), np.where(length > 1, pieces.end & ((1 << 33) - 1),
                                                                spec.INT_MISSING)][order],
