@@ -8,8 +8,10 @@ differ only in the symbolic allele are one record.
 Expected values: bcftools' merged VCF, read by the oracle, and the store ``convert`` makes of
 it (queried with the same SQL). Batches (:mod:`gvcf_support`): a two-sample gVCF with
 ``<*>``, a plain VCF with records inside the blocks and at the gVCFs' records, a ``<NON_REF>``
-gVCF whose blocks start elsewhere, a third gVCF added later; two contigs; and the corpus's
-GATK gVCF (CEUTrio, ``<NON_REF>``) against a slice of itself under another sample name.
+gVCF whose blocks start elsewhere (its first block of each contig where the plain VCF has a
+record), a third gVCF added later; two contigs; the corpus's GATK gVCF (CEUTrio,
+``<NON_REF>``) against a slice of itself under another sample name; bcftools' own gVCF test
+file against a copy of itself.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def cohort(tmp_path_factory):
     v = write_vcf(directory / "v.vcf", ["V1"], sequences, seed=2,
                   sites=[s for i, s in enumerate(SITES) if i % 2 == 0] + EXTRA)
     g2 = write_gvcf(directory / "g2.g.vcf", ["G2"], sequences, seed=3, symbolic="<NON_REF>",
-                    sites=[s for i, s in enumerate(SITES) if i % 3 != 0], starts={"1": 6, "2": 3})
+                    sites=[s for i, s in enumerate(SITES) if i % 3 != 0], starts={"1": 20, "2": 30})
     g3 = write_gvcf(directory / "g3.g.vcf", ["G3"], sequences, seed=4, sites=SITES[3:9])
     store = directory / "cohort.vcz"
     convert(g1, store, variants_chunk_size=7, samples_chunk_size=2)
