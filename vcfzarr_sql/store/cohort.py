@@ -406,11 +406,16 @@ class CohortStore(VczStore):
         if dim is None and name != spec.CALL_GENOTYPE or dim not in (None, *_PER_ALLELE):
             return values
         missing = _missing_call(info).ravel()[0] if values.dtype.kind != "b" else False
+        alike: dict[tuple[tuple[str, ...], tuple[str, ...]], list[int]] = {}  # (by their ALTs)
         for i in np.flatnonzero((sizes > 0) & _moved(own, own_sizes, segments, sizes)).tolist():
-            union = tuple(a for a in segments[i] if a)
-            mapping = gvcf.allele_map(tuple(a for a in own[i] if a), union)
-            values[i] = gvcf.widen(values[i], mapping, len(union), dim, missing=missing,
-                                   fill=_fill(info))[:, : values.shape[2]]
+            alike.setdefault((tuple(own[i, 1:]), tuple(segments[i, 1:])), []).append(i)
+        for (own_alts, alts), where in alike.items():
+            union = ("", *(a for a in alts if a))
+            mapping = gvcf.allele_map(("", *(a for a in own_alts if a)), union)
+            block = values[where]
+            wide = gvcf.widen(block.reshape(-1, block.shape[2]), mapping, len(union), dim,
+                              missing=missing, fill=_fill(info))
+            values[where] = wide[:, : block.shape[2]].reshape(block.shape)
         return values
 
     def _merged_counts(self, name: str, chunk_index: int, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
