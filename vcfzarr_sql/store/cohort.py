@@ -420,8 +420,9 @@ class CohortStore(VczStore):
 
     def _merged_counts(self, name: str, chunk_index: int, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """The added-up stored counts of the chunk's records, with a record's merged alleles
-        (it has as many as those); a record where a batch's ALT alleles are not the first of
-        its merged ones (their counts would be in other columns) is not counted."""
+        (it has as many as those); a record where a batch called an ALT allele and its ALTs are
+        not the first of the merged ones (their counts would be in other columns) is not
+        counted."""
         if name != sc.CALL_COUNTS:
             return counts
         merged = self._merged(chunk_index, len(rows))
@@ -435,6 +436,14 @@ class CohortStore(VczStore):
             own = self._from_batch(b, spec.VARIANT_ALLELE, rows[have, b], None,
                                    batch.array_info(spec.VARIANT_ALLELE))
             moved = _moved(own, (own != spec.STR_FILL).sum(axis=1), merged[have], sizes[have], prefix=True)
+            if moved.any():  # (only where the batch called an allele that moved: blocks are 0/0)
+                stored = self._from_batch(b, sc.ALLELE_COUNTS, rows[have, b][moved], None,
+                                          self.array_info(sc.ALLELE_COUNTS), fill=0)
+                called = np.asarray((stored > 0).any(axis=2), dtype=bool)
+                k = min(own.shape[1], merged.shape[1], called.shape[1])
+                shifted = np.asarray(own[moved, :k] != merged[have][moved, :k], dtype=bool)
+                shifted[:, 0] = False  # (REF stays allele 0; a segment's may be another base)
+                moved[moved] = (called[:, :k] & shifted).any(axis=1) | (own[moved, k:] != spec.STR_FILL).any(axis=1)
             counts[np.flatnonzero(have)[moved], sc.CALLED] = sc.NOT_COUNTED
         return counts
 
