@@ -4,7 +4,7 @@ bcftools 1.16) makes of them.
 :func:`write_reference` writes a small random FASTA (two contigs) with its ``.fai``;
 :func:`write_gvcf` a gVCF of some samples over it: reference blocks (``<*>`` or ``<NON_REF>``
 with END, FORMAT GT:DP:GQ:MIN_DP:PL; some gaps with no record) cut where the batch has one of
-the records of :data:`SITES` (with the symbolic allele added to their ALTs); :func:`write_vcf`
+the records of :data:`SITES` (with the symbolic allele added to their ALTs, INFO/MLEAC per ALT); :func:`write_vcf`
 a plain VCF with records of :data:`SITES` and others inside the gVCFs' blocks.
 
 The records at one position are alike in every batch (the same REF and ALTs, but for the
@@ -26,6 +26,7 @@ CONTIGS = {"1": 400, "2": 250}
 HEADER = """##fileformat=VCFv4.2
 {contigs}##INFO=<ID=END,Number=1,Type=Integer,Description="End of the block">
 ##INFO=<ID=DP,Number=1,Type=Integer,Description="Depth">
+##INFO=<ID=MLEAC,Number=A,Type=Integer,Description="Allele counts, per ALT">
 ##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">
 ##FORMAT=<ID=DP,Number=1,Type=Integer,Description="Depth">
 ##FORMAT=<ID=GQ,Number=1,Type=Integer,Description="Genotype quality">
@@ -96,6 +97,9 @@ def write_gvcf(path: Path, samples: Sequence[str], sequences: dict[str, str], *,
             if pos in at:
                 ref, alts = _alts(sequence, pos, at[pos])
                 info = f"DP={rng.randrange(1, 90)}" if rng.random() < 0.7 else "."
+                if rng.random() < 0.7:  # (a value for the symbolic allele too)
+                    mleac = "MLEAC=" + ",".join(str(rng.randrange(1, 9)) for _ in [*alts, symbolic])
+                    info = mleac if info == "." else f"{info};{mleac}"
                 cells = [_call(rng, 2 + len(alts), False) for _ in samples]
                 lines.append(f"{contig}\t{pos}\t.\t{ref}\t{','.join([*alts, symbolic])}\t"
                              f"{rng.randrange(10, 90)}\t.\t{info}\tGT:DP:GQ:MIN_DP:AD:PL\t" + "\t".join(cells) + "\n")
@@ -120,8 +124,9 @@ def write_vcf(path: Path, samples: Sequence[str], sequences: dict[str, str], *, 
         ref, alts = _alts(sequences[contig], pos, count)
         cells = [f"{rng.choice(['0/1', '1/1', '0|1', '.'])}:{rng.randrange(1, 40)}:"
                  + ",".join(str(rng.randrange(20)) for _ in range(1 + count)) for _ in samples]
+        mleac = ",".join(str(rng.randrange(1, 9)) for _ in alts)
         lines.append(f"{contig}\t{pos}\t.\t{ref}\t{','.join(alts)}\t{rng.randrange(10, 90)}\t.\t"
-                     f"DP={rng.randrange(1, 90)}\tGT:DP:AD\t" + "\t".join(cells) + "\n")
+                     f"DP={rng.randrange(1, 90)};MLEAC={mleac}\tGT:DP:AD\t" + "\t".join(cells) + "\n")
     return _text(path, samples, lines)
 
 

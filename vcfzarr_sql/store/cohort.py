@@ -337,6 +337,9 @@ class CohortStore(VczStore):
             if not have.any() or not batch.has_array(name):
                 continue
             values = self._from_batch(b, name, rows[have, b], None, info)
+            if self._gvcf and name.startswith(spec.INFO_PREFIX) and info.dims[1:2] \
+                    and info.dims[1] in _PER_ALLELE:
+                values = self._merged_calls(b, name, info, chunk_index, rows, have, values)
             if name == spec.VARIANT_FILTER:
                 values = _filter_columns(values, self._filter_maps[b], len(self.filters))
             given.append((np.flatnonzero(have), values))
@@ -394,15 +397,16 @@ class CohortStore(VczStore):
 
     def _merged_calls(self, b: int, name: str, info: ArrayInfo, chunk_index: int,
                        rows: np.ndarray, have: np.ndarray, values: np.ndarray) -> np.ndarray:
-        """Batch ``b``'s ``values`` of FORMAT field ``name`` at the chunk's records it has
-        (``have``), its alleles mapped to the merged alleles of those records where they differ
-        (gvcf.widen)."""
+        """Batch ``b``'s ``values`` of field ``name`` (FORMAT, or INFO: bcftools merge moves
+        both) at the chunk's records it has (``have``), its alleles mapped to the merged
+        alleles of those records where they differ (gvcf.widen)."""
         segments = self._merged(chunk_index, len(rows))[have]
         sizes = (segments != spec.STR_FILL).sum(axis=1)
         allele_info = self.batches[b].array_info(spec.VARIANT_ALLELE)
         own = self._from_batch(b, spec.VARIANT_ALLELE, rows[have, b], None, allele_info)
         own_sizes = (own != spec.STR_FILL).sum(axis=1)
-        dim = None if name == spec.CALL_GENOTYPE else info.dims[2] if len(info.dims) > 2 else None
+        axis = 2 if info.dims[1:2] == (spec.DIM_SAMPLES,) else 1
+        dim = None if name == spec.CALL_GENOTYPE else info.dims[axis] if len(info.dims) > axis else None
         if dim is None and name != spec.CALL_GENOTYPE or dim not in (None, *_PER_ALLELE):
             return values
         missing = _missing_call(info).ravel()[0] if values.dtype.kind != "b" else False
@@ -413,9 +417,9 @@ class CohortStore(VczStore):
             union = ("", *(a for a in alts if a))
             mapping = gvcf.allele_map(("", *(a for a in own_alts if a)), union)
             block = values[where]
-            wide = gvcf.widen(block.reshape(-1, block.shape[2]), mapping, len(union), dim,
+            wide = gvcf.widen(block.reshape(-1, block.shape[-1]), mapping, len(union), dim,
                               missing=missing, fill=_fill(info))
-            values[where] = wide[:, : block.shape[2]].reshape(block.shape)
+            values[where] = wide[:, : block.shape[-1]].reshape(block.shape)
         return values
 
     def _merged_counts(self, name: str, chunk_index: int, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
