@@ -11,7 +11,7 @@ it (queried with the same SQL). Batches (:mod:`gvcf_support`): a two-sample gVCF
 gVCF whose blocks start elsewhere (its first block of each contig where the plain VCF has a
 record), a third gVCF added later; two contigs; the corpus's GATK gVCF (CEUTrio,
 ``<NON_REF>``) against a slice of itself under another sample name; bcftools' own gVCF test
-file against a copy of itself.
+file against a copy of itself; and `compact` of the cohort.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from fill_tags import BCFTOOLS
 from gvcf_support import EXTRA, SITES, merged_gvcf, write_gvcf, write_reference, write_vcf
 
 import vcfzarr_sql
+from vcfzarr_sql.cli.compact import compact
 from vcfzarr_sql.converter import convert
 from vcfzarr_sql.converter.cohort import add
 from vcfzarr_sql.query.genotype_stats import COLUMNS as GT_COLUMNS
@@ -182,3 +183,12 @@ def test_bcftools_own_gvcf_and_its_info_rules(tmp_path):
     assert oracle.records(out) == records
     fields = tuple(oracle.header(expected).format)
     assert oracle.calls(out, fields) == oracle.calls(expected, fields)
+
+
+def test_compact_gives_the_answers_of_the_merged_gvcf(cohort, tmp_path):
+    store, _, expected_store = cohort
+    compacted = tmp_path / "compacted.vcz"
+    compact(store, compacted)
+    con = vcfzarr_sql.connect()
+    for query in QUERIES[:4]:
+        assert _rows(con, query, compacted) == _rows(con, query, expected_store)
