@@ -100,6 +100,8 @@ QUERIES = [
     " FROM vcf_zarr('{s}', region := '1:90-310,3', samples := ['H1', 'A2', 'D2'])",
     "SELECT * FROM vcf_zarr_calls('{s}', samples := ['B2', 'H1']) WHERE pos BETWEEN 90 AND 310",
     "SELECT * FROM vcf_zarr_sample_stats('{s}', samples := ['A3', 'H1', 'D1'], region := '1:1-200')",
+    "SELECT * FROM vcf_zarr_sample_stats('{s}', samples := ['A2', 'B1', 'B2', 'D2'])",
+    "SELECT * FROM vcf_zarr_sample_stats('{s}', region := '1')",
     "SELECT count(*) AS n, sum(pos) AS p FROM vcf_zarr('{s}') WHERE contig = '2' OR pos < 150",
 ]
 
@@ -236,3 +238,61 @@ def test_validate_checks_every_batch_of_a_cohort(cohort, tmp_path):
     found = [str(problem) for problem in validate(damaged)]
     assert found and all(p.startswith(".vcfzarr-cohort/batches/") for p in found), found
     assert any("variant_position" in p for p in found), found
+
+
+def test_index_writes_the_region_index_and_counts_into_every_batch(cohort, tmp_path, capsys):
+    """A cohort whose batches lost their region index and stored counts (as stores another
+    tool wrote): ``index`` writes them into each batch, as ``convert`` had written them."""
+    from store_support import copy_store
+
+    from vcfzarr_sql.cli import main
+    from vcfzarr_sql.store.vcz import open_store as open_plain
+
+    store, _, expected_store, _, _ = cohort
+    copy = tmp_path / "cohort.vcz"
+    shutil.copytree(store, copy)
+    batches = [copy, *sorted((copy / ".vcfzarr-cohort" / "batches").iterdir())]
+    dropped = ("region_index", sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.HWE, sc.SAMPLE_CLASS_COUNTS)
+    for batch in batches[::-1]:  # (the first batch's directory holds the others)
+        copy_store(batch, tmp_path / "dropped", drop=dropped)
+        shutil.rmtree(batch)
+        (tmp_path / "dropped").rename(batch)
+    assert main(["index", str(copy)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(": ")[0] for line in out if "region_index" in line] == [str(b) for b in batches]
+    for batch in batches:
+        original = store / batch.relative_to(copy)
+        with open_plain(batch) as got, open_plain(original) as want:
+            for name in dropped:
+                np.testing.assert_array_equal(got.read_array(name), want.read_array(name))
+    con = vcfzarr_sql.connect()
+    for query in QUERIES[2:4]:
+        assert _rows(con, query, copy) == _rows(con, query, expected_store), query
+
+
+def test_a_malformed_small_input_is_a_one_line_error_and_changes_nothing(cohort, tmp_path):
+    """A parse error in an added input is the one-line VcfParseError convert gives, naming
+    the file, and the cohort is unchanged."""
+    from vcfzarr_sql.errors import VcfParseError
+
+    store, _, _, _, after = cohort
+    bad = tmp_path / "bad.vcf"
+    bad.write_text("##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n"
+                   '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+                   "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tZ9\n"
+                   "1\t10\t.\tA\tC\t.\tPASS\t.\tGT\t0/1\n1\tx\t.\tA\tC\t.\tPASS\t.\tGT\t0/1\n")
+    with pytest.raises(VcfParseError) as raised:
+        add(store, [bad])
+    assert str(bad) in str(raised.value) and "\n" not in str(raised.value)
+    assert _tree_hashes(store) == after
+
+
+def test_add_stores_the_counts_over_all_samples_added_up(cohort):
+    """The gt_ columns' per-record counts are added up by add, in the sites store, as
+    converting the merged VCF counts them (a query reads one array, not every batch's)."""
+    store, _, expected_store, _, _ = cohort
+    with open_store(store) as got, open_store(expected_store) as want:
+        assert isinstance(got, CohortStore)
+        for name in (sc.ALLELE_COUNTS, sc.CALL_COUNTS):
+            assert got.sites.has_array(name)
+            np.testing.assert_array_equal(got.read_array(name), want.read_array(name))

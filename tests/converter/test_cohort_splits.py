@@ -21,6 +21,8 @@ QUERIES = (
     "SELECT * FROM vcf_zarr('{s}')",
     "SELECT * FROM vcf_zarr_calls('{s}')",
     "SELECT contig, pos, alt, gt_AC, gt_AN, gt_HWE, gt_F_MISSING FROM vcf_zarr('{s}')",
+    "SELECT * FROM vcf_zarr_sample_stats('{s}')",
+    "SELECT * FROM vcf_zarr_sample_stats('{s}', samples := ['S2', 'S4', 'S5'], region := '1')",
 )
 
 

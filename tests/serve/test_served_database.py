@@ -140,11 +140,28 @@ def test_psycopg_copy_text_and_csv(server) -> None:
 
 
 def test_column_labels_are_postgres_s_unless_aliased(server) -> None:
+    """PostgreSQL's labels (docs, "Column Labels": a column reference is named by the column, a
+    function call by the function, anything else ``?column?``; ``CASE`` is ``case`` in the
+    docs' own CASE example), as PostgreSQL 15 gives them for the same query."""
     with _connect(server) as con, con.cursor() as cur:
         cur.execute('SELECT count(*), count(qual), sum(pos), avg(qual), min(contig), max(pos), '
                     'count(*) AS total, sum(pos) AS "sum(pos)", lower(contig) FROM sites GROUP BY contig')
         assert [c.name for c in cur.description or ()] == [
-            "count", "count", "sum", "avg", "min", "max", "total", "sum(pos)", "lower(contig)"]
+            "count", "count", "sum", "avg", "min", "max", "total", "sum(pos)", "lower"]
+        cur.execute("SELECT s.pos, POS, pos::int, CAST(pos AS text), 1::int, 'x'::text, "
+                    "(pos + 1)::bigint, CASE WHEN pos > 60 THEN 'big' ELSE 'small' END, "
+                    "CASE WHEN pos > 60 THEN contig ELSE upper(contig) END, pos + 1, 2 + 2, "
+                    "pos IS NULL, coalesce(qual, 0), round(qual), sum(pos) OVER (), "
+                    "(SELECT max(pos) FROM sites), 'a', now() FROM sites s ORDER BY pos")
+        assert [c.name for c in cur.description or ()] == [
+            "pos", "pos", "pos", "pos", "int4", "text", "int8", "case", "upper", "?column?",
+            "?column?", "?column?", "coalesce", "round", "sum", "max", "?column?", "now"]
+        first = cur.fetchone()
+        assert first is not None and first[:4] == (50, 50, 50, "50")
+        cur.execute("SELECT * FROM sites ORDER BY pos")
+        assert [c.name for c in cur.description or ()] == [c for c, *_ in COLUMNS]
+        cur.execute("SELECT * FROM (SELECT lower(contig), pos * 2 FROM sites) q")
+        assert [c.name for c in cur.description or ()] == ["lower", "?column?"]
 
 
 def test_set_search_path_keeps_the_files_tables_in_reach(server) -> None:

@@ -18,10 +18,14 @@ FORMATS = ("plink", "pgen", "bgen", "anndata")
               "anndata: OUT.h5ad or OUT.zarr.")
 @options.selection
 @click.option("--sparse", is_flag=True, help="anndata: X as a sparse (CSR) matrix.")
+@click.option("--allele-layers", is_flag=True,
+              help="anndata: the calls as layers allele_1, allele_2, ... (int8 allele indexes) and phased.")
+@click.option("--compression", type=click.Choice(("zlib", "zstd")), default=None,
+              help="bgen: how each variant's probabilities are compressed (default zlib).")
 def command(store: str, out: str, format_: str, regions: str | None, regions_file: str | None,
             targets: str | None, targets_file: str | None, samples: str | None,
             samples_file: str | None, include: str | None, exclude: str | None,
-            sparse: bool) -> None:
+            sparse: bool, compression: str | None, allele_layers: bool) -> None:
     """Write the records of STORE (those view selects with the same options) for PLINK 1/2,
     BGEN readers (REGENIE, SAIGE, BOLT) or AnnData tools (scanpy).
 
@@ -34,7 +38,8 @@ def command(store: str, out: str, format_: str, regions: str | None, regions_fil
     selection = Selection(regions=regions, regions_file=regions_file, targets=targets,
                           targets_file=targets_file, samples=samples, samples_file=samples_file,
                           include=include, exclude=exclude)
-    summary = export(store, out, format_, selection, sparse=sparse)
+    summary = export(store, out, format_, selection, sparse=sparse, compression=compression,
+                     allele_layers=allele_layers)
     left_out = (f"; {summary.left_out} with more than one ALT left out (as plink2 --max-alleles 2)"
                 if summary.left_out else "")
     click.echo(f"{summary.records} records x {summary.samples} samples written to "

@@ -12,12 +12,12 @@ from vcfzarr_sql.cli import options
 def command(store: str) -> None:
     """Write region_index (and variant_length if absent) into STORE, a local directory store
     (Zarr v2 or v3), so region queries read only the chunks they need; and genotype counts
-    (summary_gt_* arrays), so the gt_ columns over all samples need no genotype decoding."""
-    from vcfzarr_sql.converter.summaries import write_genotype_counts
-    from vcfzarr_sql.store import write_region_index
+    (summary_gt_* arrays), so the gt_ columns over all samples need no genotype decoding. In a
+    cohort grown with `add`, into every batch."""
+    from vcfzarr_sql.converter.cohort_index import index_store
 
-    index = write_region_index(store)
-    click.echo(f"{store}: wrote region_index ({len(index)} rows)")
-    if write_genotype_counts(store):
-        click.echo(f"{store}: wrote genotype counts (summary_gt_allele_counts, "
-                   "summary_gt_call_counts, summary_gt_hwe, summary_sample_class_counts)")
+    for done in index_store(store):
+        click.echo(f"{done.path}: wrote region_index ({done.index_rows} rows)")
+        if done.counts:
+            click.echo(f"{done.path}: wrote genotype counts (summary_gt_allele_counts, "
+                       "summary_gt_call_counts, summary_gt_hwe, summary_sample_class_counts)")

@@ -29,7 +29,7 @@ from vcfzarr_sql.engine.sql_text import without_trailing_comments
 from vcfzarr_sql.errors import QueryError
 
 if TYPE_CHECKING:
-    from vcfzarr_sql.engine.rules import ScanDefaults
+    from vcfzarr_sql.engine.scan_defaults import ScanDefaults
 
 FORMATS = ("table", "csv", "tsv", "json", "parquet", "vcf")
 #: DuckDB COPY options of each file format
@@ -237,7 +237,7 @@ def scan_defaults(region: str | None, regions_file: str | None, samples: str | N
         raise click.UsageError("give -s/--samples or -S/--samples-file, not both")
     if region is regions_file is samples is samples_file is None:
         return None
-    from vcfzarr_sql.engine.rules import ScanDefaults  # sqlglot: only when needed
+    from vcfzarr_sql.engine.scan_defaults import ScanDefaults
     from vcfzarr_sql.query.region import format_regions, parse_regions_file
     from vcfzarr_sql.query.request import parse_samples_file
 

@@ -22,6 +22,7 @@ import numpy as np
 from vcfzarr_sql import __version__
 from vcfzarr_sql.converter import convert
 from vcfzarr_sql.converter.arrays import default_compressor
+from vcfzarr_sql.converter.cohort_counts import write_added_counts
 from vcfzarr_sql.converter.output import output_lock
 from vcfzarr_sql.errors import OutputError, VcfZarrError
 from vcfzarr_sql.format import cohort as layout
@@ -145,13 +146,14 @@ def _lengths(store: VczStore) -> np.ndarray:
 
 def _alleles_at(store: VczStore, rows: np.ndarray) -> list[str]:
     """REF and ALTs joined by ``,`` of records ``rows`` of ``store`` (reading their chunks)."""
-    out: dict[int, str] = {}
-    size = store.variants_chunk_size
-    for k in np.unique(rows // size).tolist():
+    out = np.empty(len(rows), dtype=object)
+    chunk_of = rows // store.variants_chunk_size
+    order = np.argsort(chunk_of, kind="stable")
+    chunks, starts = np.unique(chunk_of[order], return_index=True)
+    for k, group in zip(chunks.tolist(), np.split(order, starts[1:])):
         alleles = store.read_chunk(spec.VARIANT_ALLELE, (k, 0))
-        for i in rows[rows // size == k].tolist():
-            out[i] = ",".join(a for a in alleles[i - k * size] if a)
-    return [out[i] for i in rows.tolist()]
+        out[group] = layout.joined_alleles(alleles[rows[group] - k * store.variants_chunk_size])
+    return out.tolist()
 
 
 def _keys(store: VczStore, rows: np.ndarray) -> list[str]:
@@ -553,6 +555,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             generation = manifest.generation + 1
             sites_path = f"{layout.SITES}/{generation}"
             _write_sites(root / sites_path, sites, chunks[0])
+            write_added_counts(root, root / sites_path, stores)
             for relative in [*batch_paths[len(manifest.batches):], sites_path]:
                 sync_tree(root / relative)
             counts = tuple(s.num_samples for s in stores)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from vcfzarr_sql.engine import saved_calls, sql_text
+from vcfzarr_sql.engine import parquet_copy, saved_calls, sql_text
 from vcfzarr_sql.engine.argument_sources import ArgumentSources, local_lines
 from vcfzarr_sql.engine.relations import Registry
 from vcfzarr_sql.engine.rewrite import RewrittenQuery, rewrite
@@ -25,9 +25,9 @@ if TYPE_CHECKING:  # SQL without table functions needs neither sqlglot nor the s
     import pyarrow as pa
 
     from vcfzarr_sql.engine.functions import ScanSpec
-    from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
     from vcfzarr_sql.engine.rules.expand_stores import Expander
     from vcfzarr_sql.engine.rules.inline_parameters import Parameters
+    from vcfzarr_sql.engine.scan_defaults import ScanDefaults
     from vcfzarr_sql.store import VczStore
 
 # A long statement's rows come from ``execute`` (see Connection.rows): DuckDB warns that this
@@ -107,6 +107,14 @@ class Connection:
         self._stats_before = self._scan_stats()
         return rewritten
 
+    def _parquet_copy(self, rewritten: RewrittenQuery) -> parquet_copy.ParquetCopy | None:
+        """The COPY to Parquet of rows of the table functions that pyarrow's writer takes
+        (:mod:`.parquet_copy`: DuckDB's would hold 122,880 rows of genotypes in memory)."""
+        if not rewritten.relations or not rewritten.sql.lstrip()[:4].upper() == "COPY":
+            return None
+        copy = parquet_copy.parquet_copy(rewritten.sql)
+        return copy if copy is not None and parquet_copy.may_write_files(self._con) else None
+
     def _scan_stats(self) -> dict[str, Mapping]:
         return {
             name: stats
@@ -131,6 +139,9 @@ class Connection:
     def sql(self, query: str, *, alias: str = "", params: Parameters = None) -> duckdb.DuckDBPyRelation:
         """Like :meth:`duckdb.DuckDBPyConnection.sql`, with the table functions."""
         rewritten = self._prepare(query, params)
+        copy = self._parquet_copy(rewritten)
+        if copy is not None:
+            return parquet_copy.run(self._con, copy, rewritten.parameters, self._con.sql)
         if rewritten.parameters is None:
             return self._con.sql(rewritten.sql, alias=alias)
         return self._con.sql(rewritten.sql, alias=alias, params=rewritten.parameters)
@@ -140,7 +151,10 @@ class Connection:
     def execute(self, query: str, parameters: Parameters = None) -> Connection:
         """Like :meth:`duckdb.DuckDBPyConnection.execute` (returns this connection)."""
         rewritten = self._prepare(query, parameters)
-        if rewritten.parameters is None:
+        copy = self._parquet_copy(rewritten)
+        if copy is not None:
+            parquet_copy.run(self._con, copy, rewritten.parameters, self._con.execute)
+        elif rewritten.parameters is None:
             self._con.execute(rewritten.sql)
         else:
             self._con.execute(rewritten.sql, rewritten.parameters)

@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from vcfzarr_sql.engine.argument_sources import NeedsSources
 from vcfzarr_sql.engine.functions import ScanSpec
+from vcfzarr_sql.engine.plain_calls import plain_rewrite
 from vcfzarr_sql.errors import QueryError
 
 if TYPE_CHECKING:  # sqlglot is imported only for SQL that calls a table function
     from vcfzarr_sql.engine.argument_sources import ArgumentSources
     from vcfzarr_sql.engine.call_sites import CallSite
-    from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
     from vcfzarr_sql.engine.rules.expand_stores import Expander
     from vcfzarr_sql.engine.rules.inline_parameters import Parameters
+    from vcfzarr_sql.engine.scan_defaults import ScanDefaults
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,9 @@ def rewrite(sql: str, parameters: Parameters = None, defaults: ScanDefaults | No
     """
     if "vcf_zarr" not in sql.lower():
         return RewrittenQuery(sql, {}, parameters)
+    plain = plain_rewrite(sql, defaults) if parameters is None else None
+    if plain is not None:  # read without sqlglot
+        return RewrittenQuery(plain[0], plain[1], None)
     if parameters is None and len(sql) <= REMEMBERED_TEXT:
         # Relation names depend on the working and home directories (relative store paths).
         try:

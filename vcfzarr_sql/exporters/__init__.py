@@ -24,13 +24,15 @@ from vcfzarr_sql.store.vcz import VczStore
 if TYPE_CHECKING:
     import anndata
 
-__all__ = ["FORMATS", "ExportSummary", "Selection", "export", "to_anndata"]
+__all__ = ["BGEN_COMPRESSIONS", "FORMATS", "ExportSummary", "Selection", "export", "to_anndata"]
 
+#: a BGEN's compressions (vcfzarr_sql.exporters.bgen.COMPRESSIONS, named here so none is imported)
+BGEN_COMPRESSIONS = ("zlib", "zstd")
 #: format name -> what it writes
 FORMATS = {
     "plink": "OUT.bed, OUT.bim, OUT.fam (PLINK 1 binary; records with more than one ALT left out)",
     "pgen": "OUT.pgen, OUT.pvar, OUT.psam (PLINK 2; multi-allelic records and phase kept)",
-    "bgen": "OUT.bgen (BGEN 1.2, layout 2, zlib) and OUT.sample",
+    "bgen": "OUT.bgen (BGEN 1.2, layout 2, zlib or zstd) and OUT.sample",
     "anndata": "OUT.h5ad or OUT.zarr (AnnData: samples x records, X the ALT dosage)",
 }
 
@@ -42,22 +44,29 @@ def _store(store_or_path: VczStore | str | os.PathLike) -> VczStore:
 
 
 def export(store_or_path: VczStore | str | os.PathLike, out: str | os.PathLike, format: str,
-           selection: Selection = Selection(), *, sparse: bool = False) -> ExportSummary:
+           selection: Selection = Selection(), *, sparse: bool = False,
+           compression: str | None = None, allele_layers: bool = False) -> ExportSummary:
     """Write the selected records and samples of a store as ``format`` (one of
     :data:`FORMATS`) to ``out``: a prefix (``plink``, ``pgen``, ``bgen``: the format's
     suffixes added) or a file named ``.h5ad`` or ``.zarr`` (``anndata``; ``sparse``: X as a
-    CSR matrix)."""
+    CSR matrix; ``allele_layers``: the calls as layers, :mod:`.annotated`); ``compression``:
+    a BGEN's, ``zlib`` (the default) or ``zstd``."""
     if format not in FORMATS:
         raise QueryError(f"unknown export format {format!r} (one of {', '.join(FORMATS)})")
+    if compression is not None and (format != "bgen" or compression not in BGEN_COMPRESSIONS):
+        raise QueryError(f"compression {compression!r}: a bgen export's is one of {', '.join(BGEN_COMPRESSIONS)}"
+                         if format == "bgen" else f"compression applies to a bgen export, not {format}")
+    if allele_layers and format != "anndata":
+        raise QueryError(f"allele layers are an anndata export's, not {format}'s")
     store = _store(store_or_path)
     selected = SelectedRecords(store, selection)
     path = str(out)
     if format == "anndata":
         from vcfzarr_sql.exporters.annotated import write_anndata
 
-        return write_anndata(selected, path, sparse=sparse)
+        return write_anndata(selected, path, sparse=sparse, allele_layers=allele_layers)
     calls = selected_calls(selected)
-    writer = _writer(format, path, selected)
+    writer = _writer(format, path, selected, compression or "zlib")
     try:
         for chunk in calls:
             writer.write(chunk)
@@ -71,7 +80,7 @@ _SUFFIXES = {"plink": (".bed", ".bim", ".fam"), "pgen": (".pgen", ".pvar", ".psa
              "bgen": (".bgen", ".sample")}
 
 
-def _writer(format: str, path: str, selected: SelectedRecords) -> Writer:
+def _writer(format: str, path: str, selected: SelectedRecords, compression: str) -> Writer:
     if format == "plink":
         from vcfzarr_sql.exporters.plink import BedWriter
 
@@ -82,13 +91,15 @@ def _writer(format: str, path: str, selected: SelectedRecords) -> Writer:
         return PgenFileWriter(path, selected)
     from vcfzarr_sql.exporters.bgen import BgenWriter
 
-    return BgenWriter(path, selected.sample_names)
+    return BgenWriter(path, selected.sample_names, compression)
 
 
 def to_anndata(store_or_path: VczStore | str | os.PathLike, selection: Selection = Selection(),
-               *, sparse: bool = False) -> anndata.AnnData:
+               *, sparse: bool = False, allele_layers: bool = False) -> anndata.AnnData:
     """The selected records and samples as an in-memory :class:`anndata.AnnData`: ``obs``
-    the samples, ``var`` the records, ``X`` the ALT dosage (:mod:`.annotated`)."""
+    the samples, ``var`` the records, ``X`` the ALT dosage, the calls as layers when
+    ``allele_layers`` (:mod:`.annotated`)."""
     from vcfzarr_sql.exporters.annotated import build_anndata
 
-    return build_anndata(SelectedRecords(_store(store_or_path), selection), sparse=sparse)
+    return build_anndata(SelectedRecords(_store(store_or_path), selection), sparse=sparse,
+                         allele_layers=allele_layers)

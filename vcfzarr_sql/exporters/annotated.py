@@ -15,6 +15,12 @@
   ALTs together (what X counts), ``gt_AC`` and ``gt_AF``; ``gt_HWE`` and ``gt_ExcHet`` of the
   first ALT.
 
+- ``layers`` (``allele_layers=True``): the calls themselves, cheap beside X (the store's
+  int8 a value, a quarter of X's float32 each): ``allele_1``, ``allele_2``, ... the allele
+  index of each call's first, second, ... allele as the store holds it (0 REF, 1 the first
+  ALT, ...; -1 missing, -2 none: the second of a haploid call), as many layers as the store's
+  largest ploidy, and ``phased`` (bool) when the store records phase. Sparse (CSR) with X.
+
 The object is built in memory (AnnData's), then written by the ``anndata`` package: ``.h5ad``
 (HDF5) or ``.zarr``, by the name's extension.
 """
@@ -88,29 +94,41 @@ def record_table(calls: ChunkCalls) -> pd.DataFrame:
     return pd.DataFrame(columns, index=pd.Index(index, dtype=str))
 
 
-def build_anndata(selected: SelectedRecords, *, sparse: bool = False) -> anndata.AnnData:
-    """The AnnData of the selection: X built chunk by chunk (dense, or CSR when ``sparse``)."""
+def build_anndata(selected: SelectedRecords, *, sparse: bool = False, allele_layers: bool = False) -> anndata.AnnData:
+    """The AnnData of the selection: X built chunk by chunk (dense, or CSR when ``sparse``),
+    and the layers of the calls when ``allele_layers``."""
     import anndata
     import scipy.sparse
 
     names = selected.sample_names
-    blocks: list[np.ndarray | scipy.sparse.csc_matrix] = []
+    blocks: dict[str, list[np.ndarray | scipy.sparse.csc_matrix]] = {"X": []}
     tables: list[pd.DataFrame] = []
     counts = np.zeros((len(CLASSES), len(names)), dtype=np.int64)
+
+    def add(name: str, values: np.ndarray) -> None:
+        blocks.setdefault(name, []).append(scipy.sparse.csc_matrix(values) if sparse else values)
+
     for calls in selected_calls(selected):
-        values = dosage(calls).T
-        blocks.append(scipy.sparse.csc_matrix(values) if sparse else values)
+        add("X", dosage(calls).T)
+        if allele_layers:
+            for k in range(calls.genotypes.shape[2]):
+                add(f"allele_{k + 1}", calls.genotypes[:, :, k].T)
+            if calls.phased is not None:
+                add("phased", calls.phased.T)
         tables.append(record_table(calls))
         counts += class_counts(calls.genotypes, allele_kinds(calls.alleles))
     records = sum(len(t) for t in tables)
-    if sparse:
-        x = (scipy.sparse.hstack(blocks, format="csr", dtype=np.float32) if blocks
-             else scipy.sparse.csr_matrix((len(names), 0), dtype=np.float32))
-    else:
-        x = np.concatenate(blocks, axis=1) if blocks else np.zeros((len(names), 0), np.float32)
+
+    def matrix(parts: list[np.ndarray | scipy.sparse.csc_matrix]) -> np.ndarray | scipy.sparse.csr_matrix:
+        if sparse:
+            return (scipy.sparse.hstack(parts, format="csr") if parts
+                    else scipy.sparse.csr_matrix((len(names), 0), dtype=np.float32))
+        return np.concatenate(parts, axis=1) if parts else np.zeros((len(names), 0), np.float32)
+
     var = pd.concat(tables) if tables else record_table_empty()
     obs = pd.DataFrame(sample_columns(counts, records), index=pd.Index(names, dtype=str))
-    return anndata.AnnData(X=x, obs=obs, var=var)
+    layers = {name: matrix(parts) for name, parts in blocks.items() if name != "X"}
+    return anndata.AnnData(X=matrix(blocks["X"]), obs=obs, var=var, layers=layers or None)
 
 
 def record_table_empty() -> pd.DataFrame:
@@ -118,11 +136,12 @@ def record_table_empty() -> pd.DataFrame:
     return pd.DataFrame({"contig": [], "pos": []}, index=pd.Index([], dtype=str))
 
 
-def write_anndata(selected: SelectedRecords, path: str, *, sparse: bool = False) -> ExportSummary:
+def write_anndata(selected: SelectedRecords, path: str, *, sparse: bool = False,
+                  allele_layers: bool = False) -> ExportSummary:
     """Write the AnnData of the selection to ``path`` (``.h5ad`` or ``.zarr``)."""
     if not path.endswith((".h5ad", ".zarr")):
         raise QueryError(f"{path}: an AnnData export is named .h5ad (HDF5) or .zarr")
-    data = build_anndata(selected, sparse=sparse)
+    data = build_anndata(selected, sparse=sparse, allele_layers=allele_layers)
     if path.endswith(".h5ad"):
         data.write_h5ad(path)
     else:

@@ -115,15 +115,18 @@ def chunk_calls(source: ChunkSource, chunk: int, rows: np.ndarray,
     order = None if samples is None else np.unique(samples)
     blocks = BatchBlocks(source, chunk, order)
     back = None if order is None or samples is None else np.searchsorted(order, samples)
+    # a run of rows (every row, often) is a view, not a copy
+    run = len(rows) > 0 and bool((np.diff(rows) == 1).all())
+    picked: slice | np.ndarray = slice(int(rows[0]), int(rows[-1]) + 1) if run else rows
 
     def per_sample(array: np.ndarray) -> np.ndarray:
-        array = array[rows]
+        array = array[picked]
         return array if back is None else array[:, back]
 
     genotypes = per_sample(blocks.read(store.format_fields["GT"].array))
     if genotypes.ndim == 2:
         genotypes = genotypes[..., None]
-    phased = (per_sample(blocks.read(spec.CALL_GENOTYPE_PHASED)).astype(bool)
+    phased = (per_sample(blocks.read(spec.CALL_GENOTYPE_PHASED)).astype(bool, copy=False)
               if store.has_array(spec.CALL_GENOTYPE_PHASED) else None)
     ids = (blocks.read(spec.VARIANT_ID)[rows] if store.has_array(spec.VARIANT_ID)
            else np.full(len(rows), spec.STR_MISSING, dtype=object))

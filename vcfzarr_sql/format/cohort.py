@@ -152,10 +152,13 @@ def union_of_sites(
     shared = np.intersect1d(key_a, key_b)
     match_b = np.full(len(key_b), -1, dtype=np.int64)
     in_a = np.flatnonzero(np.isin(key_a, shared))
+    in_b = np.flatnonzero(np.isin(key_b, shared))
+    strings_a, strings_b = np.asarray(alleles_a, dtype=object), np.asarray(alleles_b, dtype=object)
+    rest_b = _single_matches(key_a, strings_a, in_a, key_b, strings_b, in_b, match_b)
     waiting: dict[tuple[int, str], list[int]] = {}
-    for i in in_a.tolist():
+    for i in in_a[np.isin(key_a[in_a], key_b[rest_b])].tolist():  # (positions held twice)
         waiting.setdefault((int(key_a[i]), alleles_a[i]), []).append(i)
-    for j in np.flatnonzero(np.isin(key_b, shared)).tolist():
+    for j in rest_b.tolist():
         rows = waiting.get((int(key_b[j]), alleles_b[j]))
         if rows:
             match_b[j] = rows.pop(0)
@@ -173,6 +176,40 @@ def union_of_sites(
     second[row_of_a[match_b[matched]]] = matched
     second[np.flatnonzero(side[order] == 1)] = seq[order][side[order] == 1]
     return Union(first.astype(np.int64), second)
+
+
+def joined_alleles(alleles: np.ndarray) -> np.ndarray:
+    """Each row of ``alleles`` (records, alleles; ``""`` past the last) joined by ``,``, as
+    :func:`union_of_sites` reads them.
+
+    >>> joined_alleles(np.array([["A", "C", ""], ["G", "T", "C"]], dtype=object)).tolist()
+    ['A,C', 'G,T,C']
+    """
+    out = np.asarray(alleles[:, 0], dtype=object).copy() if alleles.shape[1] else \
+        np.full(len(alleles), "", dtype=object)
+    for k in range(1, alleles.shape[1]):
+        column = np.asarray(alleles[:, k], dtype=object)
+        held = column != ""
+        out[held] = out[held] + "," + column[held]
+    return out
+
+
+def _single_matches(key_a: np.ndarray, alleles_a: np.ndarray, in_a: np.ndarray,
+                    key_b: np.ndarray, alleles_b: np.ndarray, in_b: np.ndarray,
+                    match_b: np.ndarray) -> np.ndarray:
+    """Match the records at positions ``a`` and ``b`` each hold once (rows ``in_a``, ``in_b``
+    at shared positions; ``key_a`` sorted): same alleles, same record. Returns the rows of
+    ``b`` at the other shared positions (for the general matching)."""
+    held_a, count_a = np.unique(key_a[in_a], return_counts=True)
+    held_b, count_b = np.unique(key_b[in_b], return_counts=True)
+    single = np.intersect1d(held_a[count_a == 1], held_b[count_b == 1])
+    rows_a = in_a[np.isin(key_a[in_a], single)]
+    on_b = np.isin(key_b[in_b], single)
+    rows_b = in_b[on_b]
+    rows_b = rows_b[np.argsort(key_b[rows_b], kind="stable")]
+    same = alleles_a[rows_a] == alleles_b[rows_b]
+    match_b[rows_b[same]] = rows_a[same]
+    return in_b[~on_b]
 
 
 def _position_keys(contig: np.ndarray, pos: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ import pyarrow as pa
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format.summaries import CLASSES, SAMPLE_CLASS_COUNTS
+from vcfzarr_sql.query.cohort_classes import batched, cohort_class_counts
 from vcfzarr_sql.query.execute import one_per_task, residual_rows, run_plan, scan_source
 from vcfzarr_sql.query.expressions import parse_or_none
 from vcfzarr_sql.query.plan import ScanPlan, batch_runs, plan_scan
@@ -90,7 +91,11 @@ def count_runs(plan: ScanPlan, stored_bytes: int | None) -> Callable[[range], It
 
 def stored_class_bytes(store: VczStore, samples: np.ndarray | None) -> int | None:
     """The bytes of stored class counts a variant chunk's sum reads for ``samples`` (indexes;
-    None: all), whole sample chunks of them; None when the store has no counts to read."""
+    None: all), whole sample chunks of them; None when the store has no counts to read. A
+    cohort whose batches' counts add up (:func:`~vcfzarr_sql.query.cohort_classes.batched`):
+    1 (its runs as long as the threads allow: each run's edges decode batch chunks)."""
+    if batched(store):
+        return 1
     if not class_counts_stored(store):
         return None
     info = store.array_info(SAMPLE_CLASS_COUNTS)
@@ -108,6 +113,8 @@ def _class_counts(source: ChunkSource, plan: ScanPlan, gt_array: str) -> Callabl
         blocks = BatchBlocks(source, task.variant_chunk, task.samples, task.chunk_count)
         if task.filter is None:  # whole chunks: their stored counts, if the store has them
             stored = stored_class_counts(blocks)
+            if stored is None:
+                stored = cohort_class_counts(source.store, task.variant_chunk, task.chunk_count, task.samples)
             if stored is not None:
                 return stored, task.num_rows
         genotypes = blocks.read(gt_array)

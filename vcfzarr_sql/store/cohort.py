@@ -49,7 +49,7 @@ _FROM_SITES = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.VARIANT_LENGTH, 
 _NOT_SHOWN = (spec.REGION_INDEX, sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.HWE, sc.SAMPLE_CLASS_COUNTS)
 #: Per-record genotype counts a cohort adds up over its batches (when every batch has them):
 #: the ``gt_`` columns over all samples then read no genotypes (HWE is computed from them).
-_ADDED = (sc.ALLELE_COUNTS, sc.CALL_COUNTS)
+_ADDED = ADDED_COUNTS = (sc.ALLELE_COUNTS, sc.CALL_COUNTS)
 
 
 def _promoted(infos: list[ArrayInfo]) -> np.dtype:
@@ -133,7 +133,9 @@ class CohortStore(VczStore):
                                      f"{info.dims[1:]}; a cohort's batches are chunked only "
                                      "along variants and samples")
                 found.setdefault(name, []).append(info)
-        if all(b.has_array(n) for b in self.batches for n in _ADDED):
+        if all(self.sites.has_array(n) for n in _ADDED):  # (added up by add: :meth:`_on_sites`)
+            arrays.update({name: self.sites.array_info(name) for name in _ADDED})
+        elif all(b.has_array(n) for b in self.batches for n in _ADDED):
             for name in _ADDED:
                 infos = [b.array_info(name) for b in self.batches]
                 trailing = [max(i.shape[k] for i in infos) for k in range(1, len(infos[0].shape))]
@@ -167,7 +169,7 @@ class CohortStore(VczStore):
         """The sites store's bytes for its arrays; None for the others, which no file holds
         (:meth:`decode_chunk` assembles them from the batches)."""
         self.array_info(name)
-        return self.sites.read_chunk_bytes(name, chunk) if name in self._own else None
+        return self.sites.read_chunk_bytes(name, chunk) if self._on_sites(name) else None
 
     def read_chunks_bytes(
         self, keys: list[tuple[str, tuple[int, ...]]]
@@ -175,7 +177,7 @@ class CohortStore(VczStore):
         return {(name, chunk): self.read_chunk_bytes(name, chunk) for name, chunk in keys}
 
     def decode_chunk(self, name: str, raw: bytes | None, chunk: tuple[int, ...]) -> np.ndarray:
-        if name in self._own:
+        if self._on_sites(name):
             return self.sites.decode_chunk(name, raw, chunk)
         return self._assemble(name, chunk)
 
@@ -183,7 +185,7 @@ class CohortStore(VczStore):
         return pa.array(self.decode_chunk(name, raw, chunk).ravel(), type=pa.string())
 
     def read_array(self, name: str) -> np.ndarray:
-        if name in self._own:
+        if self._on_sites(name):
             return self.sites.read_array(name)
         info = self.array_info(name)
         parts = [self.read_chunk(name, (k, *([0] * (len(info.shape) - 1))))
@@ -214,6 +216,36 @@ class CohortStore(VczStore):
     def __repr__(self) -> str:
         return (f"CohortStore({self.path!r}, batches={len(self.batches)}, "
                 f"variants={self.num_variants}, samples={self.num_samples})")
+
+    def _on_sites(self, name: str) -> bool:
+        """Whether array ``name`` is the sites store's: its own arrays, and the genotype counts
+        over all samples that ``add`` added up and stored there (:data:`_ADDED`; a sites store
+        without them has them added up from the batches at each read)."""
+        return name in self._own or (name in _ADDED and self.sites.has_array(name))
+
+    # -- the batches' own records and samples (to add up what each batch stores) ----------------
+
+    @property
+    def sample_offsets(self) -> list[int]:
+        """Where each batch's samples start in the cohort's, and (last) the cohort's count."""
+        return list(self._offsets)
+
+    def lacking_is_missing(self, batch: int) -> bool:
+        """Whether the samples of batch ``batch`` have missing calls at every record it lacks
+        (what counts stored per batch need to be added up with the cohort's missing calls),
+        and the batch's calls at the records it has are its own, once each: not in a cohort
+        holding gVCF blocks, where a block's calls are those of each merged block cut from it
+        (format/gvcf.py)."""
+        return not self._gvcf
+
+    def batch_rows_of(self, chunk_index: int, chunk_count: int = 1) -> tuple[int, list[np.ndarray]]:
+        """(records, per batch its rows holding them, sorted) of variant chunks ``chunk_index``
+        to ``chunk_index + chunk_count - 1``."""
+        size = self.variants_chunk_size
+        records = min((chunk_index + chunk_count) * size, self.num_variants) - chunk_index * size
+        rows = np.concatenate([self._batch_rows(k) for k in range(chunk_index, chunk_index + chunk_count)])
+        rows = rows[:records]
+        return records, [np.sort(rows[:, b][rows[:, b] >= 0]) for b in range(len(self.batches))]
 
     # -- assembling a chunk from the batches ----------------------------------------------------
 

@@ -9,9 +9,9 @@ Applied in this order by :func:`vcfzarr_sql.engine.rewrite.rewrite`:
 """
 
 from vcfzarr_sql.engine.rules.bind_arguments import bind_arguments
-from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults, default_arguments
 from vcfzarr_sql.engine.rules.inline_parameters import inline_parameters, placeholder_keys
 from vcfzarr_sql.engine.rules.reference_relation import reference_relation
+from vcfzarr_sql.engine.scan_defaults import ScanDefaults, default_arguments
 
 __all__ = [
     "ScanDefaults",

@@ -39,7 +39,7 @@ import duckdb
 
 from vcfzarr_sql.engine import saved_calls
 from vcfzarr_sql.engine.connection import Connection
-from vcfzarr_sql.engine.rules.default_arguments import ScanDefaults
+from vcfzarr_sql.engine.scan_defaults import ScanDefaults
 from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.serve.pg.config import ServerConfigError
 from vcfzarr_sql.store.confined import DataDirs

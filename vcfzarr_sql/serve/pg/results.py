@@ -8,75 +8,16 @@ count), so a billion-row result never sits in memory.
 from __future__ import annotations
 
 import itertools
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import sqlglot
-import sqlglot.errors
-from sqlglot import exp
 
-from vcfzarr_sql.engine import sql_text
 from vcfzarr_sql.serve.pg.copy_out import CopyOut
+from vcfzarr_sql.serve.pg.labels import postgres_labels
 from vcfzarr_sql.serve.pg.rows import WireValues, wire_values
 from vcfzarr_sql.serve.pg.sqlstate import PgError
 from vcfzarr_sql.serve.pg.types import ColumnCodec, PgType, column_codec
-
-#: PostgreSQL's aggregate functions: a call without an alias is labelled by the function's name.
-AGGREGATES = frozenset((
-    "count", "sum", "avg", "min", "max", "stddev", "stddev_pop", "stddev_samp", "variance",
-    "var_pop", "var_samp", "bool_and", "bool_or", "every", "string_agg", "array_agg", "bit_and",
-    "bit_or", "bit_xor", "corr", "covar_pop", "covar_samp", "regr_slope", "regr_intercept",
-    "regr_count", "regr_r2", "regr_avgx", "regr_avgy", "regr_sxx", "regr_syy", "regr_sxy",
-    "mode", "percentile_cont", "percentile_disc", "json_agg", "jsonb_agg", "json_object_agg",
-))
-_CALL = re.compile(r"([a-z_][a-z0-9_]*)\(.*\)", re.IGNORECASE | re.DOTALL)
-
-
-def _aggregate_label(name: str) -> str | None:
-    """PostgreSQL's label for a column DuckDB labels ``name``, if it is an aggregate call."""
-    call = _CALL.fullmatch(name)
-    function = call.group(1).lower() if call else ""
-    return "count" if function == "count_star" else function if function in AGGREGATES else None
-
-
-def _aliased(sql: str) -> list[bool] | None:
-    """Whether each item of the outer select list of ``sql`` has an alias (None when that is
-    not known: not a plain SELECT, a ``*`` in the list, a text sqlglot does not read)."""
-    if len(sql) > sql_text.MAX_TOKENIZED:
-        return None
-    try:
-        tree = sqlglot.parse_one(sql, read="duckdb")
-    except sqlglot.errors.SqlglotError:
-        return None
-    if not isinstance(tree, exp.Select) or any(isinstance(e, exp.Star) or e.is_star
-                                               for e in tree.expressions):
-        return None
-    return [isinstance(e, exp.Alias) for e in tree.expressions]
-
-
-def postgres_labels(names: Sequence[str], sql: str) -> list[str]:
-    """The labels PostgreSQL gives the columns DuckDB labels ``names`` in the result of
-    ``sql``: an aggregate call without an alias is named by its function (DuckDB labels
-    ``count(*)`` ``count_star()`` and ``sum(x)`` ``sum(x)``). When the select list cannot be
-    read, a name the query quotes (an alias) is kept.
-
-    >>> postgres_labels(["count_star()", "sum(q)", "n", "lower(a)"],
-    ...                 "SELECT count(*), sum(q), count(*) AS n, lower(a) FROM t")
-    ['count', 'sum', 'n', 'lower(a)']
-    >>> postgres_labels(["sum(q)", "sum(q)"], 'SELECT sum(q), sum(q) AS "sum(q)" FROM t')
-    ['sum', 'sum(q)']
-    >>> postgres_labels(["count_star()"], "SELECT * FROM (SELECT count(*) FROM t)")
-    ['count']
-    """
-    renamed = [_aggregate_label(name) for name in names]
-    if not any(renamed):
-        return list(names)
-    aliased = _aliased(sql)
-    if aliased is None or len(aliased) != len(names):
-        aliased = [f'"{name}"' in sql for name in names]
-    return [new if new and not alias else name for name, new, alias in zip(names, renamed, aliased)]
 
 
 class RowStream:

@@ -1,0 +1,59 @@
+"""``COPY (query over the table functions) TO 'x.parquet'`` is written by pyarrow's writer a
+bounded row group at a time (DuckDB's writer held 122,880 rows of genotypes: 8.9 GiB RSS for
+a 1,000-sample store; benchmarks/copy_parquet.py measures it): the same rows and column types
+as DuckDB's writer gives, and DuckDB's reply."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+from corpus import CORPUS
+
+import vcfzarr_sql
+from vcfzarr_sql.engine import parquet_copy
+
+SAMPLE = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz"
+
+
+@pytest.fixture(scope="module")
+def store(convert_once):
+    return convert_once(SAMPLE)
+
+
+def _rows(path) -> tuple[list, list]:
+    relation = duckdb.sql(f"SELECT * FROM read_parquet('{path}')")
+    assert relation is not None
+    return relation.types, relation.fetchall()
+
+
+def test_the_rows_and_types_of_duckdbs_writer_in_bounded_row_groups(store, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(parquet_copy, "ROW_GROUP_BYTES", 1)  # a row group per batch read
+    monkeypatch.setattr(parquet_copy, "BATCH_ROWS", 4)
+    con = vcfzarr_sql.connect()
+    reply = con.sql(f"COPY (SELECT * FROM vcf_zarr('{store}')) TO '{tmp_path / 'ours.parquet'}'")
+    assert reply.type == "MATERIALIZED_RELATION" and reply.fetchall() == [(9,)]
+    con.sql(f"CREATE TABLE t AS SELECT * FROM vcf_zarr('{store}')")
+    con.sql(f"COPY t TO '{tmp_path / 'duckdb.parquet'}'")  # no table function: DuckDB's writer
+    assert _rows(tmp_path / "ours.parquet") == _rows(tmp_path / "duckdb.parquet")
+    assert pq.ParquetFile(tmp_path / "ours.parquet").metadata.num_row_groups == 3  # 9 rows, 4 a batch
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_options_and_execute(store, tmp_path) -> None:
+    con = vcfzarr_sql.connect()
+    out = tmp_path / "z.parquet"
+    con.execute(f"COPY (SELECT pos FROM vcf_zarr('{store}') WHERE pos > ?) TO '{out}' "
+                "(FORMAT parquet, COMPRESSION zstd)", [1_000_000])
+    assert con.fetchall() == [(4,)]  # sample.vcf.gz: 20:1110696, 20:1230237, 20:1234567, 20:1235237
+    assert pq.ParquetFile(out).metadata.num_rows == 4
+    assert pq.ParquetFile(out).metadata.row_group(0).column(0).compression == "ZSTD"
+    assert parquet_copy.parquet_copy(f"COPY (SELECT 1) TO '{out}' (PER_THREAD_OUTPUT)") is None
+
+
+def test_where_duckdb_may_not_write_files_its_refusal_stands(store, tmp_path) -> None:
+    con = vcfzarr_sql.connect()
+    con.sql("SET enable_external_access = false")
+    with pytest.raises(duckdb.Error):
+        con.sql(f"COPY (SELECT pos FROM vcf_zarr('{store}')) TO '{tmp_path / 'no.parquet'}'")
+    assert not list(tmp_path.iterdir())
