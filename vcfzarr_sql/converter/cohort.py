@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -26,10 +26,11 @@ from vcfzarr_sql.converter.cohort_counts import write_added_counts
 from vcfzarr_sql.converter.output import output_lock
 from vcfzarr_sql.errors import OutputError, VcfZarrError
 from vcfzarr_sql.format import cohort as layout
-from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import gvcf, spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.format.region_index import region_index
 from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_tree
+from vcfzarr_sql.store.fasta import Fasta
 from vcfzarr_sql.store.kvstore import open_kv
 from vcfzarr_sql.store.opening import open_store, read_manifest
 from vcfzarr_sql.store.vcz import VczStore
@@ -73,6 +74,11 @@ class _Sites:
     samples: list[str]
     header: str
     header_added: list[str]
+    #: gVCF cohorts (:mod:`vcfzarr_sql.format.gvcf`), per record: its alleles where they are
+    #: not its first batch's (else ``()``), whether it is a segment, and INFO/END.
+    merged_alleles: list[tuple[str, ...]] | None = None
+    segment: np.ndarray | None = None
+    end: np.ndarray | None = None
 
 
 def _input_samples(path: str) -> list[str]:
@@ -133,6 +139,7 @@ def _gt_width(store: VczStore) -> np.ndarray:
 
 
 def _lengths(store: VczStore) -> np.ndarray:
+    """variant_length of every record of ``store``."""
     parts = [store.variant_length(k) for k in range(store.num_variant_chunks)]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
@@ -191,7 +198,7 @@ def _current_sites(cohort: VczStore) -> _Sites:
         ploidy = _gt_width(cohort)
         added = list(cohort.attrs.get(spec.ATTR_HEADER_ADDED, ()))
     lengths = [-1] * len(cohort.contigs) if cohort.contig_lengths is None else cohort.contig_lengths.tolist()
-    return _Sites(
+    current = _Sites(
         contig=cohort.read_array(spec.VARIANT_CONTIG).astype(np.int64),
         position=cohort.read_array(spec.VARIANT_POSITION).astype(np.int64),
         length=_lengths(cohort), batch_rows=batch_rows, ploidy=ploidy.astype(np.int8),
@@ -199,6 +206,25 @@ def _current_sites(cohort: VczStore) -> _Sites:
         filter_descriptions=list(cohort.filter_descriptions), samples=list(cohort.samples),
         header=cohort.vcf_header or "", header_added=added,
     )
+    if sites is not None and sites.has_array(layout.ALLELES):
+        current.merged_alleles = [tuple(a for a in row if a)
+                                   for row in sites.read_array(layout.ALLELES).tolist()]
+        current.segment = sites.read_array(layout.SEGMENT).astype(bool)
+        current.end = sites.read_array(layout.END).astype(np.int64)
+    elif sites is None and _might_hold_blocks(cohort):
+        alleles = cohort.read_array(spec.VARIANT_ALLELE)
+        blocks = gvcf.block_mask(alleles, current.length)
+        if blocks.any():
+            current.merged_alleles = [tuple(a for a in row if a) if block else ()
+                                       for row, block in zip(alleles.tolist(), blocks.tolist())]
+            current.segment = blocks
+            current.end = np.where(blocks, current.position + current.length - 1, spec.INT_MISSING)
+    return current
+
+
+def _might_hold_blocks(store: VczStore) -> bool:
+    """Whether ``store`` may hold gVCF reference blocks (they have INFO/END)."""
+    return store.has_array(spec.INFO_PREFIX + "END") and store.num_variants > 0
 
 
 def _alleles_of(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) -> list[str]:
@@ -212,29 +238,31 @@ def _alleles_of(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) ->
     return out
 
 
-def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore) -> _Sites:
-    """``sites`` (of the stores ``batches``) with the records of ``batch`` merged in."""
-    lengths = [-1] * len(batch.contigs) if batch.contig_lengths is None else batch.contig_lengths.tolist()
-    contigs, contig_lengths = list(sites.contigs), list(sites.contig_lengths)
-    for name, length in zip(batch.contigs, lengths):
-        if name not in contigs:
-            contigs.append(name)
-            contig_lengths.append(length)
-    contig_map = np.array([contigs.index(c) for c in batch.contigs], dtype=np.int64)
-    b_contig = contig_map[batch.read_array(spec.VARIANT_CONTIG).astype(np.int64)] if batch.num_variants \
-        else np.zeros(0, dtype=np.int64)
+def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
+           subset: np.ndarray | None = None, *, gvcf_records: bool = False) -> _Sites:
+    """``sites`` (of the stores ``batches``) with the records of ``batch`` merged in (only its
+    rows ``subset``, when given). ``gvcf_records``: records (not blocks) of a gVCF cohort,
+    which are one record where they differ only in gVCF symbolic alleles, with the union of
+    the alleles (:func:`vcfzarr_sql.format.gvcf.record_key`)."""
+    contigs, contig_lengths, b_contig = _contigs(sites, batch)
     b_position = batch.read_array(spec.VARIANT_POSITION).astype(np.int64)
+    rows_of_b = np.arange(len(b_position)) if subset is None else subset
     key_a = (sites.contig << 33) + sites.position
-    key_b = (b_contig << 33) + b_position
+    key_b = (b_contig[rows_of_b] << 33) + b_position[rows_of_b]
     shared = np.intersect1d(key_a, key_b)
     rows_a = np.flatnonzero(np.isin(key_a, shared))
     rows_b = np.flatnonzero(np.isin(key_b, shared))
     alleles_a = [""] * len(key_a)
     for i, key in zip(rows_a.tolist(), _alleles_of(sites, batches, rows_a)):
-        alleles_a[i] = key
-    union = layout.union_of_sites(sites.contig, sites.position, alleles_a,
-                                  b_contig, b_position, _keys(batch, rows_b))
-    first, second = union.first, union.second
+        alleles_a[i] = ",".join(sites.merged_alleles[i]) if sites.merged_alleles and sites.merged_alleles[i] \
+            else key
+    keys_b = _keys(batch, rows_of_b[rows_b])
+    match = gvcf.record_key if gvcf_records else str
+    union = layout.union_of_sites(sites.contig, sites.position, [match(a) for a in alleles_a],
+                                  b_contig[rows_of_b], b_position[rows_of_b],
+                                  [match(keys_b[i]) for i in rows_of_b.tolist()])
+    first = union.first
+    second = np.r_[rows_of_b, -1][union.second]  # (-1: none)
     old = first >= 0
     batch_rows = np.full((len(first), sites.batch_rows.shape[1] + 1), -1, dtype=np.int64)
     batch_rows[old, :-1] = sites.batch_rows[first[old]]
@@ -247,8 +275,8 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore) -> _Site
     length[old], ploidy[old] = sites.length[first[old]], sites.ploidy[first[old]]
     length[new] = np.maximum(length[new], b_length[second[new]])
     ploidy[new] = np.maximum(ploidy[new], b_width[second[new]])
-    contig = np.where(old, sites.contig[np.maximum(first, 0)], b_contig[np.maximum(second, 0)])
-    position = np.where(old, sites.position[np.maximum(first, 0)], b_position[np.maximum(second, 0)])
+    contig = np.where(old, np.r_[sites.contig, 0][first], np.r_[b_contig, 0][second])  # ([-1]: 0)
+    position = np.where(old, np.r_[sites.position, 0][first], np.r_[b_position, 0][second])
     filters, descriptions = list(sites.filters), list(sites.filter_descriptions)
     for name, description in zip(batch.filters, batch.filter_descriptions):
         if name not in filters:
@@ -256,9 +284,169 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore) -> _Site
             descriptions.append(description)
     added = sites.header_added + [line for line in batch.attrs.get(spec.ATTR_HEADER_ADDED, ())
                                  if line not in sites.header_added]
-    return _Sites(contig, position, length, batch_rows, ploidy, contigs, contig_lengths, filters,
-                  descriptions, sites.samples + list(batch.samples),
-                  _merged_header(sites.header, batch), added)
+    out = _Sites(contig, position, length, batch_rows, ploidy, contigs, contig_lengths, filters,
+                 descriptions, sites.samples + list(batch.samples),
+                 _merged_header(sites.header, batch), added)
+    if gvcf_records:
+        out.merged_alleles = _record_alleles(sites, first, second, alleles_a, keys_b)
+    return out
+
+
+def _record_alleles(sites: _Sites, first: np.ndarray, second: np.ndarray, alleles_a: list[str],
+                    keys_b: list[str]) -> list[tuple[str, ...]]:
+    """Per merged record: its alleles where those of its batches differ (else ``()``): the
+    union of the alleles of a cohort record (``alleles_a``) and a batch record (``keys_b``)
+    that differ only in gVCF symbolic alleles."""
+    out: list[tuple[str, ...]] = []
+    for i, j in zip(first.tolist(), second.tolist()):
+        before = sites.merged_alleles[i] if i >= 0 and sites.merged_alleles else ()
+        if i >= 0 and j >= 0 and alleles_a[i] != keys_b[j]:
+            a, b = alleles_a[i].split(","), keys_b[j].split(",")
+            before = gvcf.union_alleles(a[0], tuple(a[1:]), tuple(b[1:]))
+        out.append(before)
+    return out
+
+
+def _contigs(sites: _Sites, batch: VczStore) -> tuple[list[str], list[int], np.ndarray]:
+    """The cohort's contigs and their lengths with those of ``batch`` it lacks appended, and
+    the cohort's contig id of each record of ``batch``."""
+    lengths = [-1] * len(batch.contigs) if batch.contig_lengths is None else batch.contig_lengths.tolist()
+    contigs, contig_lengths = list(sites.contigs), list(sites.contig_lengths)
+    for name, length in zip(batch.contigs, lengths):
+        if name not in contigs:
+            contigs.append(name)
+            contig_lengths.append(length)
+    contig_map = np.array([contigs.index(c) for c in batch.contigs], dtype=np.int64)
+    b_contig = contig_map[batch.read_array(spec.VARIANT_CONTIG).astype(np.int64)] if batch.num_variants \
+        else np.zeros(0, dtype=np.int64)
+    return contigs, contig_lengths, b_contig
+
+
+def _values_at(store: VczStore, rows: np.ndarray, name: str | None = None) -> np.ndarray:
+    """Array ``name`` (one value per record; None: variant_length) of ``store`` at ``rows``."""
+    out = np.zeros(len(rows), dtype=np.int64)
+    size = store.variants_chunk_size
+    for k in np.unique(rows // size).tolist():
+        where = np.flatnonzero(rows // size == k)
+        chunk = store.variant_length(k) if name is None else store.read_chunk(name, (k,))
+        out[where] = chunk[rows[where] - k * size]
+    return out
+
+
+def _end_early(batches: Sequence[VczStore], batch_rows: np.ndarray, pieces: gvcf.Pieces,
+               new_first: np.ndarray, new_last: np.ndarray) -> np.ndarray:
+    """Drop from one-position ``pieces`` covered by the cohort's blocks and the new batch's
+    (whose first and last keys are ``new_first``, ``new_last``) the blocks that end there while
+    another batch's block starts there: bcftools ends a block one position early where another
+    input has a line at its last position (vcfmerge.c ``clean_buffer``). Which pieces changed."""
+    changed = np.zeros(len(pieces.start), dtype=bool)
+    both = np.flatnonzero((pieces.old >= 0) & (pieces.new >= 0) & (pieces.start == pieces.end))
+    if len(both) == 0:
+        return changed
+    at, contig = pieces.start[both], pieces.start[both] >> 33
+    new_first, new_last = new_first[both], new_last[both]
+    old_starts_here = np.zeros(len(both), dtype=bool)
+    for b, store in enumerate(batches):
+        rows = batch_rows[both, b]
+        have = np.flatnonzero(rows >= 0)
+        if len(have) == 0:
+            continue
+        first = gvcf.keys(contig[have], _values_at(store, rows[have], spec.VARIANT_POSITION))
+        last = first + _values_at(store, rows[have]) - 1
+        ends_here = (last == at[have]) & (first < at[have]) & (new_first[have] == at[have])
+        batch_rows[both[have[ends_here]], b] = -1
+        changed[both[have[ends_here]]] = True
+        old_starts_here[have] |= first == at[have]
+    new_ends = old_starts_here & (new_last == at) & (new_first < at)
+    batch_rows[both[new_ends], -1] = -1
+    changed[both[new_ends]] = True
+    return changed
+
+
+def _rows(sites: _Sites, rows: np.ndarray) -> _Sites:
+    """``sites`` with only its records ``rows`` (in that order)."""
+    return replace(sites, contig=sites.contig[rows], position=sites.position[rows],
+                   length=sites.length[rows], batch_rows=sites.batch_rows[rows],
+                   ploidy=sites.ploidy[rows],
+                   merged_alleles=None if sites.merged_alleles is None
+                   else [sites.merged_alleles[i] for i in rows.tolist()],
+                   segment=None if sites.segment is None else sites.segment[rows],
+                   end=None if sites.end is None else sites.end[rows])
+
+
+def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
+                reference: Fasta | None) -> _Sites:
+    """:func:`_merge` for a cohort or batch holding gVCF reference blocks: the batch's other
+    records merged with the cohort's other records, then the segments of the cohort and the
+    blocks of the batch cut and joined (:func:`vcfzarr_sql.format.gvcf.refine`)."""
+    b_alleles = batch.read_array(spec.VARIANT_ALLELE)
+    b_length = _lengths(batch)
+    blocks = gvcf.block_mask(b_alleles, b_length)
+    if sites.merged_alleles is None and not blocks.any():
+        return _merge(sites, batches, batch)
+    segment = np.zeros(len(sites.position), dtype=bool) if sites.segment is None else sites.segment
+    merged = _merge(_rows(sites, np.flatnonzero(~segment)), batches, batch, np.flatnonzero(~blocks),
+                    gvcf_records=True)
+    _, _, b_contig = _contigs(sites, batch)
+    b_position = batch.read_array(spec.VARIANT_POSITION).astype(np.int64)
+    old_rows, new_rows = np.flatnonzero(segment), np.flatnonzero(blocks)
+    old_start = gvcf.keys(sites.contig[old_rows], sites.position[old_rows])
+    new_start = gvcf.keys(b_contig[new_rows], b_position[new_rows])
+    pieces = gvcf.refine(old_start, old_start + sites.length[old_rows] - 1,
+                         new_start, new_start + b_length[new_rows] - 1,
+                         gvcf.keys(merged.contig, merged.position))
+    has_old, has_new = pieces.old >= 0, pieces.new >= 0
+    old = np.r_[old_rows, -1][pieces.old]  # (-1: none)
+    new = np.r_[new_rows, -1][pieces.new]
+    batch_rows = np.full((len(pieces.start), merged.batch_rows.shape[1]), -1, dtype=np.int64)
+    batch_rows[has_old, :-1] = sites.batch_rows[old[has_old]]
+    batch_rows[has_new, -1] = new[has_new]
+    contig = (pieces.start >> 33).astype(np.int64)
+    first_of_new = np.r_[new_start, 0][pieces.new]  # ([-1]: none)
+    changed = _end_early(batches, batch_rows, pieces, first_of_new, first_of_new + np.r_[b_length, 1][new] - 1)
+    width = _gt_width(batch)
+    ploidy = np.maximum(np.where(has_old, sites.ploidy[old], 0), np.where(has_new, width[new], 0))
+    position = (pieces.start & ((1 << 33) - 1)).astype(np.int64)
+    length = pieces.end - pieces.start + 1
+    old_alleles = sites.merged_alleles or []
+    alleles = []
+    for i in range(len(pieces.start)):
+        before = old_alleles[old[i]] if has_old[i] else ()
+        own = tuple(a for a in b_alleles[new[i]] if a) if has_new[i] else ()
+        if before and old_start[pieces.old[i]] == pieces.start[i] and before[0] != "N":
+            base = before[0]
+        elif own and new_start[pieces.new[i]] == pieces.start[i]:
+            base = own[0][0]
+        elif reference is not None:
+            base = reference.base(merged.contigs[contig[i]], int(position[i]))
+        else:
+            base = "N"
+        if changed[i]:  # (the union of the blocks still there)
+            holders = [(b, int(r)) for b, r in enumerate(batch_rows[i]) if r >= 0]
+            alts = [tuple(_alleles_at([*batches, batch][b], np.array([r]))[0].split(",")[1:]) for b, r in holders]
+            alleles.append(gvcf.union_alleles(base, *alts))
+        else:
+            alleles.append(gvcf.union_alleles(base, before[1:], own[1:]))
+    kept = (batch_rows >= 0).any(axis=1)
+    # the records and the segments, in order of position (no segment is at a record's)
+    pieces = gvcf.Pieces(pieces.start[kept], pieces.end[kept], pieces.old[kept], pieces.new[kept])
+    contig, position, length, batch_rows, ploidy = (contig[kept], position[kept], length[kept],
+                                                    batch_rows[kept], ploidy[kept])
+    alleles = [alleles[i] for i in np.flatnonzero(kept).tolist()]
+    order = np.argsort(np.r_[gvcf.keys(merged.contig, merged.position), pieces.start], kind="stable")
+    records = len(merged.position)
+    every = list(merged.merged_alleles or [()] * records) + alleles
+    return replace(
+        merged,
+        contig=np.r_[merged.contig, contig][order], position=np.r_[merged.position, position][order],
+        length=np.r_[merged.length, length][order],
+        batch_rows=np.concatenate([merged.batch_rows, batch_rows])[order],
+        ploidy=np.r_[merged.ploidy, ploidy].astype(np.int8)[order],
+        merged_alleles=[every[i] for i in order.tolist()],
+        segment=np.r_[np.zeros(records, dtype=bool), np.ones(len(alleles), dtype=bool)][order],
+        end=np.r_[np.full(records, spec.INT_MISSING), np.where(length > 1, pieces.end & ((1 << 33) - 1),
+                                                               spec.INT_MISSING)][order],
+    )
 
 
 def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
@@ -292,6 +480,17 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
         array(spec.FILTER_DESCRIPTION, strings(sites.filter_descriptions), (spec.DIM_FILTERS,), "|O"),
         array(spec.SAMPLE_ID, strings(sites.samples), (spec.DIM_SAMPLES,), "|O"),
     ]
+    if sites.merged_alleles is not None and sites.segment is not None and sites.end is not None:
+        width = max((len(a) for a in sites.merged_alleles), default=1)
+        alleles = np.full((records, width), "", dtype=object)
+        for i, row in enumerate(sites.merged_alleles):
+            alleles[i, : len(row)] = row
+        arrays += [
+            array(layout.ALLELES, alleles, (spec.DIM_VARIANTS, spec.DIM_ALLELES), "|O",
+                  (chunk_size, width)),
+            array(layout.SEGMENT, sites.segment.astype(bool), (spec.DIM_VARIANTS,), "|b1", (chunk_size,)),
+            array(layout.END, sites.end.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
+        ]
     attrs = {spec.ATTR_VERSION: spec.WRITE_VERSION, spec.ATTR_SOURCE: f"vcfzarr-sql-{__version__} cohort",
              spec.ATTR_HEADER: sites.header, spec.ATTR_HEADER_ADDED: sites.header_added,
              "cohort_records": records}
@@ -301,9 +500,14 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
 
 
 def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, workers: int = 1,
-        show_progress: bool | None = None) -> AddSummary:
+        show_progress: bool | None = None, reference: str | os.PathLike | None = None) -> AddSummary:
     """Add the samples of each VCF/BCF file of ``inputs`` (one batch each, in order) to the
     store or cohort at ``cohort`` (a local directory ``convert`` made).
+
+    gVCF reference blocks (of any batch) are merged as ``bcftools merge --gvcf REF.fa -m none``
+    merges them (:mod:`vcfzarr_sql.format.gvcf`); ``reference``, a FASTA file, gives the REF
+    base of a merged block that starts where no input's block does (``N`` without it, as
+    ``--gvcf -``).
 
     Raises DuplicateSampleError if an input names a sample the cohort or an earlier input
     has, before anything is written; OutputError if another ``add`` (or ``convert``) to the
@@ -320,6 +524,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
         raise OutputError(f"{root}: not a directory store (add grows a store convert made)")
     base = open_plain(root)  # (checks it is a VCF Zarr store)
     base.close()
+    fasta = Fasta(reference) if reference is not None else None
     with output_lock(root):
         manifest = read_manifest(str(root), open_kv(str(root)))
         (root / layout.BATCHES).mkdir(parents=True, exist_ok=True)
@@ -341,7 +546,10 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
                 convert(path, root / relative, variants_chunk_size=chunks[0],
                         samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress)
                 batch = open_plain(root / relative)
-                sites = _merge(sites, stores, batch)
+                if sites.merged_alleles is not None or _might_hold_blocks(batch):
+                    sites = _merge_gvcf(sites, stores, batch, fasta)
+                else:
+                    sites = _merge(sites, stores, batch)
                 stores.append(batch)
                 batch_paths.append(relative)
             generation = manifest.generation + 1

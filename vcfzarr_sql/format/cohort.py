@@ -8,8 +8,9 @@ made) and, once samples were added, a hidden directory :data:`COHORT_DIR` beside
   of the batches' records (``variant_contig``, ``variant_position``, ``variant_length``,
   ``region_index`` over the cohort's own variant chunks), :data:`BATCH_ROWS` (for each
   cohort record, its row in each batch, -1 where the batch lacks it) and :data:`PLOIDY` (the
-  ploidy of a missing call at that record, as ``bcftools merge`` writes it), and the merged
-  VCF header as its ``vcf_header``;
+  ploidy of a missing call at that record, as ``bcftools merge`` writes it), the merged VCF
+  header as its ``vcf_header``, and in a cohort holding gVCF reference blocks
+  :data:`ALLELES`, :data:`SEGMENT` and :data:`END`;
 * ``manifest.json``: the committed batches and the sites generation (:func:`parse_manifest`).
   Written last, by an atomic rename: what it names is the cohort; anything else is debris.
 
@@ -37,6 +38,14 @@ MANIFEST_VERSION = 1
 #: Arrays of the sites store beyond the VCF Zarr ones.
 BATCH_ROWS = "cohort_batch_rows"
 PLOIDY = "cohort_missing_ploidy"
+#: Arrays of the sites store of a cohort holding gVCF reference blocks
+#: (:mod:`vcfzarr_sql.format.gvcf`), per record: its alleles where they may not be those of
+#: every batch holding it (a segment's; a record whose batches' gVCF symbolic alleles differ;
+#: blank for others), whether it is a segment, and INFO/END (missing but for segments longer
+#: than one position).
+ALLELES = "cohort_allele"
+SEGMENT = "cohort_segment"
+END = "variant_END"
 #: INFO fields ``bcftools merge`` adds up over the batches of a record (its default
 #: ``--info-rules DP:sum,DP4:sum``), and those it computes from the merged genotypes.
 SUMMED_INFO = ("DP", "DP4")

@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.format import cohort as layout
-from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import gvcf, spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.store.fields import FORMAT, INFO, describe_fields
 from vcfzarr_sql.store.header import parse_header
@@ -86,6 +86,9 @@ class CohortStore(VczStore):
         self._kept: dict[tuple[int, str, tuple[int, ...]], np.ndarray] = {}
         self._root_keys, self._root_digest = root_keys, root_digest
         self.batches, self.sites = batches, sites
+        #: a cohort holding gVCF reference blocks (format/gvcf.py): segments' alleles and END
+        self._gvcf = sites.has_array(layout.ALLELES)
+        self._own = _FROM_SITES + ((layout.END,) if self._gvcf else ())
         self.zarr_format, self.consolidated = base.zarr_format, None
         self.version = sites.version
         self.attrs = dict(base.attrs) | {spec.ATTR_HEADER: sites.vcf_header}
@@ -116,7 +119,7 @@ class CohortStore(VczStore):
     def _cohort_arrays(self) -> dict[str, ArrayInfo]:
         """The cohort's arrays: the sites store's small ones, and for every other array of a
         batch along ``variants``, one as long as the cohort and as wide as the widest batch's."""
-        arrays = {name: self.sites.array_info(name) for name in _FROM_SITES
+        arrays = {name: self.sites.array_info(name) for name in self._own
                   if self.sites.has_array(name)}
         found: dict[str, list[ArrayInfo]] = {}
         for batch in self.batches:
@@ -136,19 +139,24 @@ class CohortStore(VczStore):
             for name in _ADDED:
                 infos = [b.array_info(name) for b in self.batches]
                 trailing = [max(i.shape[k] for i in infos) for k in range(1, len(infos[0].shape))]
+                if self._gvcf:
+                    trailing = gvcf_widths(infos[0], trailing, self.sites.array_info(layout.ALLELES).shape[1])
                 arrays[name] = replace(infos[0], shape=(self.num_variants, *trailing),
                                        chunks=(self.variants_chunk_size, *trailing),
                                        dtype=np.dtype(np.int32), fill_value=0)
         for name, infos in found.items():
             first = infos[0]
             trailing = [max(i.shape[k] for i in infos) for k in range(1, len(first.shape))]
+            if self._gvcf:
+                trailing = gvcf_widths(first, trailing, self.sites.array_info(layout.ALLELES).shape[1])
             chunks = [self.variants_chunk_size, *trailing]
             if first.dims[1:2] == (spec.DIM_SAMPLES,):
                 trailing[0], chunks[1] = self.num_samples, self.samples_chunk_size
             if name == spec.VARIANT_FILTER:
                 trailing[0] = chunks[1] = len(self.filters)
             dtype = _promoted(infos)
-            if name[len(spec.INFO_PREFIX):] in layout.SUMMED_INFO + layout.COUNTED_INFO and dtype.kind in "iu":
+            added = layout.SUMMED_INFO + layout.COUNTED_INFO + (tuple(gvcf.INFO_RULES) if self._gvcf else ())
+            if name[len(spec.INFO_PREFIX):] in added and dtype.kind in "iu":
                 dtype = np.promote_types(dtype, np.int32)  # (sums and counts outgrow a batch's type)
             arrays[name] = replace(first, shape=(self.num_variants, *trailing),
                                    chunks=tuple(max(c, 1) for c in chunks), dtype=dtype,
@@ -213,7 +221,7 @@ class CohortStore(VczStore):
         """Whether array ``name`` is the sites store's: its own arrays, and the genotype counts
         over all samples that ``add`` added up and stored there (:data:`_ADDED`; a sites store
         without them has them added up from the batches at each read)."""
-        return name in _FROM_SITES or (name in _ADDED and self.sites.has_array(name))
+        return name in self._own or (name in _ADDED and self.sites.has_array(name))
 
     # -- the batches' own records and samples (to add up what each batch stores) ----------------
 
@@ -224,8 +232,11 @@ class CohortStore(VczStore):
 
     def lacking_is_missing(self, batch: int) -> bool:
         """Whether the samples of batch ``batch`` have missing calls at every record it lacks
-        (what counts stored per batch need to be added up with the cohort's missing calls)."""
-        return True
+        (what counts stored per batch need to be added up with the cohort's missing calls),
+        and the batch's calls at the records it has are its own, once each: not in a cohort
+        holding gVCF blocks, where a block's calls are those of each merged block cut from it
+        (format/gvcf.py)."""
+        return not self._gvcf
 
     def batch_rows_of(self, chunk_index: int, chunk_count: int = 1) -> tuple[int, list[np.ndarray]]:
         """(records, per batch its rows holding them, sorted) of variant chunks ``chunk_index``
@@ -247,7 +258,8 @@ class CohortStore(VczStore):
         bounds = info.chunk_bounds(chunk)
         rows = self._batch_rows(chunk[0])[: bounds[0].stop]
         if name in _ADDED:
-            return self._added_counts(name, info, rows)
+            counts = self._added_counts(name, info, rows)
+            return self._merged_counts(name, chunk[0], rows, counts) if self._gvcf else counts
         if info.dims[1:2] == (spec.DIM_SAMPLES,):
             lo = chunk[1] * info.chunks[1]
             return self._calls(name, info, rows, chunk[0], lo, lo + bounds[1].stop)
@@ -342,6 +354,8 @@ class CohortStore(VczStore):
                 continue
             local = range(start - self._offsets[b], stop - self._offsets[b])
             values = self._from_batch(b, name, rows[have, b], local, info)
+            if self._gvcf:
+                values = self._merged_calls(b, name, info, chunk_index, rows, have, values)
             out[np.flatnonzero(have)[:, None], np.arange(start - lo, stop - lo)] = values
         return out
 
@@ -355,6 +369,9 @@ class CohortStore(VczStore):
             if not have.any() or not batch.has_array(name):
                 continue
             values = self._from_batch(b, name, rows[have, b], None, info)
+            if self._gvcf and name.startswith(spec.INFO_PREFIX) and info.dims[1:2] \
+                    and info.dims[1] in _PER_ALLELE:
+                values = self._merged_calls(b, name, info, chunk_index, rows, have, values)
             if name == spec.VARIANT_FILTER:
                 values = _filter_columns(values, self._filter_maps[b], len(self.filters))
             given.append((np.flatnonzero(have), values))
@@ -363,6 +380,8 @@ class CohortStore(VczStore):
             return _merged_filters(given, out, self.filters)
         if name == spec.VARIANT_ID:
             return _merged_ids(given, out)
+        if name == spec.VARIANT_ALLELE and self._gvcf:
+            return self._merged_alleles(chunk_index, _first_given(given, out))
         field = name[len(spec.INFO_PREFIX):]
         if field in layout.COUNTED_INFO and spec.CALL_GENOTYPE in self._arrays:
             return self._counted(field, info, chunk_index, len(rows))
@@ -373,6 +392,8 @@ class CohortStore(VczStore):
             combine = _largest
         elif field in layout.SUMMED_INFO and info.decoded_dtype.kind in "iu":
             combine = _summed
+        elif self._gvcf and field in gvcf.INFO_RULES:
+            return _by_rule(gvcf.INFO_RULES[field], given, out)
         return combine(given, out)
 
     def _counted(self, field: str, info: ArrayInfo, chunk_index: int, records: int) -> np.ndarray:
@@ -390,6 +411,96 @@ class CohortStore(VczStore):
             counts = (gt == k + 1).sum(axis=(1, 2))
             out[:, k] = np.where(k < alts, counts, spec.INT_FILL)
         return out
+
+    # -- gVCF reference blocks (format/gvcf.py) ---------------------------------------------------
+
+    def _merged(self, chunk_index: int, records: int) -> np.ndarray:
+        """The merged alleles of the chunk's records (blank where they are their first batch's:
+        format/cohort.py ALLELES)."""
+        return self.sites.read_chunk(layout.ALLELES, (chunk_index, 0))[:records]
+
+    def _merged_alleles(self, chunk_index: int, out: np.ndarray) -> np.ndarray:
+        """variant_allele of the chunk's records, the sites store's where it has them."""
+        segments = self._merged(chunk_index, len(out))
+        where = segments[:, 0] != spec.STR_FILL
+        out[where] = spec.STR_FILL
+        out[where, : segments.shape[1]] = segments[where]
+        return out
+
+    def _merged_calls(self, b: int, name: str, info: ArrayInfo, chunk_index: int,
+                       rows: np.ndarray, have: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Batch ``b``'s ``values`` of field ``name`` (FORMAT, or INFO: bcftools merge moves
+        both) at the chunk's records it has (``have``), its alleles mapped to the merged
+        alleles of those records where they differ (gvcf.widen)."""
+        segments = self._merged(chunk_index, len(rows))[have]
+        sizes = (segments != spec.STR_FILL).sum(axis=1)
+        allele_info = self.batches[b].array_info(spec.VARIANT_ALLELE)
+        own = self._from_batch(b, spec.VARIANT_ALLELE, rows[have, b], None, allele_info)
+        own_sizes = (own != spec.STR_FILL).sum(axis=1)
+        axis = 2 if info.dims[1:2] == (spec.DIM_SAMPLES,) else 1
+        dim = None if name == spec.CALL_GENOTYPE else info.dims[axis] if len(info.dims) > axis else None
+        if dim is None and name != spec.CALL_GENOTYPE or dim not in (None, *_PER_ALLELE):
+            return values
+        missing = _missing_call(info).ravel()[0] if values.dtype.kind != "b" else False
+        alike: dict[tuple[tuple[str, ...], tuple[str, ...]], list[int]] = {}  # (by their ALTs)
+        for i in np.flatnonzero((sizes > 0) & _moved(own, own_sizes, segments, sizes)).tolist():
+            alike.setdefault((tuple(own[i, 1:]), tuple(segments[i, 1:])), []).append(i)
+        for (own_alts, alts), where in alike.items():
+            union = ("", *(a for a in alts if a))
+            mapping = gvcf.allele_map(("", *(a for a in own_alts if a)), union)
+            block = values[where]
+            wide = gvcf.widen(block.reshape(-1, block.shape[-1]), mapping, len(union), dim,
+                              missing=missing, fill=_fill(info))
+            values[where] = wide[:, : block.shape[-1]].reshape(block.shape)
+        return values
+
+    def _merged_counts(self, name: str, chunk_index: int, rows: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """The added-up stored counts of the chunk's records, with a record's merged alleles
+        (it has as many as those); a record where a batch called an ALT allele and its ALTs are
+        not the first of the merged ones (their counts would be in other columns) is not
+        counted."""
+        if name != sc.CALL_COUNTS:
+            return counts
+        merged = self._merged(chunk_index, len(rows))
+        sizes = (merged != spec.STR_FILL).sum(axis=1)
+        if counts.shape[1] > sc.ALLELES:
+            counts[sizes > 0, sc.ALLELES] = sizes[sizes > 0]
+        for b, batch in enumerate(self.batches):
+            have = (rows[:, b] >= 0) & (sizes > 0)
+            if not have.any():
+                continue
+            own = self._from_batch(b, spec.VARIANT_ALLELE, rows[have, b], None,
+                                   batch.array_info(spec.VARIANT_ALLELE))
+            moved = _moved(own, (own != spec.STR_FILL).sum(axis=1), merged[have], sizes[have], prefix=True)
+            if moved.any():  # (only where the batch called an allele that moved: blocks are 0/0)
+                stored = self._from_batch(b, sc.ALLELE_COUNTS, rows[have, b][moved], None,
+                                          self.array_info(sc.ALLELE_COUNTS), fill=0)
+                called = np.asarray((stored > 0).any(axis=2), dtype=bool)
+                k = min(own.shape[1], merged.shape[1], called.shape[1])
+                shifted = np.asarray(own[moved, :k] != merged[have][moved, :k], dtype=bool)
+                shifted[:, 0] = False  # (REF stays allele 0; a segment's may be another base)
+                moved[moved] = (called[:, :k] & shifted).any(axis=1) | (own[moved, k:] != spec.STR_FILL).any(axis=1)
+            counts[np.flatnonzero(have)[moved], sc.CALLED] = sc.NOT_COUNTED
+        return counts
+
+
+def _moved(own: np.ndarray, own_sizes: np.ndarray, merged: np.ndarray, sizes: np.ndarray, *,
+           prefix: bool = False) -> np.ndarray:
+    """Per record: whether a batch's ALT alleles ``own`` are not those of its merged alleles
+    (``prefix``: not the first of them); REF may differ (a segment's is the base where it
+    starts)."""
+    k = min(own.shape[1], merged.shape[1])
+    within = np.arange(1, k)[None, :] < own_sizes[:, None]
+    differ = ((own[:, 1:k] != merged[:, 1:k]) & within).any(axis=1) | (own_sizes > sizes)
+    return np.asarray(differ if prefix else differ | (own_sizes != sizes), dtype=bool)
+
+
+def gvcf_widths(info: ArrayInfo, trailing: list[int], alleles: int) -> list[int]:
+    """The trailing shape of a cohort array with segments of up to ``alleles`` alleles: values
+    per allele, alt allele or genotype as many as those have."""
+    per = {spec.DIM_ALLELES: alleles, spec.DIM_ALT_ALLELES: alleles - 1,
+           spec.DIM_GENOTYPES: alleles * (alleles + 1) // 2}
+    return [max(n, per.get(dim, 0)) for n, dim in zip(trailing, info.dims[1:])]
 
 
 # -- values: what fills, what is missing, what merges ------------------------------------------
@@ -487,6 +598,30 @@ def _summed(given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> np.n
         held = (values != spec.INT_MISSING) & (values != spec.INT_FILL)
         total[where] += np.where(held, values, 0)
         held_any[where] |= held
+    _first_given(given, out)
+    out[held_any] = total[held_any]
+    return out
+
+
+def _by_rule(rule: str, given: list[tuple[np.ndarray, np.ndarray]], out: np.ndarray) -> np.ndarray:
+    """An INFO field bcftools merge --gvcf merges by ``rule`` (``sum``, ``min`` or ``max``),
+    element by element over the values given (missing where none gives one; a missing element
+    of a sum is 0, as bcftools counts it)."""
+    kind = out.dtype.kind
+    start = {"sum": 0, "min": np.inf if kind == "f" else np.iinfo(np.int64).max,
+             "max": -np.inf if kind == "f" else np.iinfo(np.int64).min}[rule]
+    total = np.full(out.shape, start, dtype=out.dtype if kind == "f" else np.int64)
+    held_any = np.zeros(out.shape, dtype=bool)
+    for where, values in given:
+        held = ~_missing_elements(values)
+        held_any[where] |= held
+        current = total[where]
+        if rule == "sum":
+            current += np.where(held, values, 0).astype(total.dtype)
+        else:
+            pick = np.minimum if rule == "min" else np.maximum
+            current = np.where(held, pick(current, values.astype(total.dtype)), current)
+        total[where] = current
     _first_given(given, out)
     out[held_any] = total[held_any]
     return out
