@@ -58,6 +58,7 @@ from vcfzarr_sql.converter.workers import WorkerPool
 from vcfzarr_sql.errors import VcfParseError, VcfZarrError, VcfZarrWarning
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format import summaries as sc
+from vcfzarr_sql.store.packed_arrays import packed_arrays
 from vcfzarr_sql.store.summary_arrays import PER_RECORD, summary_arrays
 from vcfzarr_sql.store.writer import NewArray, write_group, write_whole
 
@@ -236,7 +237,9 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     for deviation in [*seen.notes, *header_deviations(seen.fields, arrays)]:
         warnings.warn(VcfZarrWarning(f"{input_path}: {deviation}"), stacklevel=2)
     summary = _summary_arrays(arrays, layout)
-    write_group(store, {}, [*arrays, *summary.values()])
+    packed = (packed_arrays(layout.num_variants, layout.num_samples, layout.variants_chunk,
+                            layout.samples_chunk) if summary else None)
+    write_group(store, {}, [*arrays, *summary.values(), *(packed or {}).values()])
 
     chunks = _chunk_pieces(results, spill, layout.variants_chunk, seen.num_variants)
     contig_ids = {name: i for i, (name, _) in enumerate(seen.contigs)}
@@ -245,7 +248,7 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     progress.start("Encode", len(chunks), "chunk")
     encoded = pool.run(
         encode_variant_chunk,
-        [(str(store), k, pieces, arrays, contig_ids, filter_ids, class_counts)
+        [(str(store), k, pieces, arrays, contig_ids, filter_ids, class_counts, packed)
          for k, pieces in enumerate(chunks)],
         progress.update,
         parsing=False,
@@ -265,7 +268,8 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
             and line not in header.meta_lines
         ],
     }
-    write_group(store, attrs, [*arrays, *(a for a, _ in small), *summary.values()])
+    write_group(store, attrs, [*arrays, *(a for a, _ in small), *summary.values(),
+                               *(packed or {}).values()])
     for array, values in small:
         write_whole(store, array, values)
     if summary and encoded:  # (the sample class counts were written by the workers)

@@ -20,7 +20,7 @@ from vcfzarr_sql.converter.masks import implied_mask
 from vcfzarr_sql.converter.spill import read_block
 from vcfzarr_sql.converter.workers import add_progress
 from vcfzarr_sql.errors import VcfZarrError
-from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import packed_genotypes, spec
 from vcfzarr_sql.format.region_index import chunk_region_index
 from vcfzarr_sql.query.summarise import ChunkSummary, sample_chunks, summarise
 from vcfzarr_sql.store.summary_arrays import PER_RECORD
@@ -106,6 +106,16 @@ def _summary(arrays: dict[str, ArraySpec], values: dict[str, np.ndarray]) -> Chu
     return summarise(values[spec.VARIANT_ALLELE], calls, num_samples, variants_chunk)
 
 
+def _write_packed(
+    root: str, packed: dict[str, ArrayLayout], chunk_index: int, genotypes: np.ndarray,
+    samples_chunk: int,
+) -> None:
+    """Variant chunk ``chunk_index`` of the packed genotype arrays, from its genotypes."""
+    rows, exact = packed_genotypes.pack_rows(genotypes, samples_chunk)
+    write_rows(root, packed[packed_genotypes.PACKED], chunk_index, rows)
+    write_rows(root, packed[packed_genotypes.PACKED_EXACT], chunk_index, exact)
+
+
 def encode_variant_chunk(
     root: str,
     chunk_index: int,
@@ -114,11 +124,13 @@ def encode_variant_chunk(
     contig_ids: dict[str, int],
     filter_ids: dict[str, int],
     class_counts: ArrayLayout | None,
+    packed: dict[str, ArrayLayout] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Write variant chunk ``chunk_index`` of every array and, when the store has genotypes,
     its row of ``class_counts`` (``summary_sample_class_counts``). Returns the chunk's region
     index rows and its blocks of the per-record summary arrays (:data:`PER_RECORD`, none
-    without genotypes), computed from the genotypes before they are compressed."""
+    without genotypes), computed from the genotypes before they are compressed; and its
+    rows of the ``packed`` genotype arrays (:mod:`vcfzarr_sql.format.packed_genotypes`)."""
     blocks: dict[str, dict[str, np.ndarray]] = {}
     for piece in pieces:
         if piece.path not in blocks:
@@ -136,6 +148,8 @@ def encode_variant_chunk(
         write_rows(root, array, chunk_index, values)
         if array.name in kept:
             by_name[array.name] = values
+        if packed is not None and array.name == spec.CALL_GENOTYPE:
+            _write_packed(root, packed, chunk_index, values, array.chunks[1])
         if class_counts is not None and array.name in summarised:
             for_summary[array.name] = values
             if len(for_summary) == len(summarised):  # (then the genotypes can go)
