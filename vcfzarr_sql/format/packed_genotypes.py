@@ -4,13 +4,14 @@ matrix is one look-up per byte. Named ``summary_*`` so VCF Zarr readers ignore t
 no I/O (the arrays' layout for the writer: :mod:`vcfzarr_sql.store.packed_arrays`; counting:
 :mod:`vcfzarr_sql.query.packed_counts`).
 
-* ``summary_gt_packed`` (variants, summary_gt_packed_bytes) uint8, chunked like the variant
-  chunks along records and like the sample chunks along samples: each call's code
+* ``summary_gt_packed`` (summary_gt_packed_records, summary_gt_packed_bytes) uint8, one row per
+  record (a dimension of its own, as long as ``variants``: readers of ``variants`` arrays, such as
+  a cohort's, pass it by), chunked like the variant chunks along records and like the sample chunks along samples: each call's code
   (:data:`HOM_REF` 0, :data:`HET` 1, :data:`HOM_ALT` 2, :data:`MISSING` 3: the ALT allele count,
   3 missing, as pgen's hardcalls), 4 calls per byte, the first in the low bits. Each sample
   chunk takes a whole number of 32-call words (:func:`slots_per_chunk`, padding calls are 0), so
   a row reads as uint64 words and the calls of a sample chunk start a chunk of bytes.
-* ``summary_gt_packed_exact`` (variants,) uint8, chunked like the variant chunks: 1 where every
+* ``summary_gt_packed_exact`` (summary_gt_packed_records,) uint8, chunked like the variant chunks: 1 where every
   call of the record is ``0/0``, ``0/1``, ``1/0``, ``1/1`` or ``./.`` (diploid, alleles 0 and 1
   or both missing), that is where the codes say all bcftools counts; 0 elsewhere (haploid,
   half-missing, polyploid calls, a called second ALT, or a store whose genotypes are not
@@ -28,6 +29,7 @@ from vcfzarr_sql.format import spec
 
 PACKED = "summary_gt_packed"
 PACKED_EXACT = "summary_gt_packed_exact"
+DIM_PACKED_RECORDS = "summary_gt_packed_records"
 DIM_PACKED_BYTES = "summary_gt_packed_bytes"
 DESCRIPTIONS = {
     PACKED: "vcfzarr-sql: each call's ALT allele count (3: missing), 2 bits per call, 4 calls "

@@ -7,7 +7,6 @@ from __future__ import annotations
 from numcodecs import Blosc
 
 from vcfzarr_sql.format import packed_genotypes as pg
-from vcfzarr_sql.format import spec
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.store.writer import NewArray
 
@@ -27,10 +26,10 @@ def packed_arrays(
     row = pg.packed_bytes(num_samples, samples_chunk_size)
     chunk_bytes = pg.slots_per_chunk(samples_chunk_size) // 4
     return {
-        pg.PACKED: NewArray(pg.PACKED, "|u1", (spec.DIM_VARIANTS, pg.DIM_PACKED_BYTES),
+        pg.PACKED: NewArray(pg.PACKED, "|u1", (pg.DIM_PACKED_RECORDS, pg.DIM_PACKED_BYTES),
                             (num_variants, row), (variants_chunk_size, chunk_bytes), COMPRESSOR,
                             pg.DESCRIPTIONS[pg.PACKED]),
-        pg.PACKED_EXACT: NewArray(pg.PACKED_EXACT, "|u1", (spec.DIM_VARIANTS,), (num_variants,),
+        pg.PACKED_EXACT: NewArray(pg.PACKED_EXACT, "|u1", (pg.DIM_PACKED_RECORDS,), (num_variants,),
                                   (variants_chunk_size,), COMPRESSOR, pg.DESCRIPTIONS[pg.PACKED_EXACT]),
     }
 
