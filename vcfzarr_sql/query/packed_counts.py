@@ -41,12 +41,21 @@ def code_counts(rows: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndar
     [[2], [1], [1]]
     """
     words = np.ascontiguousarray(rows).view(np.uint64)
-    low = words & mask
-    high = (words >> np.uint64(1)) & mask
-    both = np.bitwise_count(low & high).sum(axis=1, dtype=np.int64)
-    het = np.bitwise_count(low).sum(axis=1, dtype=np.int64) - both
-    hom_alt = np.bitwise_count(high).sum(axis=1, dtype=np.int64) - both
-    return het, hom_alt, both
+    counts = np.empty((3, len(words)), dtype=np.int64)  # (low bits, high bits, both)
+    step = max(1, _SLICE_WORDS // max(words.shape[1], 1))
+    for start in range(0, len(words), step):  # (temporaries that stay in the cache)
+        part = words[start : start + step]
+        low = part & mask
+        high = np.right_shift(part, np.uint64(1))
+        high &= mask
+        for k, bits in enumerate((low, high, low & high)):
+            counts[k, start : start + step] = np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
+    low_bits, high_bits, both = counts
+    return low_bits - both, high_bits - both, both
+
+
+#: Words a slice of :func:`code_counts` covers (256 KB).
+_SLICE_WORDS = 1 << 15
 
 
 def packed_counts(blocks: BatchBlocks, num_alleles: int) -> GenotypeCounts | None:

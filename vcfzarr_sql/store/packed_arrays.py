@@ -10,8 +10,9 @@ from vcfzarr_sql.format import packed_genotypes as pg
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.store.writer import NewArray
 
-#: Blosc zstd 3 without shuffle (bytes): the calls of a query decompress at about 1 GB/s.
-COMPRESSOR = Blosc(cname="zstd", clevel=3, shuffle=Blosc.NOSHUFFLE).get_config()
+#: Blosc LZ4 without shuffle: decompresses twice as fast as zstd (the cost of a subset query),
+#: compresses 6x cheaper (the cost of convert), at 1.5x the bytes of zstd.
+COMPRESSOR = Blosc(cname="lz4", clevel=5, shuffle=Blosc.NOSHUFFLE).get_config()
 
 
 def packed_arrays(
