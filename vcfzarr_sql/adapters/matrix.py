@@ -121,7 +121,7 @@ def genotype_matrix(
 def _values(blocks: BatchBlocks, genotype_array: str, values: str, keep: np.ndarray | None) -> np.ndarray:
     """The batch's kept rows of ``values``: dosages from the packed genotypes when the store
     has them (the records they do not hold exactly decoded), else from the genotypes."""
-    packed = packed_dosage(blocks) if values == "dosage" else None
+    packed = packed_dosage(blocks, keep) if values == "dosage" else None
     if packed is None:
         genotypes = blocks.read(genotype_array)
         genotypes = genotypes if keep is None else genotypes[keep]
@@ -129,8 +129,9 @@ def _values(blocks: BatchBlocks, genotype_array: str, values: str, keep: np.ndar
     dosages, exact = packed
     if not exact.all():
         rows = np.flatnonzero(~exact)
-        dosages[rows] = dosage(blocks.read(genotype_array)[rows])
-    return dosages if keep is None else dosages[keep]
+        kept = blocks.read(genotype_array) if keep is None else blocks.read(genotype_array)[keep]
+        dosages[rows] = dosage(kept[rows])
+    return dosages
 
 
 def dosage(genotypes: np.ndarray) -> np.ndarray:
