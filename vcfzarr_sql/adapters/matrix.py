@@ -107,14 +107,16 @@ def genotype_matrix(
         return batch.select(names), _values(blocks, genotype_array, values, keep)
 
     parts = list(run_plan(source, plan, work, ahead=PREFETCH_DEPTH))
-    sample_ids = [str(s) for s in (store.samples if request.samples is None else store.samples[request.samples])]
+    ids = store.samples if request.samples is None else store.samples[request.samples]
+    sample_ids: list[str] = ids.tolist()
     info = store.array_info(genotype_array)
     empty = (np.empty((0, len(sample_ids), info.shape[-1]), info.dtype) if values == "genotypes"
              else np.empty((0, len(sample_ids)), np.int8))
     return GenotypeMatrix(
         variants=pa.Table.from_batches([b for b, _ in parts], schema=plan.schema),
         samples=sample_ids,
-        values=np.concatenate([v for _, v in parts]) if parts else empty,
+        values=(empty if not parts else parts[0][1] if len(parts) == 1
+                else np.concatenate([v for _, v in parts])),
     )
 
 

@@ -20,7 +20,7 @@ def packed_dosage(blocks: BatchBlocks, keep: np.ndarray | None = None) -> tuple[
     """(dosages (records, the batch's samples) int8, exact (records,) bool) of the batch's
     records (those ``keep`` marks, when given) from its packed genotypes (the rows not exact
     are to be decoded: their dosages here are meaningless); None when the store has no packed
-    genotypes laid out as written.
+    genotypes laid out as written, or none of the records is exact.
 
     Two bytes (eight calls) a look-up; sample slots in order from the first are one slice, others
     one gather."""
@@ -31,6 +31,8 @@ def packed_dosage(blocks: BatchBlocks, keep: np.ndarray | None = None) -> tuple[
     exact = blocks.read(pg.PACKED_EXACT).astype(bool)
     if keep is not None:
         rows, exact = rows[keep], exact[keep]
+    if not exact.any():  # (nothing to look up: every record is decoded)
+        return None
     samples = np.arange(store.num_samples) if blocks.samples is None else blocks.samples
     slots = pg.sample_slots(samples, store.samples_chunk_size)
     if len(slots) and slots[-1] == len(slots) - 1:  # (sorted, no gap: the first n slots)
@@ -42,7 +44,16 @@ def packed_dosage(blocks: BatchBlocks, keep: np.ndarray | None = None) -> tuple[
 def _dosages(rows: np.ndarray) -> np.ndarray:
     """The dosages of every call of packed ``rows`` (records, an even number of bytes)."""
     pairs = np.ascontiguousarray(rows).view(np.uint16)
-    return np.take(_pair_dosages(), pairs).view(np.int8).reshape(len(rows), -1)
+    out = np.empty(pairs.shape, dtype=np.uint64)
+    step = max(1, _SLICE_PAIRS // max(pairs.shape[1], 1))
+    for start in range(0, len(pairs), step):  # (indexes cast in cache-sized slices: 2x faster)
+        part = pairs[start : start + step].astype(np.intp)
+        np.take(_pair_dosages(), part, out=out[start : start + step])
+    return out.view(np.int8).reshape(len(rows), 8 * pairs.shape[1])
+
+
+#: Pairs of bytes :func:`_dosages` looks up at a time (64 KB of indexes).
+_SLICE_PAIRS = 8192
 
 
 @cache
