@@ -119,3 +119,21 @@ def test_index_writes_packed_genotypes_and_validate_checks_them(store, tmp_path,
     array[57] = row
     problems = vcfzarr_sql.validate(plain)
     assert [p.where for p in problems] == [pg.PACKED] and "record 57" in str(problems[0])
+
+
+def test_sample_stats_over_part_of_chunks_from_packed(store, tmp_path):
+    """The edge chunks of a region count from the packed codes, as a store without them does
+    (decoding; tests/stats checks that against bcftools stats -s)."""
+    _, path = store
+    plain = copy_store(path, tmp_path / "plain.vcz", drop=PACKED)
+    damaged = copy_store(path, tmp_path / "damaged.vcz")
+    zarr.open_array(str(damaged / pg.PACKED), mode="r+")[:] = 0b10101010  # every call 1/1
+    subset = ["sample3", "sample10", "sample11", "sample36"]
+    calls = [f"region := '1:95-433', samples := {subset!r}", "region := '1:200-245,2:607-1003'"]
+    with vcfzarr_sql.connect() as con:
+        for args in calls:
+            def rows(p, args=args):
+                sql = f"SELECT * FROM vcf_zarr_sample_stats('{p}', {args}) ORDER BY sample_id"
+                return con.sql(sql).fetchall()
+            assert rows(path) == rows(plain)
+            assert rows(damaged) != rows(path)

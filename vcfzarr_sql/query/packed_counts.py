@@ -4,16 +4,22 @@ masked to the selected samples' calls, three per word whatever the subset. Recor
 codes do not hold exactly (not ``summary_gt_packed_exact``) are counted from their decoded
 genotypes (:func:`~.genotype_stats.genotype_counts`, the one counting of decoded calls); stores
 without the packed arrays (:func:`~vcfzarr_sql.store.packed_arrays.packed_stored`) decode every
-record. :func:`pack_chunk` packs a stored chunk's genotypes (``index``, ``validate``).
+record. :func:`packed_class_counts` counts the per-sample call classes of
+``vcf_zarr_sample_stats`` likewise (where the stored class counts do not serve: part of a
+chunk). :func:`pack_chunk` packs a stored chunk's genotypes (``index``, ``validate``).
 """
 
 from __future__ import annotations
+
+from functools import cache
 
 import numpy as np
 
 from vcfzarr_sql.format import packed_genotypes as pg
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.summaries import CLASSES
 from vcfzarr_sql.query.genotype_stats import AlleleCounts, GenotypeCounts, genotype_counts
+from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.packed_arrays import packed_stored
 from vcfzarr_sql.store.source import ChunkSource
@@ -114,3 +120,46 @@ def pack_chunk(source: ChunkSource, gt_array: str, chunk_index: int) -> tuple[np
     chunks = (BatchBlocks(source, chunk_index, np.arange(lo, min(lo + size, samples))).read(gt_array)
               for lo in range(0, max(samples, 1), size))
     return pg.pack_chunks(chunks, samples, size)
+
+
+def packed_class_counts(blocks: BatchBlocks, keep: np.ndarray | None) -> np.ndarray | None:
+    """The call classes of ``vcf_zarr_sample_stats`` (:data:`~vcfzarr_sql.format.summaries.CLASSES`)
+    per sample of the batch, (classes, samples) int64, over its records (those ``keep`` marks,
+    when given): exact records from their codes (0/0 hom-ref, 0/1 het, 1/1 hom-alt, ./.
+    missing; het and hom-alt not counted where the ALT is neither a SNP nor ref-like, bcftools'
+    gate), the others decoded (:func:`~.sample_classes.class_counts`); None when the store has
+    no packed genotypes laid out as written."""
+    store = blocks.store
+    if not packed_stored(store):
+        return None
+    rows = blocks.read(pg.PACKED)
+    exact = blocks.read(pg.PACKED_EXACT).astype(bool)
+    kinds = allele_kinds(blocks.read(spec.VARIANT_ALLELE))
+    if keep is not None:
+        rows, exact, kinds = rows[keep], exact[keep], kinds[keep]
+    samples = np.arange(store.num_samples) if blocks.samples is None else blocks.samples
+    counts = np.zeros((len(CLASSES), len(samples)), dtype=np.int64)
+    if not exact.all():
+        genotypes = blocks.read(store.format_fields["GT"].array)
+        genotypes = genotypes if keep is None else genotypes[keep]
+        counts += class_counts(genotypes[~exact], kinds[~exact])
+        rows, kinds = rows[exact], kinds[exact]
+    codes = np.take(_byte_codes(), rows.astype(np.intp)).view(np.uint8).reshape(len(rows), 4 * rows.shape[1])
+    codes = np.take(codes, pg.sample_slots(samples, store.samples_chunk_size), axis=1)
+    gated = kinds[:, 1] == _OTHER if kinds.shape[1] > 1 else np.zeros(len(rows), dtype=bool)
+    ungated = codes[~gated]
+    for k, code in ((0, pg.HOM_REF), (1, pg.HOM_ALT), (2, pg.HET)):  # (n_hom_ref, n_hom_alt, n_het)
+        counts[k] += (ungated == code).sum(axis=0, dtype=np.int64)
+    counts[0] += (codes[gated] == pg.HOM_REF).sum(axis=0, dtype=np.int64)
+    counts[len(CLASSES) - 1] += (codes == pg.MISSING).sum(axis=0, dtype=np.int64)
+    return counts
+
+
+#: :func:`~.sample_classes.allele_kinds`' kind of an ALT that is neither a SNP nor ref-like.
+_OTHER = 2
+
+
+@cache
+def _byte_codes() -> np.ndarray:
+    """(256,) uint32: the four codes (uint8) of each byte's calls, in call order in memory."""
+    return np.ascontiguousarray(pg.byte_codes()).view(np.uint32).reshape(256)
