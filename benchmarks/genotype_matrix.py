@@ -9,7 +9,10 @@ reader or store opened once, outside the timing:
 - pgenlib: ``PgenReader.read_range(start, stop, out)`` into an int8 (variants, samples) array
   (needs ``pip install pgenlib``: benchmarks only);
 - ours: ``vcfzarr_sql.genotype_matrix(store, region=..., columns=())`` for the region that
-  spans the same records, ``values`` int8 dosages (-9 missing, as pgenlib).
+  spans the same records, ``values`` int8 dosages (-9 missing, as pgenlib), from the packed
+  genotypes; "ours unpacked": the same store without them (decoding ``call_genotype``).
+
+``--gtstats 2000x30000`` reads the simulation of :mod:`benchmarks.genotype_stats` instead.
 
 The two answers are checked equal (on the records biallelic in both) before timing; each tool
 is then run ``repeats`` times, interleaved; the medians of CPU time (this process, all
@@ -31,7 +34,9 @@ import numpy as np
 
 import vcfzarr_sql
 from benchmarks.data import generate
+from benchmarks.genotype_stats import prepare, without_packed
 from benchmarks.scan_floor import SCAN, scan_store
+from benchmarks.sizes import DATA_DIR
 from vcfzarr_sql.adapters.matrix import dosage
 
 
@@ -56,12 +61,18 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--variants", type=int, default=1000)
+    parser.add_argument("--gtstats", default="", metavar="SAMPLESxRECORDS",
+                        help="the store and .pgen of benchmarks.genotype_stats at that size instead")
     args = parser.parse_args(argv)
     import pgenlib
 
-    files = generate(SCAN)
-    store = vcfzarr_sql.open_store(scan_store())
-    prefix = pgen(files.vcf)
+    if args.gtstats:
+        samples_text, records_text = args.gtstats.split("x")
+        _, path, prefix = prepare(DATA_DIR / f"gtstats-{args.gtstats}", int(samples_text), int(records_text))
+    else:
+        path, prefix = scan_store(), pgen(generate(SCAN).vcf)
+    store = vcfzarr_sql.open_store(path)
+    unpacked = vcfzarr_sql.open_store(without_packed(path))
     pvar = np.loadtxt(prefix.with_suffix(".pvar"), comments="#", usecols=(1, 4), dtype=str)
     positions = pvar[:, 0].astype(np.int64)
     alleles = np.char.count(pvar[:, 1], ",") + 2
@@ -79,6 +90,9 @@ def main(argv: list[str] | None = None) -> None:
 
     def ours() -> np.ndarray:
         return vcfzarr_sql.genotype_matrix(store, region=region, columns=()).values
+
+    def ours_unpacked() -> np.ndarray:  # a store without packed genotypes (written before them)
+        return vcfzarr_sql.genotype_matrix(unpacked, region=region, columns=()).values
 
     con = vcfzarr_sql.connect()
     sql = f"SELECT fmt_GT FROM vcf_zarr('{store.path}', region := '{region}')"
@@ -104,7 +118,10 @@ def main(argv: list[str] | None = None) -> None:
 
     if not (through_sql() == ours_values).all():
         raise SystemExit("different dosages through SQL")
-    tools = {"pgenlib": theirs, "ours": ours, "SQL+Arrow": through_sql, "decode floor": decode_floor}
+    if not (ours_unpacked() == ours_values).all():
+        raise SystemExit("different dosages from the store without packed genotypes")
+    tools = {"pgenlib": theirs, "ours": ours, "ours unpacked": ours_unpacked, "SQL+Arrow": through_sql,
+             "decode floor": decode_floor}
     cpu: dict[str, list[float]] = {tool: [] for tool in tools}
     wall: dict[str, list[float]] = {tool: [] for tool in tools}
     for _ in range(args.repeats):

@@ -6,7 +6,8 @@ Beta, 1% missing calls), converts it, makes the .pgen (``plink2 --vcf --make-pge
 Parquet calls table, checks that every tool gives the same allele-count total, then times each
 task (median of ``--repeats``, the tools of a task interleaved) and prints wall and CPU time
 (user + system, this process and its children: the thread pools and the tools' processes) and
-the CPU ratio vcfzarr-sql / tool (below 1: we use less CPU). The sample subsets are a random
+the CPU ratio vcfzarr-sql / tool (below 1: we use less CPU); "unpacked" is the same store
+without its packed genotypes (the path of stores written before them). The sample subsets are a random
 half of the samples (``samples := [...]`` for us, ``--keep`` for plink2); the last line times
 the rewrite of a query naming that many samples (the SQL text's parsing cost).
 
@@ -16,7 +17,9 @@ the rewrite of a query naming that many samples (the SQL text's parsing cost).
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import shutil
 import statistics
 import subprocess
 import time
@@ -97,6 +100,21 @@ def prepare(directory: Path, samples: int, records: int) -> tuple[Path, Path, Pa
         subprocess.run(["plink2", "--vcf", str(vcf), "--make-pgen", "--out", str(pgen),
                         "--threads", "2", "--silent"], check=True)
     return vcf, store, pgen
+
+
+def without_packed(store: Path) -> Path:
+    """A copy of ``store`` without the packed genotypes (``summary_gt_packed*``): what a store
+    written before them reads like (the decoding path), made once."""
+    plain = store.with_name(store.name.replace(".vcz", "-unpacked.vcz"))
+    if not plain.exists():
+        shutil.copytree(store, plain)
+        dropped = ("summary_gt_packed", "summary_gt_packed_exact")
+        for name in dropped:
+            shutil.rmtree(plain / name, ignore_errors=True)
+        meta = json.loads((plain / ".zmetadata").read_text())
+        meta["metadata"] = {k: v for k, v in meta["metadata"].items() if k.split("/")[0] not in dropped}
+        (plain / ".zmetadata").write_text(json.dumps(meta))
+    return plain
 
 
 def cpu_seconds() -> float:
@@ -183,6 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         return lambda: con.sql(sql).to_arrow_table()
 
     s = f"'{store}'"
+    unpacked = f"'{without_packed(store)}'"
     half_list = [names[i] for i in half]
     tasks = {
         "AC/AN/AF per variant, all samples": {
@@ -196,10 +215,17 @@ def main(argv: list[str] | None = None) -> None:
         "per-sample counts, random half of samples": {
             "vcfzarr-sql": lambda: vcfzarr_sql.connect().sql(
                 f"SELECT * FROM vcf_zarr_sample_stats({s}, samples := {half_list!r})").to_arrow_table(),
+            "vcfzarr-sql, 1 Mb region": lambda: vcfzarr_sql.connect().sql(
+                f"SELECT * FROM vcf_zarr_sample_stats({s}, region := '1:50000000-51000000', "
+                f"samples := {half_list!r})").to_arrow_table(),
+            "vcfzarr-sql unpacked, 1 Mb region": lambda: vcfzarr_sql.connect().sql(
+                f"SELECT * FROM vcf_zarr_sample_stats({unpacked}, region := '1:50000000-51000000', "
+                f"samples := {half_list!r})").to_arrow_table(),
             "plink2 --missing": shell(f"plink2 --pfile {pgen} --keep {keep} --missing sample-only --threads 2 --out {out} --silent"),
         },
         "AC/AN/AF per variant, random half of samples": {
             "vcfzarr-sql": ours(f"SELECT contig, pos, gt_AC, gt_AN, gt_AF FROM vcf_zarr({s}, samples := {half_list!r})"),
+            "vcfzarr-sql unpacked (decoding)": ours(f"SELECT contig, pos, gt_AC, gt_AN, gt_AF FROM vcf_zarr({unpacked}, samples := {half_list!r})"),
             "plink2 --freq counts": shell(f"plink2 --pfile {pgen} --keep {keep} --freq counts --threads 2 --out {out} --silent"),
             "floor (numcodecs)": floor_counts(store, half),
         },
@@ -224,6 +250,7 @@ def main(argv: list[str] | None = None) -> None:
         },
         "HWE per variant, random half of samples": {
             "vcfzarr-sql": ours(f"SELECT pos, gt_HWE FROM vcf_zarr({s}, samples := {half_list!r})"),
+            "vcfzarr-sql unpacked (decoding)": ours(f"SELECT pos, gt_HWE FROM vcf_zarr({unpacked}, samples := {half_list!r})"),
             "plink2 --hardy": shell(f"plink2 --pfile {pgen} --keep {keep} --hardy --threads 2 --out {out} --silent"),
         },
     }

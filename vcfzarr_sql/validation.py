@@ -5,7 +5,8 @@
 ``variants``, the dimensions of every INFO/FORMAT array (against the header's Number and Type
 when the store carries a ``vcf_header``), and the ``region_index`` content, recomputed from
 ``variant_contig``, ``variant_position`` and ``variant_length``, and the stored genotype counts
-(``summary_gt_*``, :mod:`vcfzarr_sql.query.stored_counts`), recomputed from the genotypes.
+(``summary_gt_*``, :mod:`vcfzarr_sql.query.stored_counts`) and packed genotypes
+(``summary_gt_packed*``, :mod:`vcfzarr_sql.format.packed_genotypes`), recomputed from the genotypes.
 
 Metadata is read with zarr-python (Zarr v2 or v3; a directory, a ``.zip`` file or an fsspec URL);
 array contents with vcfzarr-sql's own checked reader, and none through a refused codec
@@ -32,7 +33,7 @@ import zarr.storage
 from vcfzarr_sql.errors import StoreError, VcfZarrError
 from vcfzarr_sql.format import arrays as arrays_rules
 from vcfzarr_sql.format import cohort as cohort_layout
-from vcfzarr_sql.format import spec, summaries
+from vcfzarr_sql.format import packed_genotypes, spec, summaries
 from vcfzarr_sql.format.arrays import (
     BOOL,
     CHAR,
@@ -146,6 +147,7 @@ def validate(path: str | os.PathLike, *, deep: bool = False) -> list[Problem]:
         problems += _problems_reading(summaries.SAMPLE_CALL_STATS,
                                       lambda opened: _check_call_stats(opened, depths), store)
         problems += unreadable
+        problems += _problems_reading(packed_genotypes.PACKED, _check_packed_genotypes, store)
     return problems + _cohort_problems(os.fspath(path), deep)
 
 
@@ -521,6 +523,40 @@ def _check_call_stats(store: VczStore, deep: bool) -> Iterator[Problem]:
                 at = np.argwhere(actual != wanted)[0].tolist()
                 yield Problem(name, f"variant chunk {chunk}: at {at[1:]} it has "
                                     f"{actual[tuple(at)]}, the genotypes give {wanted[tuple(at)]}")
+                return
+
+
+def _check_packed_genotypes(store: VczStore) -> Iterator[Problem]:
+    """The packed genotypes (:mod:`vcfzarr_sql.format.packed_genotypes`) against the genotypes
+    packed again, one variant chunk at a time: their layout, then the first record that differs."""
+    from vcfzarr_sql.query.execute import run_plan, scan_source  # (imports the scan)
+    from vcfzarr_sql.query.packed_counts import pack_chunk
+    from vcfzarr_sql.query.request import every_chunk_plan
+    from vcfzarr_sql.store.packed_arrays import packed_stored
+
+    names = (packed_genotypes.PACKED, packed_genotypes.PACKED_EXACT)
+    present = [name for name in names if store.has_array(name)]
+    gt = store.format_fields.get("GT")
+    if not present:
+        return
+    if gt is None or not packed_stored(store):
+        yield Problem(present[0], "packed genotypes need call_genotype and both of "
+                                  f"{', '.join(names)}, laid out as written (shape, chunks, uint8)")
+        return
+    plan = every_chunk_plan(store)
+    source = scan_source(store, plan)
+
+    def packed(run: range) -> tuple[int, tuple[np.ndarray, np.ndarray], list[np.ndarray]]:
+        chunk = plan.run(run.start, run.stop).variant_chunk
+        stored = [BatchBlocks(source, chunk, None).read(name) for name in names]
+        return chunk, pack_chunk(source, gt.array, chunk), stored
+
+    for chunk, expected, stored in run_plan(source, plan, packed):
+        for name, wanted, actual in zip(names, expected, stored):
+            if not np.array_equal(actual, wanted):
+                row = int(np.flatnonzero((actual != wanted).reshape(len(wanted), -1).any(axis=1))[0])
+                yield Problem(name, f"record {chunk * store.variants_chunk_size + row} differs "
+                                    "from its genotypes packed again")
                 return
 
 

@@ -80,3 +80,35 @@ def test_unknown_values_is_refused(simulated):
 def test_no_record_gives_empty_arrays(simulated):
     got = vcfzarr_sql.genotype_matrix(simulated[1], region="2:1-5", samples=["sample1", "sample2"])
     assert got.values.shape == (0, 2) and got.variants.num_rows == 0
+
+
+@pytest.fixture(scope="module")
+def diploid(tmp_path_factory, convert_once):
+    """Diploid calls (packed genotypes exact for most records; half-missing calls and second
+    ALTs in the others): 120 records in chunks of 25, 37 samples in chunks of 10."""
+    vcf = simulated_vcf(tmp_path_factory.mktemp("packed_matrix") / "diploid.vcf", seed=31,
+                        samples=37, ploidies=(2,), max_alts=2, missing=0.01)
+    return str(vcf), convert_once(vcf, variants_chunk_size=25, samples_chunk_size=10)
+
+
+@pytest.mark.parametrize("samples", [None, ["sample0", "sample1", "sample2"],
+                                     ["sample36", "sample9", "sample10", "sample31"]])
+def test_dosages_from_packed_genotypes_are_bcftools_gt(diploid, tmp_path, samples):
+    import zarr
+    from store_support import copy_store, zarr_read
+
+    from vcfzarr_sql.format import packed_genotypes as pg
+
+    vcf, store = diploid
+    alleles, _ = genotype_arrays(vcf, region="1:95-1000")
+    names = [f"sample{i}" for i in range(37)]
+    keep = sorted(names.index(s) for s in samples) if samples else list(range(37))
+    got = vcfzarr_sql.genotype_matrix(store, region="1:95-1000", samples=samples)
+    assert (got.values == expected_dosage(alleles[:, keep])).all()
+    damaged = copy_store(store, tmp_path / "damaged.vcz")
+    zarr.open_array(str(damaged / pg.PACKED), mode="r+")[:] = 0b10101010  # every call 1/1
+    read = vcfzarr_sql.genotype_matrix(damaged, region="1:95-1000", samples=samples).values
+    exact = zarr_read(damaged, pg.PACKED_EXACT).astype(bool)
+    assert exact.any() and not exact.all()
+    rows = exact[(got.variants.column("pos").to_numpy() - 1) // 10]  # (record k is at 10k + 1)
+    assert (read[rows] == 2).all() and (read[~rows] == got.values[~rows]).all()  # (packed read)

@@ -48,11 +48,30 @@ def test_site_and_stored_count_scans_join_chunks(store, monkeypatch):
     assert ds.last_stats["variant_chunks_read"] == 18
 
 
-def test_per_call_and_sample_subset_scans_stay_one_chunk_per_batch(store, monkeypatch):
-    for columns, samples in ((["pos", "fmt_GT"], None), (["pos", "gt_AC"], ["sample3", "sample7"])):
+def test_per_call_and_sample_subset_scans_stay_one_chunk_per_batch(store, monkeypatch, tmp_path):
+    """(A sample subset's ``gt_`` columns decode genotypes in a store without packed genotypes;
+    with them they join runs: the next test.)"""
+    from store_support import copy_store
+
+    from vcfzarr_sql.format import packed_genotypes as pg
+
+    unpacked = copy_store(store, tmp_path / "unpacked.vcz", drop=(pg.PACKED, pg.PACKED_EXACT))
+    for path, columns, samples in ((store, ["pos", "fmt_GT"], None),
+                                   (unpacked, ["pos", "gt_AC"], ["sample3", "sample7"])):
         monkeypatch.setattr(execute, "RUN_RECORDS", 64 * 7)
-        ds = vcfzarr_sql.dataset(store, samples=samples)
+        ds = vcfzarr_sql.dataset(path, samples=samples)
         assert all(b.num_rows <= 7 for b in ds.to_batches(columns=columns))
+
+
+def test_sample_subset_scans_of_packed_genotypes_join_chunks(store, monkeypatch):
+    samples = ["sample3", "sample7", "sample20"]
+    rows = {}
+    for records in (1, 64 * 7):
+        monkeypatch.setattr(execute, "RUN_RECORDS", records)
+        batches = list(vcfzarr_sql.dataset(store, samples=samples).to_batches(columns=["pos", *GT_COLUMNS]))
+        rows[records] = [row for b in batches for row in b.to_pylist()], [b.num_rows for b in batches]
+    assert rows[64 * 7][0] == rows[1][0]
+    assert len(rows[1][1]) == 18 and max(rows[64 * 7][1]) > 7
 
 
 def test_limit_reads_only_the_first_runs(store, monkeypatch):

@@ -14,7 +14,9 @@ per record or call. ``values`` is
 
 - ``"dosage"``: int8 (variants, samples), the number of non-reference alleles of each call
   (0, 1, 2 for a diploid call; of every allele for a multi-allelic record), or
-  :data:`MISSING_DOSAGE` (-9, as pgenlib's ``read_range``) when any allele is missing;
+  :data:`MISSING_DOSAGE` (-9, as pgenlib's ``read_range``) when any allele is missing; read
+  from the packed genotypes (2 bits per call, :mod:`vcfzarr_sql.format.packed_genotypes`)
+  when the store has them;
 - ``"genotypes"``: (variants, samples, ploidy), the allele indexes as stored (int8 unless a
   record has more than 127 alleles; -1 missing, -2 the padding of a call of lower ploidy), as
   ``bcftools query -f '[%GT]'`` lists them.
@@ -35,6 +37,7 @@ from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.query import arrays, decode
 from vcfzarr_sql.query.execute import residual_rows, run_plan, scan_source
 from vcfzarr_sql.query.expressions import parse_or_none
+from vcfzarr_sql.query.packed_dosage import MISSING_DOSAGE, packed_dosage
 from vcfzarr_sql.query.plan import plan_scan
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
 from vcfzarr_sql.query.request import scan_request
@@ -44,8 +47,6 @@ from vcfzarr_sql.store.vcz import VczStore
 
 __all__ = ["MISSING_DOSAGE", "VALUES", "GenotypeMatrix", "genotype_matrix"]
 
-#: the dosage of a call with a missing allele (pgenlib's ``read_range`` gives the same)
-MISSING_DOSAGE = -9
 #: what :func:`genotype_matrix` can put in ``values``
 VALUES = ("dosage", "genotypes")
 #: the variant columns :func:`genotype_matrix` returns unless told otherwise
@@ -100,21 +101,39 @@ def genotype_matrix(
         keep = residual_rows(source, plan, task, tree)
         batch = (decode.decode_variants(source, task.variant_chunk, tuple(names), task.samples, task.chunk_count)
                  if names else arrays.rows_only(task.num_rows))
-        genotypes = BatchBlocks(source, task.variant_chunk, task.samples, task.chunk_count).read(genotype_array)
+        blocks = BatchBlocks(source, task.variant_chunk, task.samples, task.chunk_count)
         if keep is not None:
-            batch, genotypes = batch.filter(pa.array(keep)), genotypes[keep]
-        return batch.select(names), genotypes if values == "genotypes" else dosage(genotypes)
+            batch = batch.filter(pa.array(keep))
+        return batch.select(names), _values(blocks, genotype_array, values, keep)
 
     parts = list(run_plan(source, plan, work, ahead=PREFETCH_DEPTH))
-    sample_ids = [str(s) for s in (store.samples if request.samples is None else store.samples[request.samples])]
+    ids = store.samples if request.samples is None else store.samples[request.samples]
+    sample_ids: list[str] = ids.tolist()
     info = store.array_info(genotype_array)
     empty = (np.empty((0, len(sample_ids), info.shape[-1]), info.dtype) if values == "genotypes"
              else np.empty((0, len(sample_ids)), np.int8))
     return GenotypeMatrix(
         variants=pa.Table.from_batches([b for b, _ in parts], schema=plan.schema),
         samples=sample_ids,
-        values=np.concatenate([v for _, v in parts]) if parts else empty,
+        values=(empty if not parts else parts[0][1] if len(parts) == 1
+                else np.concatenate([v for _, v in parts])),
     )
+
+
+def _values(blocks: BatchBlocks, genotype_array: str, values: str, keep: np.ndarray | None) -> np.ndarray:
+    """The batch's kept rows of ``values``: dosages from the packed genotypes when the store
+    has them (the records they do not hold exactly decoded), else from the genotypes."""
+    packed = packed_dosage(blocks, keep) if values == "dosage" else None
+    if packed is None:
+        genotypes = blocks.read(genotype_array)
+        genotypes = genotypes if keep is None else genotypes[keep]
+        return genotypes if values == "genotypes" else dosage(genotypes)
+    dosages, exact = packed
+    if not exact.all():
+        rows = np.flatnonzero(~exact)
+        kept = blocks.read(genotype_array) if keep is None else blocks.read(genotype_array)[keep]
+        dosages[rows] = dosage(kept[rows])
+    return dosages
 
 
 def dosage(genotypes: np.ndarray) -> np.ndarray:

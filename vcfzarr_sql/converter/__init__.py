@@ -59,6 +59,7 @@ from vcfzarr_sql.errors import VcfParseError, VcfZarrError, VcfZarrWarning
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.query.call_stats import ALLELE_DEPTH, DEPTH, counted_shapes
+from vcfzarr_sql.store.packed_arrays import packed_arrays
 from vcfzarr_sql.store.summary_arrays import PER_RECORD, call_stats_arrays, summary_arrays
 from vcfzarr_sql.store.writer import NewArray, write_group, write_whole
 
@@ -238,7 +239,10 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
         warnings.warn(VcfZarrWarning(f"{input_path}: {deviation}"), stacklevel=2)
     summary = _summary_arrays(arrays, layout)
     call_stats = _call_stats_arrays(arrays, layout)
-    write_group(store, {}, [*arrays, *summary.values(), *call_stats.values()])
+    packed = (packed_arrays(layout.num_variants, layout.num_samples, layout.variants_chunk,
+                            layout.samples_chunk) if summary else None)
+    write_group(store, {}, [*arrays, *summary.values(), *call_stats.values(),
+                            *(packed or {}).values()])
 
     chunks = _chunk_pieces(results, spill, layout.variants_chunk, seen.num_variants)
     contig_ids = {name: i for i, (name, _) in enumerate(seen.contigs)}
@@ -247,7 +251,7 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     progress.start("Encode", len(chunks), "chunk")
     encoded = pool.run(
         encode_variant_chunk,
-        [(str(store), k, pieces, arrays, contig_ids, filter_ids, class_counts, call_stats)
+        [(str(store), k, pieces, arrays, contig_ids, filter_ids, class_counts, call_stats, packed)
          for k, pieces in enumerate(chunks)],
         progress.update,
         parsing=False,
@@ -267,7 +271,8 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
             and line not in header.meta_lines
         ],
     }
-    write_group(store, attrs, [*arrays, *(a for a, _ in small), *summary.values(), *call_stats.values()])
+    write_group(store, attrs, [*arrays, *(a for a, _ in small), *summary.values(),
+                               *call_stats.values(), *(packed or {}).values()])
     for array, values in small:
         write_whole(store, array, values)
     if summary and encoded:  # (the sample class counts were written by the workers)

@@ -1,5 +1,5 @@
-"""``vcfzarr-sql index`` over a store or a cohort: the region index and stored genotype counts
-written into every batch (a plain store is its own one batch).
+"""``vcfzarr-sql index`` over a store or a cohort: the region index, stored genotype counts and
+packed genotypes written into every batch (a plain store is its own one batch).
 
 The cohort's own region index (its sites store's) is written by ``add`` and needs nothing
 here; each batch is a plain store whose region index a cohort's region queries use to read
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vcfzarr_sql.converter.output import output_lock
+from vcfzarr_sql.converter.packed import write_packed_genotypes
 from vcfzarr_sql.converter.summaries import write_genotype_counts
 from vcfzarr_sql.store.indexing import local_directory, write_region_index
 from vcfzarr_sql.store.kvstore import open_kv
@@ -25,11 +26,12 @@ from vcfzarr_sql.store.opening import read_manifest
 @dataclass(frozen=True)
 class Indexed:
     """One store indexed: its directory, its region index's rows, and whether genotype counts
-    were written (False: it has no genotypes)."""
+    and packed genotypes were written (False: it has no genotypes)."""
 
     path: str
     index_rows: int
     counts: bool
+    packed: bool
 
 
 def batch_directories(path: str) -> list[str]:
@@ -60,4 +62,5 @@ def index_store(path: str | os.PathLike) -> Iterator[Indexed]:
 
 def _indexed(directory: str) -> Indexed:
     index = write_region_index(directory)
-    return Indexed(directory, len(index), write_genotype_counts(directory))
+    counts = write_genotype_counts(directory)
+    return Indexed(directory, len(index), counts, write_packed_genotypes(directory))

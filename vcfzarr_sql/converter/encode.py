@@ -20,7 +20,7 @@ from vcfzarr_sql.converter.masks import implied_mask
 from vcfzarr_sql.converter.spill import read_block
 from vcfzarr_sql.converter.workers import add_progress
 from vcfzarr_sql.errors import VcfZarrError
-from vcfzarr_sql.format import spec
+from vcfzarr_sql.format import packed_genotypes, spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.format.region_index import chunk_region_index
 from vcfzarr_sql.query.call_stats import ALLELE_DEPTH, DEPTH, summarise_call_stats
@@ -119,6 +119,16 @@ def _write_call_stats(root: str, chunk_index: int, layouts: dict[str, ArrayLayou
         write_rows(root, layout, chunk_index, stats.block(name))
 
 
+def _write_packed(
+    root: str, packed: dict[str, ArrayLayout], chunk_index: int, genotypes: np.ndarray,
+    samples_chunk: int,
+) -> None:
+    """Variant chunk ``chunk_index`` of the packed genotype arrays, from its genotypes."""
+    rows, exact = packed_genotypes.pack_rows(genotypes, samples_chunk)
+    write_rows(root, packed[packed_genotypes.PACKED], chunk_index, rows)
+    write_rows(root, packed[packed_genotypes.PACKED_EXACT], chunk_index, exact)
+
+
 def encode_variant_chunk(
     root: str,
     chunk_index: int,
@@ -128,12 +138,14 @@ def encode_variant_chunk(
     filter_ids: dict[str, int],
     class_counts: ArrayLayout | None,
     call_stats: dict[str, ArrayLayout] | None = None,
+    packed: dict[str, ArrayLayout] | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Write variant chunk ``chunk_index`` of every array and, when the store has genotypes,
     its row of ``class_counts`` (``summary_sample_class_counts``) and of the ``call_stats``
     arrays (:mod:`vcfzarr_sql.query.call_stats`; None or empty: none). Returns the chunk's region
     index rows and its blocks of the per-record summary arrays (:data:`PER_RECORD`, none
-    without genotypes), computed from the genotypes before they are compressed."""
+    without genotypes), computed from the genotypes before they are compressed. Also writes its
+    rows of the ``packed`` genotype arrays (:mod:`vcfzarr_sql.format.packed_genotypes`)."""
     blocks: dict[str, dict[str, np.ndarray]] = {}
     for piece in pieces:
         if piece.path not in blocks:
@@ -160,6 +172,8 @@ def encode_variant_chunk(
             if call_stats and len(for_stats) == len(counted):
                 _write_call_stats(root, chunk_index, call_stats, for_stats)
                 for_stats.clear()
+        if packed is not None and array.name == spec.CALL_GENOTYPE:
+            _write_packed(root, packed, chunk_index, values, array.chunks[1])
         if class_counts is not None and array.name in summarised:
             for_summary[array.name] = values
             if len(for_summary) == len(summarised):  # (then the genotypes can go)

@@ -40,6 +40,7 @@ import pyarrow as pa
 from vcfzarr_sql.errors import QueryError, StoreError
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.query import arrays, genotype_stats, schema
+from vcfzarr_sql.query.packed_counts import packed_counts
 from vcfzarr_sql.query.stored_counts import stored_counts, stored_hwe, stored_num_alleles
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.fields import FieldInfo
@@ -301,7 +302,8 @@ def _genotypes(blocks: _Blocks, gt: FieldInfo) -> np.ndarray:
 
 def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
     """The ``gt_`` columns of the batch: from the counts stored in the store when it has them
-    and the batch covers all samples, else from its genotypes, when first asked for."""
+    and the batch covers all samples, else from its packed genotypes when it has them, else
+    from its genotypes, when first asked for."""
     fields = blocks.store.format_fields
     stored: list[genotype_stats.GenotypeCounts | None] = []
 
@@ -317,6 +319,15 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
         alleles = blocks.strings(spec.VARIANT_ALLELE)
         return alleles.shape[1] - alleles.fill.sum(axis=1)
 
+    packed: list[genotype_stats.GenotypeCounts | None] = []
+
+    def packed_or_none(width: int) -> genotype_stats.GenotypeCounts | None:
+        """The batch's counts from its packed genotypes, when the store has them."""
+        if not packed:
+            packed.append(packed_counts(blocks, width))
+        found = packed[0]
+        return None if found is None else found.widened(width)
+
     computed: list[genotype_stats.CallCounts] = []
 
     def from_genotypes(width: int) -> genotype_stats.CallCounts:
@@ -328,11 +339,11 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
         return computed[0]
 
     def counts(width: int) -> genotype_stats.AlleleCounts:
-        found = stored_or_none()
+        found = stored_or_none() or packed_or_none(width)
         return from_genotypes(width).alleles if found is None else found.alleles
 
     def missing() -> np.ndarray:
-        found = stored_or_none()
+        found = stored_or_none() or packed_or_none(1)
         if found is not None:
             return found.missing
         phased = (blocks.read(spec.CALL_GENOTYPE_PHASED)

@@ -30,6 +30,7 @@ from vcfzarr_sql.query.residual import matching_mask, matching_rows
 from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.fetch import WindowFetches, fetch_windows, fetching
+from vcfzarr_sql.store.packed_arrays import packed_stored
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 
@@ -79,7 +80,8 @@ def chunks_per_batch(source: ChunkSource, plan: ScanPlan) -> int:
     if not any(c.startswith(GT_SUMMARY_PREFIX) for c in plan.filtered_columns):
         return most
     gt = store.format_fields.get(GT)
-    if plan.sample_groups[0][1] is not None or gt is None or not stored_counts.stored(store):
+    subset = plan.sample_groups[0][1] is not None  # (then counted from the packed genotypes)
+    if gt is None or not (packed_stored(store) if subset else stored_counts.stored(store)):
         return 1
     genotypes = store.array_info(gt.array)
     per_chunk = genotypes.chunks[0] * math.prod(genotypes.shape[1:]) * genotypes.dtype.itemsize

@@ -207,6 +207,12 @@ class GenotypeCounts:
         summed = AlleleCounts(*(getattr(mine, f) + getattr(theirs, f) for f in _COUNT_FIELDS))
         return GenotypeCounts(summed, self.missing + other.missing, self.samples + other.samples)
 
+    def widened(self, width: int) -> GenotypeCounts:
+        """The counts over at least ``width`` alleles (the alleles added count 0)."""
+        if self.alleles.het.shape[1] >= width:
+            return self
+        return GenotypeCounts(_widened(self.alleles, width), self.missing, self.samples)
+
 
 _COUNT_FIELDS = ("het", "hom", "hemi", "called")
 

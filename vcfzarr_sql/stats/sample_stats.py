@@ -37,6 +37,7 @@ from vcfzarr_sql.format.summaries import CLASSES, SAMPLE_CLASS_COUNTS
 from vcfzarr_sql.query.cohort_classes import batched, cohort_class_counts
 from vcfzarr_sql.query.execute import one_per_task, residual_rows, run_plan, scan_source
 from vcfzarr_sql.query.expressions import parse_or_none
+from vcfzarr_sql.query.packed_counts import packed_class_counts
 from vcfzarr_sql.query.plan import ScanPlan, batch_runs, plan_scan
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, THREADS
 from vcfzarr_sql.query.request import scan_request
@@ -117,9 +118,12 @@ def _class_counts(source: ChunkSource, plan: ScanPlan, gt_array: str) -> Callabl
                 stored = cohort_class_counts(source.store, task.variant_chunk, task.chunk_count, task.samples)
             if stored is not None:
                 return stored, task.num_rows
+        rows = residual_rows(source, plan, task, tree)  # (an edge chunk: the records it keeps)
+        packed = packed_class_counts(blocks, rows)
+        if packed is not None:
+            return packed, task.num_rows if rows is None else int(np.count_nonzero(rows))
         genotypes = blocks.read(gt_array)
         alleles = blocks.read(spec.VARIANT_ALLELE)
-        rows = residual_rows(source, plan, task, tree)  # (an edge chunk: the records it keeps)
         if rows is not None:
             genotypes, alleles = genotypes[rows], alleles[rows]
         return class_counts(genotypes, allele_kinds(alleles)), len(genotypes)

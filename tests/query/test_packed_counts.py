@@ -1,0 +1,139 @@
+"""Genotypes packed 2 bits per call (``summary_gt_packed``, written by ``convert`` and by
+``vcfzarr-sql index``): the codes and exact flags against the calls' definitions, popcounts over
+sample subsets against plain counting, the ``gt_`` columns over subsets read from them equal to
+``bcftools +fill-tags`` (and to a store without them), and ``validate`` finds packed genotypes
+that disagree with ``call_genotype``."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import zarr
+from fill_tags import BCFTOOLS, TAGS, fill_tags, same, simulated_vcf
+from store_support import copy_store, zarr_array, zarr_values
+
+import vcfzarr_sql
+from vcfzarr_sql.cli import main
+from vcfzarr_sql.format import packed_genotypes as pg
+from vcfzarr_sql.query.packed_counts import code_counts, selection_mask
+
+PACKED = (pg.PACKED, pg.PACKED_EXACT)
+SAMPLES = [f"sample{i}" for i in range(37)]
+
+
+def _random_calls(rng: np.random.Generator, records: int, samples: int) -> np.ndarray:
+    """int8 diploid calls: mostly 0/1 pairs and ./., some haploid, half-missing and allele 2."""
+    calls = rng.choice([0, 0, 0, 1], size=(records, samples, 2)).astype(np.int8)
+    calls[rng.random((records, samples)) < 0.05] = -1
+    odd = rng.random(records) < 0.3  # records with an inexact call
+    where = rng.integers(0, samples, records)
+    kinds = rng.choice([(0, -2), (1, -1), (-1, 0), (2, 0), (2, 2)], size=records)
+    calls[odd, where[odd]] = kinds[odd]
+    return calls
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_codes_and_counts_follow_the_calls(seed):
+    rng = np.random.default_rng(seed)
+    calls = _random_calls(rng, 40, 37)
+    first, second = calls[..., 0].astype(int), calls[..., 1].astype(int)
+    called = (first >= 0) & (first <= 1) & (second >= 0) & (second <= 1)
+    missing = (first == -1) & (second == -1)
+    for size in (10, 32, 37, 100):
+        rows, exact = pg.pack_rows(calls, size)
+        assert rows.shape == (40, pg.packed_bytes(37, size)) and rows.shape[1] % 8 == 0
+        assert exact.tolist() == (called | missing).all(axis=1).tolist()
+        slots = pg.sample_slots(np.arange(37), size)
+        codes = pg.byte_codes()[rows].reshape(40, -1)[:, slots]
+        assert (codes[called] == (first + second)[called]).all()
+        assert (codes[~called] == pg.MISSING).all()
+        chosen = np.sort(rng.choice(37, int(rng.integers(1, 37)), replace=False))
+        het, hom_alt, n_missing = code_counts(rows, selection_mask(chosen, rows.shape[1], size))
+        pick = np.zeros(37, dtype=bool)
+        pick[chosen] = True
+        assert het.tolist() == (called & (first != second) & pick).sum(axis=1).tolist()
+        assert hom_alt.tolist() == (called & (first + second == 2) & pick).sum(axis=1).tolist()
+        assert n_missing.tolist() == (~called & pick).sum(axis=1).tolist()
+
+
+def test_other_ploidies_and_wide_alleles_are_never_exact():
+    rows, exact = pg.pack_rows(np.zeros((3, 5, 1), dtype=np.int8), 5)
+    assert exact.tolist() == [0, 0, 0] and (pg.byte_codes()[rows].reshape(3, -1)[:, :5] == 3).all()
+    wide = np.array([[[0, 1], [1, 1]], [[300, 0], [0, 0]]], dtype=np.int16)
+    rows, exact = pg.pack_rows(wide, 2)
+    assert exact.tolist() == [1, 0] and pg.byte_codes()[rows[0, 0]].tolist() == [1, 2, 0, 0]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, convert_once):
+    """(vcf, store): diploid calls, up to 2 ALTs, missing and half-missing (inexact records)."""
+    root = tmp_path_factory.mktemp("packed")
+    vcf = simulated_vcf(root / "diploid.vcf", seed=31, samples=37, ploidies=(2,), max_alts=2,
+                        missing=0.01)
+    return vcf, convert_once(vcf, variants_chunk_size=25, samples_chunk_size=10)
+
+
+def _gt_columns(con, store, samples) -> list[dict]:
+    sql = (f"SELECT contig, pos, {', '.join(TAGS)} FROM vcf_zarr('{store}', samples := {samples!r}) "
+           "ORDER BY contig, pos")
+    return con.sql(sql).to_arrow_table().to_pylist()
+
+
+@pytest.mark.skipif(BCFTOOLS is None, reason="needs Debian bcftools (+fill-tags)")
+def test_subset_columns_from_packed_equal_fill_tags(store, tmp_path):
+    vcf, path = store
+    exact = zarr_values(zarr_array(zarr.open_group(str(path), mode="r"), pg.PACKED_EXACT))
+    assert 0 < exact.sum() < len(exact)  # both paths in one store
+    plain = copy_store(path, tmp_path / "plain.vcz", drop=PACKED)
+    damaged = tmp_path / "damaged.vcz"
+    copy_store(path, damaged)
+    zarr.open_array(str(damaged / pg.PACKED), mode="r+")[:] = 0b10101010  # every call 1/1
+    rng = random.Random(5)
+    with vcfzarr_sql.connect() as con:
+        for size in (1, 12, 30):
+            subset = sorted(rng.sample(SAMPLES, size), key=lambda s: int(s[6:]))
+            expected = fill_tags(vcf, list(TAGS.values()), subset)
+            actual = _gt_columns(con, path, subset)
+            assert len(expected) == len(actual)
+            for e, a in zip(expected, actual):
+                for column, tag in TAGS.items():
+                    assert same(e[tag], a[column]), (e["pos"], column, e[tag], a[column])
+            assert _gt_columns(con, plain, subset) == actual
+            assert _gt_columns(con, damaged, subset) != actual  # (the packed codes are read)
+
+
+def test_index_writes_packed_genotypes_and_validate_checks_them(store, tmp_path, capsys):
+    _, path = store
+    plain = copy_store(path, tmp_path / "plain.vcz", drop=PACKED)
+    assert main(["index", str(plain)]) == 0
+    assert "wrote packed genotypes" in capsys.readouterr().out
+    group, written = (zarr.open_group(str(p), mode="r") for p in (path, plain))
+    for name in PACKED:
+        assert np.array_equal(zarr_values(zarr_array(group, name)), zarr_values(zarr_array(written, name)))
+    assert vcfzarr_sql.validate(plain) == []
+    array = zarr.open_array(str(plain / pg.PACKED), mode="r+")
+    row = zarr_values(array, 57)
+    row[1] ^= 0b1100  # the sixth sample's call: another code
+    array[57] = row
+    problems = vcfzarr_sql.validate(plain)
+    assert [p.where for p in problems] == [pg.PACKED] and "record 57" in str(problems[0])
+
+
+def test_sample_stats_over_part_of_chunks_from_packed(store, tmp_path):
+    """The edge chunks of a region count from the packed codes, as a store without them does
+    (decoding; tests/stats checks that against bcftools stats -s)."""
+    _, path = store
+    plain = copy_store(path, tmp_path / "plain.vcz", drop=PACKED)
+    damaged = copy_store(path, tmp_path / "damaged.vcz")
+    zarr.open_array(str(damaged / pg.PACKED), mode="r+")[:] = 0b10101010  # every call 1/1
+    subset = ["sample3", "sample10", "sample11", "sample36"]
+    calls = [f"region := '1:95-433', samples := {subset!r}", "region := '1:200-245,2:607-1003'"]
+    with vcfzarr_sql.connect() as con:
+        for args in calls:
+            def rows(p, args=args):
+                sql = f"SELECT * FROM vcf_zarr_sample_stats('{p}', {args}) ORDER BY sample_id"
+                return con.sql(sql).fetchall()
+            assert rows(path) == rows(plain)
+            assert rows(damaged) != rows(path)

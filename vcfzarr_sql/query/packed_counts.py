@@ -1,0 +1,165 @@
+"""bcftools' genotype counts over any sample subset from the packed genotypes
+(:mod:`vcfzarr_sql.format.packed_genotypes`): per record, popcounts of the row's 64-bit words
+masked to the selected samples' calls, three per word whatever the subset. Records the packed
+codes do not hold exactly (not ``summary_gt_packed_exact``) are counted from their decoded
+genotypes (:func:`~.genotype_stats.genotype_counts`, the one counting of decoded calls); stores
+without the packed arrays (:func:`~vcfzarr_sql.store.packed_arrays.packed_stored`) decode every
+record. :func:`packed_class_counts` counts the per-sample call classes of
+``vcf_zarr_sample_stats`` likewise (where the stored class counts do not serve: part of a
+chunk). :func:`pack_chunk` packs a stored chunk's genotypes (``index``, ``validate``).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from vcfzarr_sql.format import packed_genotypes as pg
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.summaries import CLASSES
+from vcfzarr_sql.query.genotype_stats import AlleleCounts, GenotypeCounts, genotype_counts
+from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
+from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.packed_arrays import packed_stored
+from vcfzarr_sql.store.source import ChunkSource
+
+
+def selection_mask(samples: np.ndarray, row_bytes: int, samples_chunk_size: int) -> np.ndarray:
+    """The words (uint64, as a row of ``row_bytes`` bytes reads) with the low bit of each of
+    ``samples``' calls set.
+
+    >>> selection_mask(np.array([0, 2, 33]), 16, 32).tolist()
+    [17, 4]
+    """
+    slots = pg.sample_slots(samples, samples_chunk_size)
+    mask = np.zeros(row_bytes, dtype=np.uint8)
+    np.bitwise_or.at(mask, slots // 4, (1 << (2 * (slots % 4))).astype(np.uint8))
+    return mask.view(np.uint64)
+
+
+def code_counts(rows: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of packed ``rows`` (records, bytes): the calls coded het, hom-alt and missing
+    among those ``mask`` (:func:`selection_mask`) selects (int64 each).
+
+    >>> rows, _ = pg.pack(np.array([[[0, 1], [1, 1], [-1, -1], [1, 0]]], dtype=np.int8))
+    >>> [c.tolist() for c in code_counts(rows, selection_mask(np.arange(4), 8, 32))]
+    [[2], [1], [1]]
+    """
+    words = np.ascontiguousarray(rows).view(np.uint64)
+    counts = np.empty((3, len(words)), dtype=np.int64)  # (low bits, high bits, both)
+    step = max(1, _SLICE_WORDS // max(words.shape[1], 1))
+    for start in range(0, len(words), step):  # (temporaries that stay in the cache)
+        part = words[start : start + step]
+        low = part & mask
+        high = np.right_shift(part, np.uint64(1))
+        high &= mask
+        for k, bits in enumerate((low, high, low & high)):
+            counts[k, start : start + step] = np.bitwise_count(bits).sum(axis=1, dtype=np.int64)
+    low_bits, high_bits, both = counts
+    return low_bits - both, high_bits - both, both
+
+
+#: Words a slice of :func:`code_counts` covers (256 KB).
+_SLICE_WORDS = 1 << 15
+
+
+def packed_counts(blocks: BatchBlocks, num_alleles: int) -> GenotypeCounts | None:
+    """The batch's :class:`GenotypeCounts` for its samples over at least ``num_alleles``
+    alleles: exact records from the packed codes, the others from their genotypes; None when
+    the store has no packed genotypes laid out as written."""
+    store = blocks.store
+    if not packed_stored(store):
+        return None
+    exact = blocks.read(pg.PACKED_EXACT).astype(bool)
+    samples = np.arange(store.num_samples) if blocks.samples is None else blocks.samples
+    rows = blocks.read(pg.PACKED)
+    mask = selection_mask(samples, rows.shape[1], store.samples_chunk_size)
+    het, hom_alt, missing = code_counts(rows, mask)
+    n = len(samples)
+    width = max(num_alleles, 2)
+    shape = (len(rows), width)
+    het_counts, hom_counts = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)
+    het_counts[:, 0] = het_counts[:, 1] = het
+    hom_counts[:, 0] = 2 * (n - het - hom_alt - missing)
+    hom_counts[:, 1] = 2 * hom_alt
+    alleles = AlleleCounts(het_counts, hom_counts, np.zeros(shape, dtype=np.int64), n - missing)
+    counts = GenotypeCounts(alleles, missing, n)
+    if exact.all():
+        return counts
+    return _with_decoded(blocks, counts, np.flatnonzero(~exact), width)
+
+
+def _with_decoded(blocks: BatchBlocks, counts: GenotypeCounts, rows: np.ndarray,
+                  width: int) -> GenotypeCounts:
+    """``counts`` with records ``rows`` counted from their decoded genotypes."""
+    store = blocks.store
+    genotypes = blocks.read(store.format_fields["GT"].array)[rows]
+    phased = (blocks.read(spec.CALL_GENOTYPE_PHASED)[rows]
+              if store.has_array(spec.CALL_GENOTYPE_PHASED) else None)
+    decoded = genotype_counts(genotypes, phased, width)
+    width = max(width, decoded.alleles.het.shape[1])
+    het, hom, hemi = (_widened(getattr(counts.alleles, name), width) for name in ("het", "hom", "hemi"))
+    het[rows], hom[rows], hemi[rows] = (_widened(getattr(decoded.alleles, name), width)
+                                        for name in ("het", "hom", "hemi"))
+    called, missing = counts.alleles.called.copy(), counts.missing.copy()
+    called[rows], missing[rows] = decoded.alleles.called, decoded.missing
+    return GenotypeCounts(AlleleCounts(het, hom, hemi, called), missing, counts.samples)
+
+
+def _widened(values: np.ndarray, width: int) -> np.ndarray:
+    """A copy of per-allele ``values`` with ``width`` columns (the extra ones 0)."""
+    return np.pad(values, ((0, 0), (0, width - values.shape[1])))
+
+
+def pack_chunk(source: ChunkSource, gt_array: str, chunk_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """The packed rows and exact flags of variant chunk ``chunk_index`` of ``source``, from its
+    genotypes (array ``gt_array``) read one sample chunk at a time."""
+    store = source.store
+    size, samples = store.samples_chunk_size, store.num_samples
+    chunks = (BatchBlocks(source, chunk_index, np.arange(lo, min(lo + size, samples))).read(gt_array)
+              for lo in range(0, max(samples, 1), size))
+    return pg.pack_chunks(chunks, samples, size)
+
+
+def packed_class_counts(blocks: BatchBlocks, keep: np.ndarray | None) -> np.ndarray | None:
+    """The call classes of ``vcf_zarr_sample_stats`` (:data:`~vcfzarr_sql.format.summaries.CLASSES`)
+    per sample of the batch, (classes, samples) int64, over its records (those ``keep`` marks,
+    when given): exact records from their codes (0/0 hom-ref, 0/1 het, 1/1 hom-alt, ./.
+    missing; het and hom-alt not counted where the ALT is neither a SNP nor ref-like, bcftools'
+    gate), the others decoded (:func:`~.sample_classes.class_counts`); None when the store has
+    no packed genotypes laid out as written."""
+    store = blocks.store
+    if not packed_stored(store):
+        return None
+    rows = blocks.read(pg.PACKED)
+    exact = blocks.read(pg.PACKED_EXACT).astype(bool)
+    kinds = allele_kinds(blocks.read(spec.VARIANT_ALLELE))
+    if keep is not None:
+        rows, exact, kinds = rows[keep], exact[keep], kinds[keep]
+    samples = np.arange(store.num_samples) if blocks.samples is None else blocks.samples
+    counts = np.zeros((len(CLASSES), len(samples)), dtype=np.int64)
+    if not exact.all():
+        genotypes = blocks.read(store.format_fields["GT"].array)
+        genotypes = genotypes if keep is None else genotypes[keep]
+        counts += class_counts(genotypes[~exact], kinds[~exact])
+        rows, kinds = rows[exact], kinds[exact]
+    codes = np.take(_byte_codes(), rows.astype(np.intp)).view(np.uint8).reshape(len(rows), 4 * rows.shape[1])
+    codes = np.take(codes, pg.sample_slots(samples, store.samples_chunk_size), axis=1)
+    gated = kinds[:, 1] == _OTHER if kinds.shape[1] > 1 else np.zeros(len(rows), dtype=bool)
+    ungated = codes[~gated]
+    for k, code in ((0, pg.HOM_REF), (1, pg.HOM_ALT), (2, pg.HET)):  # (n_hom_ref, n_hom_alt, n_het)
+        counts[k] += (ungated == code).sum(axis=0, dtype=np.int64)
+    counts[0] += (codes[gated] == pg.HOM_REF).sum(axis=0, dtype=np.int64)
+    counts[len(CLASSES) - 1] += (codes == pg.MISSING).sum(axis=0, dtype=np.int64)
+    return counts
+
+
+#: :func:`~.sample_classes.allele_kinds`' kind of an ALT that is neither a SNP nor ref-like.
+_OTHER = 2
+
+
+@cache
+def _byte_codes() -> np.ndarray:
+    """(256,) uint32: the four codes (uint8) of each byte's calls, in call order in memory."""
+    return np.ascontiguousarray(pg.byte_codes()).view(np.uint32).reshape(256)
