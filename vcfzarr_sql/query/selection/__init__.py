@@ -75,7 +75,8 @@ class SelectedRecords:
             raise QueryError("-i and -e cannot be used together")
         self.store = store
         self.selection = selection
-        self.samples = sample_indexes(list(store.samples), selection.samples, selection.samples_file)
+        self.samples = sample_indexes(list(store.samples), selection.samples, selection.samples_file,
+                                      repeats=False)
         has_gt = "GT" in store.format_fields
         # the records bcftools filters carry the AC/AN its header declares (absent from them)
         counted = recounts(selection.update_counts, self.samples is not None, has_gt,
