@@ -13,8 +13,10 @@ What the values mean (bcftools' view of the record):
   ``filters`` lists the FILTER names set, NULL for ``.`` (no filter applied).
 * INFO/FORMAT Number=1 values are scalars, NULL when missing (``.``) or absent. Other
   Numbers are lists: padding is trimmed, missing elements are NULL elements (``1,.`` is
-  ``[1, NULL]``), and a list with no present element is NULL (``.``, ``.,.`` or absent: the
-  store cannot tell these apart). Flags are ``true``/``false``, never NULL.
+  ``[1, NULL]``, ``.,.`` is ``[NULL, NULL]``, as bcftools prints them), and ``.`` or an
+  absent value is NULL. A store that cannot tell ``.,.`` from ``.`` (bio2zarr's: see
+  ``VczStore.spells_missing_vectors``) gives NULL for any list with no present element.
+  Flags are ``true``/``false``, never NULL.
 * ``fmt_GT`` is the list of allele indexes; a missing allele is a NULL element (``./.`` is
   ``[NULL, NULL]``, ``./1`` is ``[NULL, 1]``); mixed-ploidy padding is trimmed (haploid ``0``
   is ``[0]``); ``.`` (one missing allele) is NULL. ``fmt_GT_phased`` is the stored phasing
@@ -400,4 +402,6 @@ def _field_values(blocks: _Blocks, field: FieldInfo, *, cell_axes: int) -> pa.Ar
     type_ = schema.value_type(field)
     if schema.is_scalar(field):
         return arrays.scalar_array(values[:, 0], type_, None if no_value is None else no_value[:, 0])
-    return arrays.list_array(values, type_, no_value=no_value)
+    # ``.`` and absent are NULL; ``.,.`` a list of NULLs where the store keeps it apart
+    rows = arrays.NULL_IF_LONE_MISSING if blocks.store.spells_missing_vectors else arrays.NULL_IF_NO_VALUE
+    return arrays.list_array(values, type_, rows, no_value=no_value)
