@@ -11,6 +11,11 @@ anything is timed. Then the two commands run one after the other, ``--repeats`` 
 (interleaved, so a busy machine slows both alike); printed: CPU (user + system, with children)
 and wall seconds of each run, medians, and the ratio ours / bcftools of the median CPU.
 
+Our package is compiled to bytecode first (``compileall``), as ``pip install`` leaves it: with
+``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__`` (an editable install), every run
+would compile its modules again, about 0.1 CPU-s that no installed copy pays
+(``--no-bytecode`` measures that case).
+
     python -m benchmarks.view_write                         # the three files, 5 repeats
     python -m benchmarks.view_write --big-records 0 --repeats 3
 """
@@ -18,6 +23,7 @@ and wall seconds of each run, medians, and the ratio ours / bcftools of the medi
 from __future__ import annotations
 
 import argparse
+import compileall
 import statistics
 import subprocess
 import sys
@@ -132,7 +138,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--big-records", type=int, default=20000)
     parser.add_argument("--big-samples", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--no-bytecode", action="store_true",
+                        help="Do not compile our package to bytecode first (runs compile it, without __pycache__).")
     args = parser.parse_args(argv)
+    if not args.no_bytecode:
+        import vcfzarr_sql
+
+        compileall.compile_dir(str(Path(vcfzarr_sql.__file__).parent), quiet=1)
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         generated = tmp / "calls.vcf"

@@ -14,8 +14,9 @@ Value conventions (shared by :class:`Record` INFO values and :func:`calls`):
 
 - Number=1 fields are scalars (``None`` when missing); a Number=1 String is one string, commas
   included.
-- Other Numbers give a list, or ``None`` when the whole value is missing (``.``, absent, or every
-  element ``.``: BCF cannot tell these apart); elements of a partly missing list may be ``None``.
+- Other Numbers give a list, or ``None`` when the whole value is missing (``.`` or absent: BCF
+  cannot tell these apart); missing elements are ``None`` (``1,.`` is ``[1, None]``, and ``.,.``
+  is ``[None, None]``, as bcftools prints it, from VCF or BCF).
 - Flag is ``True``/``False``.
 - GT is a :class:`Genotype`, or ``None`` when the whole GT is ``.`` or absent.
 
@@ -293,7 +294,9 @@ def parse_value(text: str | None, field: FieldDef) -> Value:
     [1, None]
     >>> parse_value("a,b", FieldDef("S", "1", "String", ""))
     'a,b'
-    >>> parse_value(".,.", FieldDef("HQ", "2", "Integer", "")) is None
+    >>> parse_value(".,.", FieldDef("HQ", "2", "Integer", ""))
+    [None, None]
+    >>> parse_value(".", FieldDef("HQ", "2", "Integer", "")) is None
     True
     """
     if field.vcf_type == "Flag":
@@ -304,10 +307,9 @@ def parse_value(text: str | None, field: FieldDef) -> Value:
         if "," in text and field.vcf_type in ("Integer", "Float"):
             return [_scalar(t, field.vcf_type) for t in text.split(",")]  # more than declared
         return _scalar(text, field.vcf_type)
-    values = [_scalar(t, field.vcf_type) for t in text.split(",")]
-    if all(v is None for v in values):
+    if text == ".":
         return None
-    return values
+    return [_scalar(t, field.vcf_type) for t in text.split(",")]
 
 
 def parse_genotype(text: str | None) -> Genotype | None:
@@ -427,8 +429,8 @@ def calls(
     """Per record, per sample: ``{field: value}`` for each of ``fields`` (FORMAT names); cached,
     so treat the dicts as read-only.
 
-    >>> calls(CORPUS_SAMPLE, ("GT", "HQ"))[2][2]
-    {'GT': Genotype(alleles=(1, 1), phased=False), 'HQ': None}
+    >>> calls(CORPUS_SAMPLE, ("GT", "HQ"))[2][2]  # HQ .,. (bcftools query prints .,.)
+    {'GT': Genotype(alleles=(1, 1), phased=False), 'HQ': [None, None]}
     """
     result = _calls(str(path), tuple(fields), region, targets,
                     None if samples is None else tuple(samples))

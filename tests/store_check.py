@@ -57,11 +57,12 @@ def python_values(array: np.ndarray, no_value: np.ndarray | None = None) -> np.n
 
 
 def vector(values) -> list | None:
-    """One stored vector -> the oracle's list (trailing fill dropped), ``None`` if all missing."""
+    """One stored vector -> the oracle's list (trailing fill dropped), ``None`` for ``.`` or
+    absent (one missing element, then fill); ``.,.`` is ``[None, None]``, as bcftools prints it."""
     items = list(values)
     while items and items[-1] is FILL:
         items.pop()
-    if not items or all(v is None for v in items):
+    if not items or items == [None]:
         return None
     return items
 

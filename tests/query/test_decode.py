@@ -136,10 +136,17 @@ def compared_fields(fields: dict, declared: dict, writer: str) -> list:
     return [f for name, f in fields.items() if name in declared]
 
 
+def unspelled(expected, actual, writer: str) -> bool:
+    """A vector written ``.,.`` (bcftools prints ``.,.``) that bio2zarr stores as it stores
+    ``.``, so that it decodes as NULL (``VczStore.spells_missing_vectors``)."""
+    return (writer != OURS and actual is None and isinstance(expected, list)
+            and all(e is None for e in expected))
+
+
 def same_call_value(expected, actual, field, writer: str) -> bool:
     if writer != OURS and field.vcf_type == "Float" and bio2zarr_padded(expected, actual):
         return True
-    return same_value(expected, actual)
+    return same_value(expected, actual) or unspelled(expected, actual, writer)
 
 
 def assert_variants_match_bcftools(vcf: str, store, writer: str) -> None:
@@ -160,7 +167,8 @@ def assert_variants_match_bcftools(vcf: str, store, writer: str) -> None:
         assert row["filters"] == rec.filters, where
         for f in info:
             expected = rec.info[f.name]
-            assert same_value(expected, row["info_" + f.name]), (where, f.name)
+            actual = row["info_" + f.name]
+            assert same_value(expected, actual) or unspelled(expected, actual, writer), (where, f.name)
         for f in fmt:
             values = row["fmt_" + f.name]
             assert len(values) == store.num_samples

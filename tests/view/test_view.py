@@ -131,6 +131,23 @@ def test_unsupported_or_wrong_options_are_clear_errors(selection, error, message
         _ours(store, **selection)
 
 
+@pytest.mark.parametrize("option", ["-s", "-S"])
+def test_a_sample_listed_twice_is_refused_as_bcftools_view_does(option, convert_once, capfd, tmp_path):
+    store = convert_once(SAMPLE)
+    listed = "NA00002,NA00001,NA00002"
+    if option == "-S":
+        listed = str(tmp_path / "s.txt")
+        (tmp_path / "s.txt").write_text("NA00002\nNA00001\nNA00002\n")
+    bcftools = subprocess.run(["bcftools", "view", option, listed, str(SAMPLE)], capture_output=True, text=True)
+    assert bcftools.returncode != 0 and "Duplicate sample name" in bcftools.stderr
+    assert main(["view", option, listed, str(store)]) == 1
+    out, err = capfd.readouterr()
+    assert out == "" and f"{option}: sample 'NA00002' is listed twice" in err
+    # excluding a sample twice is excluding it (bcftools too)
+    assert main(["view", option, "^" + listed, str(store)]) == 0
+    assert _normalised(capfd.readouterr().out) == _normalised(_bcftools_view(SAMPLE, option, "^" + listed))
+
+
 def test_samples_subset_recomputes_counts_and_declares_them(convert_once):
     """bcftools adds INFO/AC and INFO/AN (and their header lines) for a subset of samples."""
     mixed = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/mixed_ploidy.vcf.gz"

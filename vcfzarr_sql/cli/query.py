@@ -186,6 +186,7 @@ def print_query(
 
 def print_vcf(con: Connection, sql: str, output: str | None) -> None:
     """Run ``sql`` and write its rows as VCF, with the header of its first ``vcf_zarr`` store."""
+    from vcfzarr_sql.query.request import refuse_repeated, scan_samples
     from vcfzarr_sql.view.output import open_output
     from vcfzarr_sql.view.table import table_vcf_lines
 
@@ -199,7 +200,10 @@ def print_vcf(con: Connection, sql: str, output: str | None) -> None:
         reader = relation.to_arrow_table()
     store = con.store(scans[0].path)
     _warn_unplaced(sql, reader.schema.names, store.format_fields)
-    lines = table_vcf_lines(reader.to_batches(), reader.schema, store, scans[0].samples)
+    samples = scan_samples(store, scans[0].samples, scans[0].exclude_samples)
+    if samples is not None:
+        refuse_repeated(samples, "samples")
+    lines = table_vcf_lines(reader.to_batches(), reader.schema, store, samples)
     with open_output(output, None, next(lines), sys.stdout) as out:
         for line in lines:
             out.write(line.encode())

@@ -28,16 +28,13 @@ def open_relation(spec: ScanSpec, store: VczStore) -> Any:
     section, computed when the call is bound)."""
     from vcfzarr_sql.adapters import dataset
     from vcfzarr_sql.engine.metadata import METADATA_TABLES
+    from vcfzarr_sql.query.request import scan_samples
     from vcfzarr_sql.stats.dataset import SampleStatsDataset
 
     builder = METADATA_TABLES.get(spec.table)
     if builder is not None:
         return builder(store)
-    samples = None if spec.samples is None else list(spec.samples)
-    if samples is not None and spec.exclude_samples:
-        from vcfzarr_sql.query.request import excluded_samples
-
-        samples = excluded_samples(store, samples)
+    samples = scan_samples(store, spec.samples, spec.exclude_samples)
     if spec.table == "sample_stats":
         return SampleStatsDataset(store, region=spec.region, samples=samples)
     if spec.table == "stats":

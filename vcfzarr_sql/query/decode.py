@@ -13,8 +13,10 @@ What the values mean (bcftools' view of the record):
   ``filters`` lists the FILTER names set, NULL for ``.`` (no filter applied).
 * INFO/FORMAT Number=1 values are scalars, NULL when missing (``.``) or absent. Other
   Numbers are lists: padding is trimmed, missing elements are NULL elements (``1,.`` is
-  ``[1, NULL]``), and a list with no present element is NULL (``.``, ``.,.`` or absent: the
-  store cannot tell these apart). Flags are ``true``/``false``, never NULL.
+  ``[1, NULL]``, ``.,.`` is ``[NULL, NULL]``, as bcftools prints them), and ``.`` or an
+  absent value is NULL. A store that cannot tell ``.,.`` from ``.`` (bio2zarr's: see
+  ``VczStore.spells_missing_vectors``) gives NULL for any list with no present element.
+  Flags are ``true``/``false``, never NULL.
 * ``fmt_GT`` is the list of allele indexes; a missing allele is a NULL element (``./.`` is
   ``[NULL, NULL]``, ``./1`` is ``[NULL, 1]``); mixed-ploidy padding is trimmed (haploid ``0``
   is ``[0]``); ``.`` (one missing allele) is NULL. ``fmt_GT_phased`` is the stored phasing
@@ -54,19 +56,25 @@ def decode_variants(
     columns: Sequence[str],
     samples: np.ndarray | None = None,
     chunk_count: int = 1,
+    sample_order: np.ndarray | None = None,
 ) -> pa.RecordBatch:
     """The ``variants`` rows of variant chunk ``chunk_index`` (and the next ``chunk_count - 1``
     chunks), with ``columns`` in that order.
 
-    ``samples`` are the sorted indexes of the samples the ``fmt_`` lists cover (None: all).
+    ``samples`` are the sorted indexes of the samples decoded (None: all): the ``gt_``
+    columns count each once. The ``fmt_`` lists hold them in ``sample_order`` (positions
+    among them, repeats allowed; None: in order).
     """
     blocks = _Blocks(source, chunk_index, samples, chunk_count)
     rows = _rows(blocks.store, blocks.chunks)
     summaries = _summaries(blocks)
+    listed = _listed_calls(rows, blocks.num_samples, sample_order)
+    width = blocks.num_samples if sample_order is None else len(sample_order)
     out = []
     for name in columns:
         if name.startswith(schema.FORMAT_COLUMN_PREFIX):
-            out.append(arrays.fixed_lists(_call_array(blocks, name), rows, blocks.num_samples))
+            calls = _call_array(blocks, name)
+            out.append(arrays.fixed_lists(calls if listed is None else calls.take(listed), rows, width))
         elif name in genotype_stats.COLUMNS:
             out.append(summaries.column(name))
         else:
@@ -163,6 +171,19 @@ class _StringPositions(BatchBlocks):
         if len(chunks) > 1:
             self._chunks[name] = chunks = [pa.concat_arrays(chunks)]
         return chunks[0]
+
+
+def _listed_calls(rows: int, num_samples: int, sample_order: np.ndarray | None) -> pa.Array | None:
+    """Where, among ``rows * num_samples`` calls (variant-major), each call of the ``fmt_``
+    lists is when they hold the samples in ``sample_order`` (None: as they are).
+
+    >>> _listed_calls(2, 3, np.array([2, 0, 2])).to_pylist()
+    [2, 0, 2, 5, 3, 5]
+    """
+    if sample_order is None:
+        return None
+    starts = np.arange(rows, dtype=np.int64)[:, None] * num_samples
+    return pa.array((starts + np.asarray(sample_order, dtype=np.int64)[None, :]).reshape(-1))
 
 
 def _within(samples: np.ndarray, lo: int, hi: int) -> np.ndarray:
@@ -392,4 +413,6 @@ def _field_values(blocks: _Blocks, field: FieldInfo, *, cell_axes: int) -> pa.Ar
     type_ = schema.value_type(field)
     if schema.is_scalar(field):
         return arrays.scalar_array(values[:, 0], type_, None if no_value is None else no_value[:, 0])
-    return arrays.list_array(values, type_, no_value=no_value)
+    # ``.`` and absent are NULL; ``.,.`` a list of NULLs where the store keeps it apart
+    rows = arrays.NULL_IF_LONE_MISSING if blocks.store.spells_missing_vectors else arrays.NULL_IF_NO_VALUE
+    return arrays.list_array(values, type_, rows, no_value=no_value)

@@ -57,7 +57,7 @@ def _run(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.
         batch = arrays.rows_only(task.num_rows)
     elif task.sample_chunk is None:
         batch = decode.decode_variants(
-            source, task.variant_chunk, task.columns, task.samples, task.chunk_count
+            source, task.variant_chunk, task.columns, task.samples, task.chunk_count, task.sample_order
         )
     else:
         batch = decode.decode_calls(
@@ -117,7 +117,8 @@ def residual_rows(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: An
     parsed (:func:`~.expressions.parse_or_none`). For work that reads its own arrays."""
     if task.filter is None:
         return None
-    batch = decode.decode_variants(source, task.variant_chunk, task.columns, task.samples, task.chunk_count)
+    batch = decode.decode_variants(source, task.variant_chunk, task.columns, task.samples, task.chunk_count,
+                                   task.sample_order)
     mask = matching_mask(batch, tree, task.filter, plan.filter_columns)
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 

@@ -55,13 +55,15 @@ class StoreLayout(Protocol):
 class ScanRequest:
     """What a scanner asks for: output ``columns`` (None: all), a pushed ``filter`` (already
     ANDed with any ``region``), and ``samples``: sorted indexes of the selected samples (None:
-    all)."""
+    all); ``sample_order``: the ``variants`` table's ``fmt_`` lists hold the decoded samples
+    in this order, positions among them, repeats allowed (None: in store order)."""
 
     table: str
     schema: pa.Schema
     columns: tuple[str, ...] | None = None
     filter: pc.Expression | None = None
     samples: np.ndarray | None = None
+    sample_order: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -71,7 +73,8 @@ class ChunkTask:
     ``samples``: sorted store indexes of the samples to decode (None: all); for the ``calls``
     table, those of ``sample_chunk``. ``num_rows``: rows of the task before filtering.
     ``chunk_count``: for a run of tasks decoded as one (:meth:`ScanPlan.run`), the variant
-    chunks from ``variant_chunk`` on that it covers.
+    chunks from ``variant_chunk`` on that it covers. ``sample_order``: the ``fmt_`` lists'
+    order of the decoded samples (:class:`ScanRequest`).
     """
 
     variant_chunk: int
@@ -81,6 +84,7 @@ class ChunkTask:
     filter: pc.Expression | None
     num_rows: int
     chunk_count: int = 1
+    sample_order: np.ndarray | None = None
 
     @property
     def reads_calls(self) -> bool:
@@ -116,6 +120,8 @@ class ScanPlan:
     rows: np.ndarray
     variant_chunks_total: int
     sample_chunks_total: int
+    #: The ``fmt_`` lists' order of the decoded samples (``variants``; :class:`ScanRequest`).
+    sample_order: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.variant_chunks)
@@ -131,6 +137,7 @@ class ScanPlan:
             columns=self.unfiltered_columns if whole else self.filtered_columns,
             filter=None if whole else self.filter,
             num_rows=int(self.rows[i]),
+            sample_order=self.sample_order,
         )
 
     def run(self, start: int, stop: int) -> ChunkTask:
@@ -313,6 +320,7 @@ def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:
         rows=rows,
         variant_chunks_total=int(layout.num_variant_chunks),
         sample_chunks_total=int(layout.num_sample_chunks),
+        sample_order=request.sample_order if request.table == "variants" else None,
     )
 
 

@@ -21,12 +21,27 @@ from vcfzarr_sql.query.region import parse_regions, regions_expression
 from vcfzarr_sql.store.vcz import VczStore
 
 
-def sample_indexes(store: VczStore, samples: Sequence[str] | str | None) -> np.ndarray | None:
-    """Sorted store indexes of ``samples`` (None: all, also when ``samples`` names every
-    sample, so that such a scan reads stored counts like one without ``samples``); QueryError
-    names an unknown sample."""
+def sample_selection(
+    store: VczStore, samples: Sequence[str] | str | None
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """(indexes, order) of ``samples``: ``indexes``, the sorted store indexes of the samples,
+    each once (None: all, also when ``samples`` names every sample, so that such a scan reads
+    stored counts like one without ``samples``); ``order``, for each of ``samples`` in the
+    order listed (a repeated name repeated, as ``bcftools query -s`` prints them), its
+    position among the decoded samples (those indexes, or all), None when that is their own
+    order. QueryError names an unknown sample.
+
+    >>> from types import SimpleNamespace
+    >>> store = SimpleNamespace(samples=["A", "B", "C"], path="x.zarr")
+    >>> sample_selection(store, ["C", "A", "C"])
+    (array([0, 2]), array([1, 0, 1]))
+    >>> sample_selection(store, ["C", "B", "A"])
+    (None, array([2, 1, 0]))
+    >>> sample_selection(store, ["A", "C"])
+    (array([0, 2]), None)
+    """
     if samples is None:
-        return None
+        return None, None
     if isinstance(samples, str):
         samples = [samples]
     position = {name: i for i, name in enumerate(store.samples)}
@@ -35,8 +50,11 @@ def sample_indexes(store: VczStore, samples: Sequence[str] | str | None) -> np.n
         raise QueryError(f"samples: no sample named {unknown[0]!r} in {store.path}")
     if not samples:
         raise QueryError("samples: the list is empty")
-    indexes = np.unique(np.array([position[s] for s in samples], dtype=np.int64))
-    return None if len(indexes) == len(store.samples) else indexes
+    listed = np.array([position[s] for s in samples], dtype=np.int64)
+    indexes = np.unique(listed)
+    order = np.searchsorted(indexes, listed)
+    in_order = len(order) == len(indexes) and bool((order == np.arange(len(order))).all())
+    return None if len(indexes) == len(store.samples) else indexes, None if in_order else order
 
 
 def parse_samples_file(lines: Iterable[str]) -> tuple[str, ...]:
@@ -50,15 +68,33 @@ def parse_samples_file(lines: Iterable[str]) -> tuple[str, ...]:
     return tuple(name for name in names if name)
 
 
-def excluded_samples(store: VczStore, samples: Sequence[str]) -> list[str]:
-    """Every sample of ``store`` but ``samples`` (bcftools ``-s ^A,B``), in store order;
-    QueryError names an unknown sample, as bcftools does."""
+def scan_samples(store: VczStore, samples: Sequence[str] | None, exclude: bool = False) -> list[str] | None:
+    """The samples of a scan, in the order of its ``fmt_`` lists: ``samples`` as listed
+    (None: all), or with ``exclude`` every sample of ``store`` but those (bcftools ``-s
+    ^A,B``), in store order; QueryError names an unknown sample, as bcftools does."""
+    if samples is None or not exclude:
+        return None if samples is None else list(samples)
     known = set(store.samples)
     unknown = [s for s in samples if s not in known]
     if unknown:
         raise QueryError(f"samples: no sample named {unknown[0]!r} in {store.path}")
     excluded = set(samples)
     return [s for s in store.samples if s not in excluded]
+
+
+def refuse_repeated(samples: Sequence[str], option: str) -> None:
+    """QueryError naming the first of ``samples`` listed twice: a VCF header names each
+    sample once (``bcftools view -s A,A`` fails: 'Duplicate sample name').
+
+    >>> refuse_repeated(["A", "B", "A"], "-s")
+    Traceback (most recent call last):
+    vcfzarr_sql.errors.QueryError: -s: sample 'A' is listed twice (a VCF names each sample once)
+    """
+    seen: set[str] = set()
+    for name in samples:
+        if name in seen:
+            raise QueryError(f"{option}: sample {name!r} is listed twice (a VCF names each sample once)")
+        seen.add(name)
 
 
 def table_schema(store: VczStore, table: str) -> pa.Schema:
@@ -80,14 +116,17 @@ def scan_request(
     samples: Sequence[str] | str | None = None,
 ) -> ScanRequest:
     """The :class:`~vcfzarr_sql.query.plan.ScanRequest` of a scan: ``filter`` ANDed with the
-    rows overlapping ``region`` (a bcftools ``-r`` string), ``samples`` as store indexes."""
+    rows overlapping ``region`` (a bcftools ``-r`` string), ``samples`` as store indexes and
+    the order of the ``fmt_`` lists (:func:`sample_selection`)."""
     region_filter = None if region is None else regions_expression(parse_regions(region))
+    indexes, order = sample_selection(store, samples)
     return ScanRequest(
         table=table,
         schema=table_schema(store, table),
         columns=None if columns is None else tuple(columns),
         filter=conjunction(filter, region_filter),
-        samples=sample_indexes(store, samples),
+        samples=indexes,
+        sample_order=order,
     )
 
 

@@ -290,6 +290,14 @@ class VczStore:
             return self._arrays[spec.SAMPLE_ID].chunks[0]
         return spec.DEFAULT_SAMPLES_CHUNK_SIZE
 
+    @property
+    def spells_missing_vectors(self) -> bool:
+        """Whether a vector written ``.,.`` (every element missing: missing values) is stored
+        apart from one written ``.`` or absent (one missing value, then fill): so our
+        converter stores them; bio2zarr writes an INFO vector ``.``, ``.,.`` or absent, and an
+        absent FORMAT vector, all as missing values."""
+        return str(self.attrs.get(spec.ATTR_SOURCE, "")).startswith(_OUR_SOURCE)
+
     # -- as a chunk source (:class:`vcfzarr_sql.store.source.ChunkSource`) ------------------
 
     @property

@@ -149,7 +149,8 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
             texts.append(_named(name, None, "Flag", len(rows), not texts))
             shown.append(np.asarray(values.reshape(len(rows), -1).any(axis=1)))
             continue
-        present = vt.present(values, field.vcf_type, no_value)
+        present = vt.present(values, field.vcf_type, no_value,
+                             spelled=store.spells_missing_vectors and values.ndim == 2)
         if present.any():
             texts.append(_named(name, values, field.vcf_type, len(rows), not texts, no_value))
             shown.append(present)
@@ -263,11 +264,14 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
         names.append(name)
         cells.append(text)
         # The store cannot tell a key absent from a record from one whose values are all
-        # missing: GT is written always (as nearly every record has it), others when set.
+        # missing: GT is written always (as nearly every record has it), others when set
+        # (or, in a store that keeps it apart, where a sample's vector is written ``.,.``).
+        stored = everyone.read(field.array)[pick]
         shown.append(
             np.ones(len(rows), bool) if name == "GT"
-            else vt.present(everyone.read(field.array)[pick], field.vcf_type,
-                            None if field.mask is None else everyone.read(field.mask)[pick])
+            else vt.present(stored, field.vcf_type,
+                            None if field.mask is None else everyone.read(field.mask)[pick],
+                            spelled=store.spells_missing_vectors and stored.ndim == 3)
             & (trim is None or field.number != "A" or trim.num_alleles > 1)  # no ALT left: no A key
         )
     showing = np.array(shown).reshape(len(names), len(rows))

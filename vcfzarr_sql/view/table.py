@@ -73,12 +73,11 @@ def _samples(row: dict, fmt: list[str], num_samples: int) -> str:
 def table_vcf_lines(batches: Iterable[pa.RecordBatch], schema: pa.Schema, store: VczStore,
                     samples: Sequence[str] | None = None) -> Iterator[str]:
     """The VCF text of a result (header first), over the store's header and ``samples``
-    (default: all samples of the store), which the ``fmt_`` lists hold in store order."""
+    (default: all samples of the store), in the order the ``fmt_`` lists hold them."""
     missing = [c for c in REQUIRED if c not in schema.names]
     if missing:
         raise QueryError(f"--format vcf needs the columns contig, pos and ref (missing: {', '.join(missing)})")
-    chosen = None if samples is None else set(samples)
-    names = [n for n in store.samples if chosen is None or n in chosen]  # the scan's order
+    names = list(store.samples if samples is None else samples)
     info = [c for c in schema.names if c.startswith("info_")]
     fmt = [c for c in schema.names if c.startswith("fmt_") and c not in _GT_DERIVED
            and c.removeprefix("fmt_") in store.format_fields]

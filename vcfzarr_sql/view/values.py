@@ -235,14 +235,26 @@ def cells(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None)
     return np.array(texts, dtype=object).reshape(matrix.shape[:-1])
 
 
-def present(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None) -> np.ndarray:
-    """Per row: whether any value of the row is set (a Flag: True), i.e. the field prints."""
+def present(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None,
+            *, spelled: bool = False) -> np.ndarray:
+    """Per row: whether any value of the row is set (a Flag: True), i.e. the field prints.
+    With ``spelled`` (vectors, the last axis their elements, of a store that keeps ``.,.``
+    apart from ``.`` and absent: ``VczStore.spells_missing_vectors``), also where a vector
+    has a missing element past its first (``.,.``, which bcftools prints).
+
+    >>> rows = np.array([[-1, -2], [-1, -1], [1, -2]])
+    >>> present(rows, "Integer").tolist(), present(rows, "Integer", spelled=True).tolist()
+    ([False, False, True], [False, True, True])
+    """
     if values.dtype.kind == "b":
         return np.asarray(values.reshape(len(values), -1).any(axis=1))
     if no_value is None and values.dtype.kind in "iu" and values.size and values.min() >= 0:
         return np.ones(len(values), bool)  # no sentinel (one pass)
     missing, fill = flags(values, vcf_type, no_value)
-    return (~(missing | fill)).reshape(len(values), -1).any(axis=1)
+    shown = (~(missing | fill)).reshape(len(values), -1).any(axis=1)
+    if spelled:
+        shown |= missing[..., 1:].reshape(len(values), -1).any(axis=1)
+    return shown
 
 
 #: largest key space formatted through a lookup table instead of a sort

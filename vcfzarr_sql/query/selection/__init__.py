@@ -82,8 +82,9 @@ class SelectedRecords:
         self.counting = counting
         if counting and selection.samples == "-" and selection.samples_file is None:
             self.samples: np.ndarray | None = np.arange(store.num_samples, dtype=np.int64)
-        else:
-            self.samples = sample_indexes(list(store.samples), selection.samples, selection.samples_file)
+        else:  # (a sample listed twice: counted once by stats, refused by view as bcftools does)
+            self.samples = sample_indexes(list(store.samples), selection.samples,
+                                          selection.samples_file, repeats=counting)
         has_gt = "GT" in store.format_fields
         # the records bcftools filters carry the AC/AN its header declares (absent from them)
         counted = not counting and recounts(selection.update_counts, self.samples is not None,

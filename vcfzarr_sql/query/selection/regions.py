@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.query.region import Region, parse_regions, regions_expression
+from vcfzarr_sql.query.request import refuse_repeated
 
 
 @dataclass(frozen=True)
@@ -92,9 +93,11 @@ def read_samples_file(path: str) -> list[str]:
         raise QueryError(f"{path}: {err.strerror}") from None
 
 
-def sample_indexes(store_samples: Sequence[str], text: str | None, path: str | None) -> np.ndarray | None:
+def sample_indexes(store_samples: Sequence[str], text: str | None, path: str | None,
+                   *, repeats: bool = True) -> np.ndarray | None:
     """Store indexes of the ``-s``/``-S`` samples in output order (bcftools: as given; with a
-    leading ``^``, every other sample in store order); None when neither is given."""
+    leading ``^``, every other sample in store order); None when neither is given. A sample
+    listed twice counts once, or (not ``repeats``) is a QueryError, as in ``bcftools view``."""
     if text is not None and path is not None:
         raise QueryError("-s and -S cannot be used together")
     if text is not None:
@@ -112,4 +115,6 @@ def sample_indexes(store_samples: Sequence[str], text: str | None, path: str | N
     if exclude:
         dropped = {position[n] for n in names}
         return np.array([k for k in range(len(store_samples)) if k not in dropped], dtype=np.int64)
+    if not repeats:
+        refuse_repeated(names, "-S" if text is None else "-s")
     return np.array(list(dict.fromkeys(position[n] for n in names)), dtype=np.int64)
