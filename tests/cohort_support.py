@@ -102,3 +102,10 @@ def merged(paths: Sequence[Path], output: Path, *extra: str) -> Path:
     bcftools.merge("-m", "none", *extra, "-o", str(output), "-O", "v",
                          *map(str, paths), catch_stdout=False)
     return output
+
+
+def sorted_rows(con, query: str, store: Path) -> list[dict]:
+    """The rows of ``query`` (``{s}``: the store) over ``store``, sorted: a cohort's and a
+    merged VCF's stores may give rows of one record in another order."""
+    table = con.sql(query.format(s=store)).to_arrow_table()
+    return sorted(table.to_pylist(), key=repr)

@@ -19,7 +19,7 @@ import numpy as np
 import oracle
 import pysam
 import pytest
-from cohort_support import POOL, merged, write_batch
+from cohort_support import POOL, merged, sorted_rows, write_batch
 from corpus import CORPUS
 
 import vcfzarr_sql
@@ -106,23 +106,18 @@ QUERIES = [
 ]
 
 
-def _rows(con, query: str, store: Path) -> list[dict]:
-    table = con.sql(query.format(s=store)).to_arrow_table()
-    return sorted(table.to_pylist(), key=repr)
-
-
 @pytest.mark.parametrize("query", QUERIES)
 def test_sql_over_the_cohort_equals_sql_over_the_merged_vcf(cohort, query):
     store, _, expected_store, _, _ = cohort
     con = vcfzarr_sql.connect()
-    assert _rows(con, query, store) == _rows(con, query, expected_store)
+    assert sorted_rows(con, query, store) == sorted_rows(con, query, expected_store)
 
 
 def test_pushdown_prunes_and_is_exact(cohort):
     store, _, _, _, _ = cohort
     con = vcfzarr_sql.connect()
-    everything = _rows(con, "SELECT contig, pos, alt, fmt_GT FROM vcf_zarr('{s}')", store)
-    pushed = _rows(con, "SELECT contig, pos, alt, fmt_GT FROM vcf_zarr('{s}') "
+    everything = sorted_rows(con, "SELECT contig, pos, alt, fmt_GT FROM vcf_zarr('{s}')", store)
+    pushed = sorted_rows(con, "SELECT contig, pos, alt, fmt_GT FROM vcf_zarr('{s}') "
                         "WHERE contig = '1' AND pos BETWEEN 100 AND 300", store)
     assert pushed == [r for r in everything if r["contig"] == "1" and 100 <= r["pos"] <= 300]
     dataset = vcfzarr_sql.dataset(str(store))
@@ -174,7 +169,7 @@ def test_compact_gives_the_answers_and_summaries_of_the_merged_store(cohort, tmp
     compact(store, out)
     con = vcfzarr_sql.connect()
     for query in QUERIES:
-        assert _rows(con, query, out) == _rows(con, query, expected_store), query
+        assert sorted_rows(con, query, out) == sorted_rows(con, query, expected_store), query
     with open_store(out) as got, open_store(expected_store) as want:
         assert not isinstance(got, CohortStore)
         for name in (sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.HWE, sc.SAMPLE_CLASS_COUNTS):
@@ -267,7 +262,7 @@ def test_index_writes_the_region_index_and_counts_into_every_batch(cohort, tmp_p
                 np.testing.assert_array_equal(got.read_array(name), want.read_array(name))
     con = vcfzarr_sql.connect()
     for query in QUERIES[2:4]:
-        assert _rows(con, query, copy) == _rows(con, query, expected_store), query
+        assert sorted_rows(con, query, copy) == sorted_rows(con, query, expected_store), query
 
 
 def test_a_malformed_small_input_is_a_one_line_error_and_changes_nothing(cohort, tmp_path):

@@ -22,6 +22,7 @@ import numpy as np
 import oracle
 import pysam
 import pytest
+from cohort_support import sorted_rows
 from corpus import CORPUS
 from fill_tags import BCFTOOLS
 from gvcf_support import EXTRA, SITES, merged_gvcf, write_gvcf, write_reference, write_vcf
@@ -87,16 +88,11 @@ QUERIES = [
 ]
 
 
-def _rows(con, query: str, store: Path) -> list[dict]:
-    table = con.sql(query.format(s=store)).to_arrow_table()
-    return sorted(table.to_pylist(), key=repr)
-
-
 @pytest.mark.parametrize("query", QUERIES)
 def test_sql_over_the_cohort_equals_sql_over_the_merged_gvcf(cohort, query):
     store, _, expected_store = cohort
     con = vcfzarr_sql.connect()
-    assert _rows(con, query, store) == _rows(con, query, expected_store)
+    assert sorted_rows(con, query, store) == sorted_rows(con, query, expected_store)
 
 
 def test_a_region_inside_a_block_finds_the_block_and_pushdown_is_exact(cohort):
@@ -104,12 +100,12 @@ def test_a_region_inside_a_block_finds_the_block_and_pushdown_is_exact(cohort):
     filters pushed down give the rows of the whole scan filtered here."""
     store, _, expected_store = cohort
     con = vcfzarr_sql.connect()
-    everything = _rows(con, "SELECT contig, pos, info_END, alt, fmt_GT FROM vcf_zarr('{s}')", store)
+    everything = sorted_rows(con, "SELECT contig, pos, info_END, alt, fmt_GT FROM vcf_zarr('{s}')", store)
     block = next(r for r in everything if r["info_END"] and r["info_END"] - r["pos"] > 3)
     inside = f"{block['contig']}:{block['pos'] + 2}-{block['pos'] + 2}"
     query = f"SELECT contig, pos, info_END, alt, fmt_GT FROM vcf_zarr('{{s}}', region := '{inside}')"
-    assert _rows(con, query, store) == _rows(con, query, expected_store) == [block]
-    pushed = _rows(con, "SELECT contig, pos, info_END, alt, fmt_GT FROM vcf_zarr('{s}') "
+    assert sorted_rows(con, query, store) == sorted_rows(con, query, expected_store) == [block]
+    pushed = sorted_rows(con, "SELECT contig, pos, info_END, alt, fmt_GT FROM vcf_zarr('{s}') "
                         "WHERE contig = '1' AND pos BETWEEN 100 AND 300", store)
     assert pushed == [r for r in everything if r["contig"] == "1" and 100 <= r["pos"] <= 300]
 
@@ -191,4 +187,4 @@ def test_compact_gives_the_answers_of_the_merged_gvcf(cohort, tmp_path):
     compact(store, compacted)
     con = vcfzarr_sql.connect()
     for query in QUERIES[:4]:
-        assert _rows(con, query, compacted) == _rows(con, query, expected_store)
+        assert sorted_rows(con, query, compacted) == sorted_rows(con, query, expected_store)

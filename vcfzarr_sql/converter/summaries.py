@@ -6,17 +6,21 @@ in :mod:`.encode`): a plan of every variant chunk, run by the executor, each chu
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
+
+import numpy as np
 
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.query.call_stats import CallStats, summarise_call_stats_chunk, summarised_store
+from vcfzarr_sql.query.call_stats import summarise_call_stats_chunk, summarised_store
 from vcfzarr_sql.query.execute import run_plan, scan_source
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
 from vcfzarr_sql.query.request import every_chunk_plan
 from vcfzarr_sql.query.summarise import ChunkSummary, summarise_chunk
+from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.indexing import GenotypeCountsWriter, local_directory
 from vcfzarr_sql.store.summary_arrays import call_stats_arrays
 from vcfzarr_sql.store.vcz import VczStore, open_store
-from vcfzarr_sql.store.writer import add_arrays, blosc_single_threaded, write_rows
+from vcfzarr_sql.store.writer import ArrayLayout, add_arrays, blosc_single_threaded, write_rows
 
 
 def write_genotype_counts(path: str | os.PathLike) -> bool:
@@ -49,15 +53,28 @@ def _write_call_stats(location: str, store: VczStore, gt_array: str) -> None:
         return
     arrays = call_stats_arrays(store.num_variants, store.num_samples, store.variants_chunk_size,
                                store.samples_chunk_size)
+
+    def counted(source: CountingSource, chunk: int) -> dict[str, np.ndarray]:
+        stats = summarise_call_stats_chunk(source, gt_array, chunk)
+        return {name: stats.block(name) for name in arrays}
+
+    write_chunk_rows(location, store, arrays, counted)
+
+
+def write_chunk_rows(location: str, store: VczStore, arrays: Mapping[str, ArrayLayout],
+                     rows: Callable[[CountingSource, int], dict[str, np.ndarray]]) -> None:
+    """Add ``arrays`` (one row per variant chunk; replacing any) to ``store``, opened from the
+    local directory ``location``, and write each chunk's rows, ``rows(source, chunk)`` (one
+    block per array name), computed by the executor over every chunk in order."""
     add_arrays(location, store.zarr_format, list(arrays.values()))
     plan = every_chunk_plan(store)
     source = scan_source(store, plan)
 
-    def counted(run: range) -> tuple[int, CallStats]:
+    def computed(run: range) -> tuple[int, dict[str, np.ndarray]]:
         chunk = int(plan.variant_chunks[run.start])
-        return chunk, summarise_call_stats_chunk(source, gt_array, chunk)
+        return chunk, rows(source, chunk)
 
     with blosc_single_threaded():
-        for chunk, stats in run_plan(source, plan, counted, ahead=PREFETCH_DEPTH):
+        for chunk, blocks in run_plan(source, plan, computed, ahead=PREFETCH_DEPTH):
             for name, array in arrays.items():
-                write_rows(location, array, chunk, stats.block(name), store.zarr_format)
+                write_rows(location, array, chunk, blocks[name], store.zarr_format)
