@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness import ProcessResult, run_process
+from benchmarks.simulated import vcf_header
 from benchmarks.sizes import DATA_DIR
 
 _OUR_CONVERT = (
@@ -43,12 +44,7 @@ def simulate(path: Path, samples: int, records: int, phased: bool, seed: int = 1
     path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     names = [f"S{i:06d}" for i in range(samples)]
-    header = (
-        "##fileformat=VCFv4.2\n##contig=<ID=1,length=250000000>\n"
-        '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
-        + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *names])
-        + "\n"
-    )
+    header = vcf_header(names, 250_000_000)
     positions = np.sort(rng.choice(np.arange(1, 250_000_000), records, replace=False))
     with path.open("wb") as out:
         bgzip = subprocess.Popen(["bgzip", "-c"], stdin=subprocess.PIPE, stdout=out)

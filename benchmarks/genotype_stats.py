@@ -33,10 +33,9 @@ import pyarrow.parquet as pq
 
 import vcfzarr_sql
 from benchmarks import floor
+from benchmarks.simulated import diploid_calls, vcf_header
 from benchmarks.sizes import DATA_DIR
 from vcfzarr_sql.converter import convert
-
-_CALL_TEXT = np.array(["./.", "0/0", "0/1", "1/1", "1/0"])
 
 
 def simulate(directory: Path, samples: int, records: int, seed: int = 7) -> Path:
@@ -48,12 +47,7 @@ def simulate(directory: Path, samples: int, records: int, seed: int = 7) -> Path
     directory.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     names = [f"S{i:06d}" for i in range(samples)]
-    header = (
-        "##fileformat=VCFv4.2\n##contig=<ID=1,length=100000000>\n"
-        '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
-        + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *names])
-        + "\n"
-    )
+    header = vcf_header(names, 100_000_000)
     positions = np.sort(rng.choice(np.arange(1, 100_000_000), records, replace=False))
     bgzip = subprocess.Popen(["bgzip", "-c"], stdin=subprocess.PIPE, stdout=vcf.open("wb"))
     assert bgzip.stdin is not None
@@ -61,12 +55,8 @@ def simulate(directory: Path, samples: int, records: int, seed: int = 7) -> Path
     writer = None
     for start in range(0, records, 5000):
         pos = positions[start : start + 5000]
-        freq = rng.beta(0.1, 1.0, len(pos))[:, None]
-        alleles = (rng.random((len(pos), samples, 2)) < freq[..., None]).astype(np.int8)
-        alleles[rng.random((len(pos), samples)) < 0.01] = -1
-        code = np.where(alleles[..., 0] < 0, 0, 1 + alleles[..., 0] + alleles[..., 1])
-        code = np.where((alleles[..., 0] == 1) & (alleles[..., 1] == 0), 4, code)
-        text = _CALL_TEXT[code]
+        simulated = diploid_calls(rng, len(pos), samples)
+        alleles, text = simulated.alleles, simulated.text
         lines = [
             f"1\t{p}\t.\tA\tG\t.\t.\t.\tGT\t" + "\t".join(row) + "\n" for p, row in zip(pos, text)
         ]

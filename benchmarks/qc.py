@@ -23,11 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness import run_process
+from benchmarks.simulated import diploid_calls, vcf_header
 from benchmarks.sizes import DATA_DIR
 
 OURS = [sys.executable, "-c", "import sys; from vcfzarr_sql.cli import main; sys.exit(main())", "stats"]
 
-_CALL_TEXT = np.array(["./.", "0/0", "0/1", "1/1", "1/0"])
 _BASES = np.array(list("ACGT"))
 
 
@@ -40,12 +40,7 @@ def simulate(directory: Path, samples: int, records: int, seed: int = 11) -> Pat
     directory.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     names = [f"S{i:06d}" for i in range(samples)]
-    header = (
-        "##fileformat=VCFv4.2\n##contig=<ID=1,length=100000000>\n"
-        '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
-        + "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *names])
-        + "\n"
-    )
+    header = vcf_header(names, 100_000_000)
     positions = np.sort(rng.choice(np.arange(1, 100_000_000), records, replace=False))
     partial = vcf.with_suffix(".partial")
     with partial.open("wb") as out:
@@ -59,12 +54,7 @@ def simulate(directory: Path, samples: int, records: int, seed: int = 11) -> Pat
             indel = rng.random(len(pos)) < 0.1
             lengths = rng.integers(1, 6, len(pos))
             quality = rng.integers(10, 999, len(pos))
-            freq = rng.beta(0.1, 1.0, len(pos))[:, None]
-            alleles = (rng.random((len(pos), samples, 2)) < freq[..., None]).astype(np.int8)
-            alleles[rng.random((len(pos), samples)) < 0.01] = -1
-            code = np.where(alleles[..., 0] < 0, 0, 1 + alleles[..., 0] + alleles[..., 1])
-            code = np.where((alleles[..., 0] == 1) & (alleles[..., 1] == 0), 4, code)
-            text = _CALL_TEXT[code]
+            text = diploid_calls(rng, len(pos), samples).text
             lines = []
             for k, (p, row) in enumerate(zip(pos, text)):
                 r, a = _BASES[ref[k]], _BASES[alt[k]]
