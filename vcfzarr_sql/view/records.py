@@ -266,17 +266,22 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
         # The store cannot tell a key absent from a record from one whose values are all
         # missing: GT is written always (as nearly every record has it), others when set
         # (or, in a store that keeps it apart, where a sample's vector is written ``.,.``).
-        stored = everyone.read(field.array)[pick]
         shown.append(
-            np.ones(len(rows), bool) if name == "GT"
-            else vt.present(stored, field.vcf_type,
-                            None if field.mask is None else everyone.read(field.mask)[pick],
-                            spelled=store.spells_missing_vectors and stored.ndim == 3)
+            np.ones(len(rows), bool) if name == "GT"  # (GT of every sample is not read for it)
+            else _present(store, everyone, field, pick)
             & (trim is None or field.number != "A" or trim.num_alleles > 1)  # no ALT left: no A key
         )
     showing = np.array(shown).reshape(len(names), len(rows))
     keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
     return _text_matrix([f"\t{key}" for key in keys]), cells, showing
+
+
+def _present(store: VczStore, everyone: BatchBlocks, field: FieldInfo, pick: np.ndarray | slice) -> np.ndarray:
+    """Per record of ``pick``: whether FORMAT ``field`` is written (some sample has a value)."""
+    stored = everyone.read(field.array)[pick]
+    return vt.present(stored, field.vcf_type,
+                      None if field.mask is None else everyone.read(field.mask)[pick],
+                      spelled=store.spells_missing_vectors and stored.ndim == 3)
 
 
 def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: RecordOptions) -> bytes:
