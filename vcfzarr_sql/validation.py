@@ -51,6 +51,7 @@ from vcfzarr_sql.format.arrays import (
 from vcfzarr_sql.format.region_index import region_index
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.codecs import RefusedCodec
+from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.header import HeaderDefinitions, HeaderField, parse_header
 from vcfzarr_sql.store.kvstore import is_url, open_kv
 from vcfzarr_sql.store.opening import open_store as open_cohort
@@ -446,8 +447,7 @@ def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
     """The stored genotype counts (:mod:`vcfzarr_sql.query.stored_counts`) against the counts
     of the genotypes, one variant chunk at a time (a plan of every chunk, run by the
     executor): the first block that disagrees."""
-    from vcfzarr_sql.query.execute import run_plan, scan_source  # (imports the scan)
-    from vcfzarr_sql.query.request import every_chunk_plan
+    from vcfzarr_sql.query.execute import every_chunk  # (imports the scan)
     from vcfzarr_sql.query.summarise import ChunkSummary, summarise_chunk
 
     names = (summaries.ALLELE_COUNTS, summaries.CALL_COUNTS, summaries.HWE,
@@ -460,15 +460,11 @@ def _check_genotype_counts(store: VczStore) -> Iterator[Problem]:
         yield Problem(present[0], "stored genotype counts need call_genotype and all of "
                                   f"{', '.join(names)}")
         return
-    plan = every_chunk_plan(store)
-    source = scan_source(store, plan)
-
-    def summarised(run: range) -> tuple[int, ChunkSummary, dict[str, np.ndarray]]:
-        chunk = plan.run(run.start, run.stop).variant_chunk
+    def summarised(source: CountingSource, chunk: int) -> tuple[ChunkSummary, dict[str, np.ndarray]]:
         expected = summarise_chunk(source, gt.array, chunk)
-        return chunk, expected, {name: BatchBlocks(source, chunk, None).read(name) for name in names}
+        return expected, {name: BatchBlocks(source, chunk, None).read(name) for name in names}
 
-    for chunk, expected, stored in run_plan(source, plan, summarised):
+    for chunk, (expected, stored) in every_chunk(store, summarised):
         for name in names if chunk == 0 else ():
             info = store.array_info(name)
             if info.shape[1:] != expected.block(name).shape[1:]:
@@ -489,8 +485,7 @@ def _check_call_stats(store: VczStore, deep: bool) -> Iterator[Problem]:
     of the genotypes (and with ``deep``, of FORMAT/DP and AD too: without, their counts are not
     checked), one variant chunk at a time: the first array whose layout or block disagrees."""
     from vcfzarr_sql.query import call_stats
-    from vcfzarr_sql.query.execute import run_plan, scan_source
-    from vcfzarr_sql.query.request import every_chunk_plan
+    from vcfzarr_sql.query.execute import every_chunk
 
     names = summaries.CALL_STATS
     present = [name for name in names if store.has_array(name)]
@@ -505,16 +500,12 @@ def _check_call_stats(store: VczStore, deep: bool) -> Iterator[Problem]:
         yield Problem(present[0], "stored stats counts are not laid out one row per variant "
                                   "chunk over every sample")
         return
-    plan = every_chunk_plan(store)
-    source = scan_source(store, plan)
-
-    def counted(run: range) -> tuple[int, call_stats.CallStats, call_stats.CallStats]:
-        chunk = plan.run(run.start, run.stop).variant_chunk
-        return (chunk, call_stats.summarise_call_stats_chunk(source, gt.array, chunk, deep),
+    def counted(source: CountingSource, chunk: int) -> tuple[call_stats.CallStats, call_stats.CallStats]:
+        return (call_stats.summarise_call_stats_chunk(source, gt.array, chunk, deep),
                 call_stats.stored_call_stats(source, chunk))
 
     genotype_rows = [k for k, kind in enumerate(summaries.SAMPLE_STATS) if kind not in call_stats.DEPTH_STATS]
-    for chunk, expected, stored in run_plan(source, plan, counted):
+    for chunk, (expected, stored) in every_chunk(store, counted):
         for name in names if deep else (summaries.SAMPLE_CALL_STATS, summaries.HWE_GENOTYPE_COUNTS):
             wanted, actual = expected.block(name), stored.block(name)
             if not deep and name == summaries.SAMPLE_CALL_STATS:
@@ -529,9 +520,8 @@ def _check_call_stats(store: VczStore, deep: bool) -> Iterator[Problem]:
 def _check_packed_genotypes(store: VczStore) -> Iterator[Problem]:
     """The packed genotypes (:mod:`vcfzarr_sql.format.packed_genotypes`) against the genotypes
     packed again, one variant chunk at a time: their layout, then the first record that differs."""
-    from vcfzarr_sql.query.execute import run_plan, scan_source  # (imports the scan)
+    from vcfzarr_sql.query.execute import every_chunk  # (imports the scan)
     from vcfzarr_sql.query.packed_counts import pack_chunk
-    from vcfzarr_sql.query.request import every_chunk_plan
     from vcfzarr_sql.store.packed_arrays import packed_stored
 
     names = (packed_genotypes.PACKED, packed_genotypes.PACKED_EXACT)
@@ -543,15 +533,11 @@ def _check_packed_genotypes(store: VczStore) -> Iterator[Problem]:
         yield Problem(present[0], "packed genotypes need call_genotype and both of "
                                   f"{', '.join(names)}, laid out as written (shape, chunks, uint8)")
         return
-    plan = every_chunk_plan(store)
-    source = scan_source(store, plan)
-
-    def packed(run: range) -> tuple[int, tuple[np.ndarray, np.ndarray], list[np.ndarray]]:
-        chunk = plan.run(run.start, run.stop).variant_chunk
+    def packed(source: CountingSource, chunk: int) -> tuple[tuple[np.ndarray, np.ndarray], list[np.ndarray]]:
         stored = [BatchBlocks(source, chunk, None).read(name) for name in names]
-        return chunk, pack_chunk(source, gt.array, chunk), stored
+        return pack_chunk(source, gt.array, chunk), stored
 
-    for chunk, expected, stored in run_plan(source, plan, packed):
+    for chunk, (expected, stored) in every_chunk(store, packed):
         for name, wanted, actual in zip(names, expected, stored):
             if not np.array_equal(actual, wanted):
                 row = int(np.flatnonzero((actual != wanted).reshape(len(wanted), -1).any(axis=1))[0])

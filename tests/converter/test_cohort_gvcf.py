@@ -143,15 +143,21 @@ def test_a_corpus_gvcf_against_a_slice_of_itself(tmp_path):
     header[-1] = header[-1].replace("NA12878", "COPY")
     second.write_text("".join(header + body[::2]))
     paths = [Path(pysam.tabix_index(str(p), preset="vcf", force=True)) for p in (first, second)]
-    store = tmp_path / "c.vcz"
-    convert(paths[0], store, variants_chunk_size=100)
-    add(store, [paths[1]])
-    expected = merged_gvcf(paths, Path("-"), tmp_path / "merged.vcf")
-    out = tmp_path / "cohort.vcf"
-    view(store, out)
+    out, expected = _viewed_and_merged(paths, tmp_path, variants_chunk_size=100)
     fields = tuple(oracle.header(expected).format)
     assert oracle.records(out) == oracle.records(expected)
     assert oracle.calls(out, fields) == oracle.calls(expected, fields)
+
+
+def _viewed_and_merged(paths: list[Path], tmp_path: Path, *, variants_chunk_size: int) -> tuple[Path, Path]:
+    """``view`` of a cohort of ``paths[0]`` converted, then ``paths[1]`` added; and bcftools'
+    ``merge --gvcf -`` of the two."""
+    store = tmp_path / "c.vcz"
+    convert(paths[0], store, variants_chunk_size=variants_chunk_size)
+    add(store, [paths[1]])
+    out = tmp_path / "cohort.vcf"
+    view(store, out)
+    return out, merged_gvcf(paths, Path("-"), tmp_path / "merged.vcf")
 
 
 def test_bcftools_own_gvcf_and_its_info_rules(tmp_path):
@@ -168,12 +174,7 @@ def test_bcftools_own_gvcf_and_its_info_rules(tmp_path):
     header[-1] = header[-1].replace("\tAAA", "\tBBB")
     second.write_text("".join(header + [line for i, line in enumerate(body) if i % 3 != 2]))
     paths = [first, Path(pysam.tabix_index(str(second), preset="vcf", force=True))]
-    store = tmp_path / "c.vcz"
-    convert(paths[0], store, variants_chunk_size=4)
-    add(store, [paths[1]])
-    expected = merged_gvcf(paths, Path("-"), tmp_path / "merged.vcf")
-    out = tmp_path / "cohort.vcf"
-    view(store, out)
+    out, expected = _viewed_and_merged(paths, tmp_path, variants_chunk_size=4)
     records = oracle.records(expected)
     assert any(r.info.get("QS") == [2.0, 0.0] for r in records)  # (summed)
     assert oracle.records(out) == records

@@ -12,10 +12,9 @@ import numpy as np
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.query.call_stats import summarise_call_stats_chunk, summarised_store
-from vcfzarr_sql.query.execute import run_plan, scan_source
+from vcfzarr_sql.query.execute import every_chunk
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
-from vcfzarr_sql.query.request import every_chunk_plan
-from vcfzarr_sql.query.summarise import ChunkSummary, summarise_chunk
+from vcfzarr_sql.query.summarise import summarise_chunk
 from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.indexing import GenotypeCountsWriter, local_directory
 from vcfzarr_sql.store.summary_arrays import call_stats_arrays
@@ -31,14 +30,10 @@ def write_genotype_counts(path: str | os.PathLike) -> bool:
         gt = store.format_fields.get("GT")
         if gt is None or not store.has_array(spec.VARIANT_ALLELE):
             return False
-        plan = every_chunk_plan(store)
-        source = scan_source(store, plan)
         writer = GenotypeCountsWriter(location, store)
-
-        def summary(run: range) -> ChunkSummary:
-            return summarise_chunk(source, gt.array, int(plan.variant_chunks[run.start]))
-
-        for chunk_summary in run_plan(source, plan, summary, ahead=PREFETCH_DEPTH):
+        summaries = every_chunk(store, lambda source, chunk: summarise_chunk(source, gt.array, chunk),
+                                ahead=PREFETCH_DEPTH)
+        for _, chunk_summary in summaries:
             writer.add(chunk_summary)
         writer.close()
         _write_call_stats(location, store, gt.array)
@@ -67,14 +62,7 @@ def write_chunk_rows(location: str, store: VczStore, arrays: Mapping[str, ArrayL
     local directory ``location``, and write each chunk's rows, ``rows(source, chunk)`` (one
     block per array name), computed by the executor over every chunk in order."""
     add_arrays(location, store.zarr_format, list(arrays.values()))
-    plan = every_chunk_plan(store)
-    source = scan_source(store, plan)
-
-    def computed(run: range) -> tuple[int, dict[str, np.ndarray]]:
-        chunk = int(plan.variant_chunks[run.start])
-        return chunk, rows(source, chunk)
-
     with blosc_single_threaded():
-        for chunk, blocks in run_plan(source, plan, computed, ahead=PREFETCH_DEPTH):
+        for chunk, blocks in every_chunk(store, rows, ahead=PREFETCH_DEPTH):
             for name, array in arrays.items():
                 write_rows(location, array, chunk, blocks[name], store.zarr_format)

@@ -221,6 +221,23 @@ def scan_source(store: VczStore, plan: ScanPlan) -> CountingSource:
     return CountingSource(fetching(store, plan))
 
 
+def every_chunk(store: VczStore, work: Callable[[CountingSource, int], T], *,
+                ahead: int = 0) -> Iterator[tuple[int, T]]:
+    """``(chunk, work(source, chunk))`` for every variant chunk of ``store`` in order, run by
+    :func:`run_plan` over :func:`~.request.every_chunk_plan` (``ahead``: as there): how
+    ``index`` computes and ``validate`` recomputes the arrays derived from each chunk."""
+    from vcfzarr_sql.query.request import every_chunk_plan
+
+    plan = every_chunk_plan(store)
+    source = scan_source(store, plan)
+
+    def worked(run: range) -> tuple[int, T]:
+        chunk = plan.run(run.start, run.stop).variant_chunk
+        return chunk, work(source, chunk)
+
+    return run_plan(source, plan, worked, ahead=ahead)
+
+
 class RunLength:
     """The tasks the next run joins: one, then doubling up to ``most`` (so a scan stopped early,
     a LIMIT, decodes little more than it returns), and no more than :data:`RUN_BYTES` of batch
