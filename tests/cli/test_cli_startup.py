@@ -5,7 +5,8 @@ cause is checked, which a loaded machine cannot make flaky: ``--help`` imports n
 no DuckDB, pyarrow or numpy), ``SELECT 1`` needs neither sqlglot nor the scan (whose
 pyarrow.dataset imports pandas), and a query over a store imports neither pandas (0.45 CPU-s,
 which pyarrow imports when it can) nor zarr, nor sqlglot when its calls take one plain string
-(0.09 CPU-s), nor the modules of commands and features it does not use.
+(0.09 CPU-s), nor the modules of commands and features it does not use; ``stats`` from stored
+counts imports neither pyarrow nor DuckDB.
 """
 
 from __future__ import annotations
@@ -54,3 +55,11 @@ def test_a_query_over_a_store_imports_only_what_it_uses(convert_once):
     assert {"pyarrow.dataset", "vcfzarr_sql.query.execute"} <= modules
     assert not {"pandas", "zarr", "vcfzarr_sql.view", "vcfzarr_sql.converter", "vcfzarr_sql.validation",
                 "vcfzarr_sql.serve", "cyvcf2", "tqdm", "sqlglot"} & modules
+
+
+def test_stats_from_stored_counts_imports_neither_arrow_nor_duckdb(convert_once):
+    # (sample.vcf's store holds the counts stats adds up: it decodes no genotype, tests/qc)
+    store = convert_once(SAMPLE)
+    modules = imported_modules("stats", str(store), "-s", "-")
+    assert {"vcfzarr_sql.qc.collect", "numpy"} <= modules
+    assert not {"pyarrow", "duckdb", "sqlglot", "pandas", "zarr"} & modules

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from vcfzarr_sql.format.summaries import CLASSES
-from vcfzarr_sql.query.genotype_stats import genotype_counts
+from vcfzarr_sql.query.genotype_counts import genotype_counts
 from vcfzarr_sql.query.sample_classes import call_classes, class_counts
 
 FILL, MISSING = -2, -1

@@ -38,7 +38,7 @@ def open_relation(spec: ScanSpec, store: VczStore) -> Any:
     if spec.table == "sample_stats":
         return SampleStatsDataset(store, region=spec.region, samples=samples)
     if spec.table == "stats":
-        from vcfzarr_sql.qc import stats_table
+        from vcfzarr_sql.qc.table import stats_table
 
         return stats_table(store, spec.section or "SN", region=spec.region, samples=samples)
     return dataset(store, table=spec.table, samples=samples, region=spec.region)

@@ -39,7 +39,8 @@ from vcfzarr_sql.exporters.calls import ChunkCalls
 from vcfzarr_sql.exporters.chunks import ExportSummary, selected_calls
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format.summaries import CLASSES
-from vcfzarr_sql.query.genotype_stats import CallCounts, ChunkSummaries
+from vcfzarr_sql.query.genotype_counts import CallCounts
+from vcfzarr_sql.query.genotype_stats import ChunkSummaries
 from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts, sample_columns
 from vcfzarr_sql.query.selection import SelectedRecords
 

@@ -16,7 +16,7 @@ it needs):
   ``gt_`` lists, one value per ALT, need not decode ``variant_allele``); NS is -1 where a
   genotype names an allele beyond the ``alleles`` axis (those records are decoded);
 * ``summary_gt_hwe`` (summary_records, alleles, 2) float32: per allele the ``gt_HWE`` and
-  ``gt_ExcHet`` p-values over all samples (:func:`vcfzarr_sql.query.genotype_stats.hwe_per_allele`: exact
+  ``gt_ExcHet`` p-values over all samples (:func:`vcfzarr_sql.query.genotype_counts.hwe_per_allele`: exact
   tests, the costliest columns to compute).
 
 Per variant chunk and sample (:data:`CLASSES`):

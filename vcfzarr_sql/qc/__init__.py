@@ -1,6 +1,6 @@
-"""Quality control of a call set: the numbers of ``bcftools stats`` (:func:`stats_lines`,
-:func:`stats_table`, ``vcf_zarr_stats`` in SQL) and the plots of ``plot-vcfstats`` (:mod:`.report`, with the
-``report`` extra: matplotlib).
+"""Quality control of a call set: the numbers of ``bcftools stats`` (:func:`stats_lines`;
+:func:`.table.stats_table`, ``vcf_zarr_stats`` in SQL, is the one part that needs Arrow) and
+the plots of ``plot-vcfstats`` (:mod:`.report`, with the ``report`` extra: matplotlib).
 
 >>> from vcfzarr_sql.qc import stats_lines
 >>> from vcfzarr_sql.query.selection import Selection
@@ -16,12 +16,11 @@ import os
 from collections.abc import Iterator, Sequence
 
 from vcfzarr_sql.qc.collect import Counted, collect
-from vcfzarr_sql.qc.table import stats_table
 from vcfzarr_sql.qc.text import SECTIONS, stats_text
 from vcfzarr_sql.query.selection import Selection
 from vcfzarr_sql.store.vcz import VczStore
 
-__all__ = ["SECTIONS", "Counted", "collect", "stats_lines", "stats_table"]
+__all__ = ["SECTIONS", "Counted", "collect", "stats_lines"]
 
 
 def _open(store: VczStore | str | os.PathLike) -> VczStore:

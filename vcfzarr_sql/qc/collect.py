@@ -31,13 +31,12 @@ from vcfzarr_sql.format.summaries import (
 from vcfzarr_sql.qc.sites import af_bins, count_sites
 from vcfzarr_sql.query import call_stats
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
-from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.query.selection import ChunkWork, SelectedRecords, Selection
 from vcfzarr_sql.query.stats_calls import Alleles, count_calls, count_hwe
 from vcfzarr_sql.query.stats_totals import SAMPLE_ROW, Totals
 from vcfzarr_sql.query.stored_counts import class_counts_stored, stored_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
-from vcfzarr_sql.store.fields import FieldInfo
+from vcfzarr_sql.store.fields import GT, FieldInfo
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 

@@ -123,10 +123,7 @@ def _per_sample(ax: Any, totals: Totals, counted: Counted) -> None:
 
 
 def _hwe(ax: Any, totals: Totals, counted: Counted) -> None:
-    table = np.zeros((totals.m_af, HWE_BINS), np.int64)
-    for index, count in totals.hwe.items():
-        table[index // HWE_BINS, index % HWE_BINS] += count
-    table[1] += table[0]
+    table = totals.hwe_table()
     rows = np.flatnonzero(table[1:].sum(axis=1)) + 1
     fractions = np.cumsum(table[rows], axis=1) / table[rows].sum(axis=1, keepdims=True)
     quartiles = [np.argmax(fractions >= q, axis=1) / HWE_BINS for q in (0.25, 0.5, 0.75)]

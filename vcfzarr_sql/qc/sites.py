@@ -4,12 +4,10 @@ block of records, vectorised over records and alleles (``vcfstats.c``'s ``do_snp
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 
 from vcfzarr_sql.query.stats_calls import Alleles
-from vcfzarr_sql.query.stats_totals import MAX_INDEL, Totals, depth_bins, quality_bin
+from vcfzarr_sql.query.stats_totals import MAX_INDEL, Totals, depth_bins
 from vcfzarr_sql.query.variant_types import INDEL, MNP, OTHER, SNP
 
 
@@ -44,11 +42,6 @@ def quality_bins(quality: np.ndarray | None, records: int) -> np.ndarray:
     return np.where(bad, 0, 1 + scaled.astype(np.int64))
 
 
-def _counter(values: np.ndarray) -> Counter[int]:
-    found, counts = np.unique(values, return_counts=True)
-    return Counter({quality_bin(int(v)): int(c) for v, c in zip(found, counts)})
-
-
 def count_sites(totals: Totals, alleles: Alleles, iaf: np.ndarray, quality: np.ndarray | None,
                 info_dp: np.ndarray | None) -> None:
     """Add the record counts of a block of records to ``totals``: ``iaf`` their
@@ -77,10 +70,10 @@ def count_sites(totals: Totals, alleles: Alleles, iaf: np.ndarray, quality: np.n
     if types.shape[1] > 1:
         first_ts, first_tv = transition[:, 1], transversion[:, 1]
         totals.ts_tv_alt1 += [first_ts.sum(), first_tv.sum()]
-        totals.quality[0].update(_counter(qual[first_ts]))
-        totals.quality[1].update(_counter(qual[first_tv]))
+        totals.quality_values[0].append(qual[first_ts])
+        totals.quality_values[1].append(qual[first_tv])
     # indels: the record's QUAL once, each indel ALT's length
-    totals.quality[2].update(_counter(qual[is_indel]))
+    totals.quality_values[2].append(qual[is_indel])
     indel = ((types & INDEL) != 0) & is_indel[:, None]
     totals.af[3] += np.bincount(iaf[indel], minlength=m_af)
     lengths = alleles.lengths[indel].astype(np.int64)

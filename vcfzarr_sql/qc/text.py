@@ -7,7 +7,7 @@ in ``float``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -81,8 +81,15 @@ def _ratio(a: int, b: int) -> str:
     return f"{float(np.float32(a) / np.float32(b)) if b else 0:.2f}"
 
 
-def _af(index: int, m_af: int) -> str:
-    return f"{(index - 1) / (m_af - 1):f}"
+def _af_labels(bins: np.ndarray, m_af: int) -> list[str]:
+    """The allele frequency of each AF bin as bcftools prints it (``%f`` of ``(bin - 1) /
+    (m_af - 1)``)."""
+    return list(map("{:f}".format, ((bins - 1) / (m_af - 1)).tolist()))
+
+
+def _text(values: np.ndarray) -> list[str]:
+    """Integers as text."""
+    return list(map(str, values.tolist()))
 
 
 def _folded_af(totals: Totals) -> np.ndarray:
@@ -95,12 +102,19 @@ def _folded_af(totals: Totals) -> np.ndarray:
 def section_rows(totals: Totals, section: str, sample_names: Sequence[str] = ()) -> list[list[str]]:
     """The data rows of ``section`` (one of :data:`SECTIONS`), each a list of its fields
     (``SN``, ``0``, ...)."""
-    rows = list(_rows(totals, section, sample_names))
-    return [[section, "0", *map(str, row)] for row in rows]
+    return [[section, "0", *row] for row in zip(*_section_columns(totals, section, sample_names))]
 
 
-def _rows(totals: Totals, section: str, names: Sequence[str]) -> Iterator[list[object]]:  # noqa: C901
-    m_af = totals.m_af
+def _section_columns(totals: Totals, section: str, names: Sequence[str]) -> list[list[str]]:
+    """The fields of the data rows of ``section`` after its name and id, column by column
+    (none: no row): the long sections (one row per AF bin or sample) made a column at a time."""
+    if section in _COLUMNS:
+        return _COLUMNS[section](totals, names)
+    rows = [list(map(str, row)) for row in _rows(totals, section)]
+    return [list(column) for column in zip(*rows)]
+
+
+def _rows(totals: Totals, section: str) -> Iterator[list[object]]:
     if section == "SN":
         yield ["number of samples:", totals.num_samples]
         for name, value in zip(SN_COUNTERS, totals.sn.tolist()):
@@ -112,11 +126,6 @@ def _rows(totals: Totals, section: str, names: Sequence[str]) -> Iterator[list[o
     elif section == "SiS":
         snps, ts, tv, indels = totals.af[:, 0].tolist()
         yield [1, snps, ts, tv, indels, 0, 0, indels]
-    elif section == "AF":
-        af = _folded_af(totals)
-        for i in np.flatnonzero(af[:, 1:].any(axis=0)) + 1:
-            snps, ts, tv, indels = af[:, i].tolist()
-            yield [_af(int(i), m_af), snps, ts, tv, indels, 0, 0, indels]
     elif section == "QUAL":
         q_ts, q_tv, q_indels = totals.quality
         for index in sorted(set(q_ts) | set(q_tv) | set(q_indels)):
@@ -141,54 +150,64 @@ def _rows(totals: Totals, section: str, names: Sequence[str]) -> Iterator[list[o
             label = f"<{DP_MIN}" if i == 0 else f">{DP_MAX}" if i + 1 == DP_BINS else str(i - 1 + DP_MIN)
             yield [label, int(calls[i]), f"{calls[i] * 100.0 / n_calls if n_calls else 0:f}",
                    int(sites[i]), f"{sites[i] * 100.0 / n_sites if n_sites else 0:f}"]
-    elif section == "PSC":
-        s = totals.samples
-        n = s[SAMPLE_ROW["dp_n"]]
-        with np.errstate(divide="ignore", invalid="ignore"):  # (float32, as bcftools)
-            depth = np.where(n > 0, s[SAMPLE_ROW["dp_sum"]].astype(np.float32) / n.astype(np.float32), 0)
-        before, after = _columns(s, "hom_ref", "hom_alt", "het", "ts", "tv", "indels"), \
-            _columns(s, "singletons", "hap_ref", "hap_alt", "missing")
-        for name, first, mean, last in zip(names, before, depth.tolist(), after):
-            yield [name, *first, f"{mean:.1f}", *last]
-    elif section == "PSI":
-        for name, counts in zip(names, _columns(totals.samples, "ins_hets", "del_hets", "ins_homs", "del_homs")):
-            yield [name, 0, 0, 0, "0.00", *counts]
-    elif section == "HWE":
-        yield from _hwe_rows(totals)
     else:
         raise QueryError(f"unknown section {section!r}: expected one of {', '.join(SECTIONS)}")
 
 
-def _columns(samples: np.ndarray, *counters: str) -> list[list[int]]:
-    """Per sample, its values of ``counters`` (rows of :attr:`Totals.samples`)."""
-    return samples[[SAMPLE_ROW[c] for c in counters]].T.tolist()
+def _af_columns(totals: Totals, names: Sequence[str]) -> list[list[str]]:
+    af = _folded_af(totals)
+    bins = np.flatnonzero(af[:, 1:].any(axis=0)) + 1
+    snps, ts, tv, indels = (_text(counts) for counts in af[:, bins])
+    zeros = ["0"] * len(bins)
+    return [_af_labels(bins, totals.m_af), snps, ts, tv, indels, zeros, zeros, indels]
+
+
+def _psc_columns(totals: Totals, names: Sequence[str]) -> list[list[str]]:
+    s = totals.samples
+    n = s[SAMPLE_ROW["dp_n"]]
+    with np.errstate(divide="ignore", invalid="ignore"):  # (float32, as bcftools)
+        depth = np.where(n > 0, s[SAMPLE_ROW["dp_sum"]].astype(np.float32) / n.astype(np.float32), 0)
+    return [list(names), *_counters(s, "hom_ref", "hom_alt", "het", "ts", "tv", "indels"),
+            list(map("{:.1f}".format, depth.tolist())), *_counters(s, "singletons", "hap_ref", "hap_alt", "missing")]
+
+
+def _psi_columns(totals: Totals, names: Sequence[str]) -> list[list[str]]:
+    zeros = ["0"] * len(names)
+    return [list(names), zeros, zeros, zeros, ["0.00"] * len(names),
+            *_counters(totals.samples, "ins_hets", "del_hets", "ins_homs", "del_homs")]
+
+
+def _counters(samples: np.ndarray, *counters: str) -> list[list[str]]:
+    """The values of ``counters`` (rows of :attr:`Totals.samples`) of every sample, as text."""
+    return [_text(samples[SAMPLE_ROW[c]]) for c in counters]
 
 
 #: HWE's percentile labels: het bin j as bcftools prints it (float32 j / 100).
 _HWE_LABELS = [f"{float(np.float32(j) / np.float32(HWE_BINS)):f}" for j in range(HWE_BINS)]
 
 
-def _hwe_rows(totals: Totals) -> Iterator[list[object]]:
+def _hwe_columns(totals: Totals, names: Sequence[str]) -> list[list[str]]:
     """Per AF bin with records: the records, and the 25th, 50th and 75th percentiles of their
     fraction of heterozygous calls (in hundredths, as bcftools bins them)."""
-    m_af = totals.m_af
-    table = np.zeros((m_af, HWE_BINS), np.int64)
-    for index, count in totals.hwe.items():
-        table[index // HWE_BINS, index % HWE_BINS] += count
-    table[1] += table[0]
+    table = totals.hwe_table()
     total = table.sum(axis=1)
     bins = np.flatnonzero(total[1:]) + 1
     fractions = np.cumsum(table[bins], axis=1).astype(np.float32) / total[bins, None].astype(np.float32)
-    cuts = np.stack([np.argmax(fractions >= np.float32(q), axis=1) for q in (0.25, 0.5, 0.75)], axis=1)
-    for i, n, row in zip(bins.tolist(), total[bins].tolist(), cuts.tolist()):
-        yield [_af(i, m_af), n, *(_HWE_LABELS[j] for j in row)]
+    cuts = [np.argmax(fractions >= np.float32(q), axis=1).tolist() for q in (0.25, 0.5, 0.75)]
+    return [_af_labels(bins, totals.m_af), _text(total[bins]), *([_HWE_LABELS[j] for j in cut] for cut in cuts)]
+
+
+#: The sections of one row per AF bin or per sample, by their columns.
+_COLUMNS: dict[str, Callable[[Totals, Sequence[str]], list[list[str]]]] = {
+    "AF": _af_columns, "PSC": _psc_columns, "PSI": _psi_columns, "HWE": _hwe_columns,
+}
 
 
 def stats_text(totals: Totals, sample_names: Sequence[str] = (), sections: Sequence[str] = SECTIONS,
                source: str = "") -> Iterator[str]:
-    """The lines of ``bcftools stats`` output for ``sections`` (bcftools' order kept), with its
+    """The text of ``bcftools stats`` output for ``sections`` (bcftools' order kept), with its
     comment lines (the first naming ``source``, where bcftools names its version and command
-    line); the sample sections only with ``-s``."""
+    line); the sample sections only with ``-s``. Each section's data rows come as one string."""
     yield "# This file was produced by vcfzarr-sql stats and can be plotted using plot-vcfstats.\n"
     yield f"# The command line was:\tvcfzarr-sql stats {source}\n#\n"
     yield "# Definition of sets:\n# ID\t[2]id\t[3]tab-separated file names\n"
@@ -197,5 +216,7 @@ def stats_text(totals: Totals, sample_names: Sequence[str] = (), sections: Seque
         if section not in sections or (section in SAMPLE_SECTIONS and not totals.selected):
             continue
         yield COMMENTS[section]
-        for row in section_rows(totals, section, sample_names):
-            yield "\t".join(row) + "\n"
+        rows = list(map("\t".join, zip(*_section_columns(totals, section, sample_names))))
+        if rows:
+            prefix = f"{section}\t0\t"
+            yield prefix + f"\n{prefix}".join(rows) + "\n"

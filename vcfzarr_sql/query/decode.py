@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from vcfzarr_sql.errors import QueryError, StoreError
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.query import arrays, genotype_stats, schema
+from vcfzarr_sql.query import arrays, genotype_counts, genotype_stats, schema
 from vcfzarr_sql.query.packed_counts import packed_counts
 from vcfzarr_sql.query.stored_counts import stored_counts, stored_hwe, stored_num_alleles
 from vcfzarr_sql.store.blocks import BatchBlocks
@@ -326,9 +326,9 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
     and the batch covers all samples, else from its packed genotypes when it has them, else
     from its genotypes, when first asked for."""
     fields = blocks.store.format_fields
-    stored: list[genotype_stats.GenotypeCounts | None] = []
+    stored: list[genotype_counts.GenotypeCounts | None] = []
 
-    def stored_or_none() -> genotype_stats.GenotypeCounts | None:
+    def stored_or_none() -> genotype_counts.GenotypeCounts | None:
         if not stored:
             stored.append(stored_counts(blocks))
         return stored[0]
@@ -340,26 +340,26 @@ def _summaries(blocks: _Blocks) -> genotype_stats.ChunkSummaries:
         alleles = blocks.strings(spec.VARIANT_ALLELE)
         return alleles.shape[1] - alleles.fill.sum(axis=1)
 
-    packed: list[genotype_stats.GenotypeCounts | None] = []
+    packed: list[genotype_counts.GenotypeCounts | None] = []
 
-    def packed_or_none(width: int) -> genotype_stats.GenotypeCounts | None:
+    def packed_or_none(width: int) -> genotype_counts.GenotypeCounts | None:
         """The batch's counts from its packed genotypes, when the store has them."""
         if not packed:
             packed.append(packed_counts(blocks, width))
         found = packed[0]
         return None if found is None else found.widened(width)
 
-    computed: list[genotype_stats.CallCounts] = []
+    computed: list[genotype_counts.CallCounts] = []
 
-    def from_genotypes(width: int) -> genotype_stats.CallCounts:
+    def from_genotypes(width: int) -> genotype_counts.CallCounts:
         """The batch's counts from its genotypes (one table for the counts and F_MISSING)."""
         if not computed:
             if schema.GT not in fields:
                 raise QueryError("the gt_ columns need genotypes (FORMAT/GT); the store has none")
-            computed.append(genotype_stats.CallCounts(blocks.read(fields[schema.GT].array), width))
+            computed.append(genotype_counts.CallCounts(blocks.read(fields[schema.GT].array), width))
         return computed[0]
 
-    def counts(width: int) -> genotype_stats.AlleleCounts:
+    def counts(width: int) -> genotype_counts.AlleleCounts:
         found = stored_or_none() or packed_or_none(width)
         return from_genotypes(width).alleles if found is None else found.alleles
 

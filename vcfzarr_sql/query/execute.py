@@ -9,6 +9,10 @@ wherever an engine sends it; ``vcf_zarr_sample_stats``, ``view`` and ``validate`
 with work of their own. ``source`` is a :class:`~vcfzarr_sql.store.source.ChunkSource`: the
 store, or a source over it that fetches ahead (:mod:`~vcfzarr_sql.store.fetch`) or counts
 (:mod:`~vcfzarr_sql.store.counting`; :func:`scan_source` makes both).
+
+Arrow and the modules of Arrow work are imported by the functions that use them: work that
+reads its own arrays over every record (``stats`` from stored counts, through
+:func:`every_chunk`) runs without loading pyarrow.
 """
 
 from __future__ import annotations
@@ -16,23 +20,24 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
-import pyarrow as pa
 
-from vcfzarr_sql.query import arrays, decode, stored_counts
-from vcfzarr_sql.query.expressions import parse_or_none
-from vcfzarr_sql.query.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
-from vcfzarr_sql.query.plan import ChunkTask, ScanPlan, batch_runs
+from vcfzarr_sql.query import stored_counts
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, prefetched
-from vcfzarr_sql.query.residual import matching_mask, matching_rows
-from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.fetch import WindowFetches, fetch_windows, fetching
+from vcfzarr_sql.store.fields import GT
 from vcfzarr_sql.store.packed_arrays import packed_stored
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from vcfzarr_sql.query.plan import ChunkTask, ScanPlan
 
 T = TypeVar("T")
 
@@ -53,6 +58,9 @@ RUN_GENOTYPE_BYTES = 256 << 20
 
 def _run(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.RecordBatch:
     """Decode one task, keep its matching rows, project to the output columns."""
+    from vcfzarr_sql.query import arrays, decode
+    from vcfzarr_sql.query.residual import matching_rows
+
     if not task.columns:
         batch = arrays.rows_only(task.num_rows)
     elif task.sample_chunk is None:
@@ -73,6 +81,8 @@ def chunks_per_batch(source: ChunkSource, plan: ScanPlan) -> int:
     :data:`RUN_RECORDS` records for a ``variants`` scan that decodes no per-call value (site
     columns, and ``gt_`` columns over all samples of a store with stored counts, within
     :data:`RUN_GENOTYPE_BYTES`), else one."""
+    from vcfzarr_sql.query.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
+
     if plan.table != "variants" or plan.reads_calls:
         return 1
     store = source.store
@@ -98,6 +108,9 @@ def plan_batches(source: ChunkSource, plan: ScanPlan) -> Iterator[pa.RecordBatch
     hand-offs), with nothing to overlap. Each batch's size shortens the runs cut after it
     (:class:`RunLength`).
     """
+    from vcfzarr_sql.query.expressions import parse_or_none
+    from vcfzarr_sql.query.plan import batch_runs
+
     tree = None if plan.filter is None else parse_or_none(plan.filter)
     length = RunLength(chunks_per_batch(source, plan))
     batches = run_plan(
@@ -117,6 +130,9 @@ def residual_rows(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: An
     parsed (:func:`~.expressions.parse_or_none`). For work that reads its own arrays."""
     if task.filter is None:
         return None
+    from vcfzarr_sql.query import decode
+    from vcfzarr_sql.query.residual import matching_mask
+
     batch = decode.decode_variants(source, task.variant_chunk, task.columns, task.samples, task.chunk_count,
                                    task.sample_order)
     mask = matching_mask(batch, tree, task.filter, plan.filter_columns)
@@ -134,7 +150,7 @@ def one_per_task(pieces: range) -> Iterator[range]:
 
 def run_plan(
     source: ChunkSource,
-    plan: ScanPlan,
+    plan: ScanPlan | EveryChunk,
     work: Callable[[range], T],
     *,
     cut: Callable[[range], Iterable[range]] = one_per_task,
@@ -176,7 +192,7 @@ def run_plan(
 
 
 def _remote_runs(
-    source: ChunkSource, plan: ScanPlan, work: Callable[[range], T],
+    source: ChunkSource, plan: ScanPlan | EveryChunk, work: Callable[[range], T],
     cut: Callable[[range], Iterable[range]],
 ) -> Iterator[T]:
     """:func:`run_plan` over a remote store: the chunks of each window of tasks are fetched
@@ -215,24 +231,51 @@ def _remote_runs(
         fetches.close()
 
 
-def scan_source(store: VczStore, plan: ScanPlan) -> CountingSource:
+def scan_source(store: VczStore, plan: ScanPlan | EveryChunk) -> CountingSource:
     """What a run of ``plan`` over ``store`` reads through: the store (fetching ahead when it
     is remote, :func:`~vcfzarr_sql.store.fetch.fetching`), every chunk read counted."""
     return CountingSource(fetching(store, plan))
 
 
+@dataclass(frozen=True, eq=False)
+class EveryChunk:
+    """The plan of every variant chunk of a store (``rows``: the records of each), whatever
+    its region index says, with no column and no filter: what :func:`run_plan` and the
+    fetching source read of a :class:`~.plan.ScanPlan`, without its Arrow schema.
+
+    >>> EveryChunk.of(type("Store", (), {"num_variant_chunks": 3, "variants_chunk_size": 4,
+    ...                                  "num_variants": 10})).rows.tolist()
+    [4, 4, 2]
+    """
+
+    variant_chunks: np.ndarray
+    rows: np.ndarray
+    table: str = "variants"
+    filtered_columns: tuple[str, ...] = ()
+    unfiltered_columns: tuple[str, ...] = ()
+    sample_groups: tuple[tuple[int | None, np.ndarray | None], ...] = ((None, None),)
+
+    @classmethod
+    def of(cls, store: VczStore) -> EveryChunk:
+        chunks = np.arange(store.num_variant_chunks)
+        size = store.variants_chunk_size
+        return cls(chunks, np.minimum(size, store.num_variants - chunks * size))
+
+    def __len__(self) -> int:
+        return len(self.variant_chunks)
+
+
 def every_chunk(store: VczStore, work: Callable[[CountingSource, int], T], *,
                 ahead: int = 0) -> Iterator[tuple[int, T]]:
     """``(chunk, work(source, chunk))`` for every variant chunk of ``store`` in order, run by
-    :func:`run_plan` over :func:`~.request.every_chunk_plan` (``ahead``: as there): how
-    ``index`` computes and ``validate`` recomputes the arrays derived from each chunk."""
-    from vcfzarr_sql.query.request import every_chunk_plan
-
-    plan = every_chunk_plan(store)
+    :func:`run_plan` over :class:`EveryChunk` (``ahead``: as there): how ``index`` computes
+    and ``validate`` recomputes the arrays derived from each chunk, and how a selection that
+    keeps every record is run."""
+    plan = EveryChunk.of(store)
     source = scan_source(store, plan)
 
     def worked(run: range) -> tuple[int, T]:
-        chunk = plan.run(run.start, run.stop).variant_chunk
+        chunk = int(plan.variant_chunks[run.start])
         return chunk, work(source, chunk)
 
     return run_plan(source, plan, worked, ahead=ahead)

@@ -2,7 +2,7 @@
 (:mod:`vcfzarr_sql.format.packed_genotypes`): per record, popcounts of the row's 64-bit words
 masked to the selected samples' calls, three per word whatever the subset. Records the packed
 codes do not hold exactly (not ``summary_gt_packed_exact``) are counted from their decoded
-genotypes (:func:`~.genotype_stats.genotype_counts`, the one counting of decoded calls); stores
+genotypes (:func:`~.genotype_counts.genotype_counts`, the one counting of decoded calls); stores
 without the packed arrays (:func:`~vcfzarr_sql.store.packed_arrays.packed_stored`) decode every
 record. :func:`packed_class_counts` counts the per-sample call classes of
 ``vcf_zarr_sample_stats`` likewise (where the stored class counts do not serve: part of a
@@ -18,7 +18,7 @@ import numpy as np
 from vcfzarr_sql.format import packed_genotypes as pg
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format.summaries import CLASSES
-from vcfzarr_sql.query.genotype_stats import AlleleCounts, GenotypeCounts, genotype_counts
+from vcfzarr_sql.query.genotype_counts import AlleleCounts, GenotypeCounts, genotype_counts
 from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.packed_arrays import packed_stored

@@ -21,11 +21,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.query.region_set import RegionSet
+
+if TYPE_CHECKING:  # (imported where an expression is made: parsing regions needs no Arrow)
+    import pyarrow.compute as pc
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Region:
     def expression(self, targets: bool = False) -> pc.Expression:
         """The row filter of this region as comparisons (bcftools ``-r`` overlap; ``targets``:
         ``-t``, POS within): what one region of :func:`regions_expression` stands for."""
+        import pyarrow.compute as pc
+
         matches = pc.field("contig") == self.contig
         if targets:
             matches = matches & (pc.field("pos") >= self.start)
@@ -165,6 +168,8 @@ def regions_expression(regions: tuple[Region, ...], targets: bool = False) -> pc
     >>> rows.filter(regions_expression(parse_regions("1:5-9"), targets=True))["pos"].to_pylist()
     [8]
     """
+    from vcfzarr_sql.query.region_set import RegionSet
+
     return RegionSet.of([(r.contig, r.start, r.end) for r in regions], targets).expression()
 
 

@@ -1,22 +1,19 @@
 """What a scan asks for, from what a user gives: a table name, a bcftools region string,
 sample names -> a :class:`~vcfzarr_sql.query.plan.ScanRequest` (the table's schema, the
-region's row filter, sample indexes), for :func:`~vcfzarr_sql.query.plan.plan_scan`; and the
-plan of every variant chunk of a store (:func:`every_chunk_plan`)."""
+region's row filter, sample indexes), for :func:`~vcfzarr_sql.query.plan.plan_scan`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.format import spec
 from vcfzarr_sql.query import schema as table_schemas
 from vcfzarr_sql.query.expressions import conjunction
-from vcfzarr_sql.query.plan import TABLES, ScanPlan, ScanRequest, plan_scan
+from vcfzarr_sql.query.plan import TABLES, ScanRequest
 from vcfzarr_sql.query.region import parse_regions, regions_expression
 from vcfzarr_sql.store.vcz import VczStore
 
@@ -129,32 +126,3 @@ def scan_request(
         sample_order=order,
     )
 
-
-@dataclass
-class _EveryChunk:
-    """A store's layout for the planner with a region index of one row per variant chunk:
-    its plan has every chunk, whatever the stored region index says (checked on its own)."""
-
-    contigs: list[str]
-    samples: np.ndarray
-    samples_chunk_size: int
-    num_sample_chunks: int
-    num_variant_chunks: int
-    region_index: np.ndarray
-
-    @classmethod
-    def of(cls, store: VczStore) -> _EveryChunk:
-        chunks = np.arange(store.num_variant_chunks)
-        index = np.zeros((len(chunks), spec.REGION_INDEX_FIELDS), np.int64)
-        index[:, spec.RI_CHUNK] = chunks
-        index[:, spec.RI_COUNT] = np.minimum(
-            store.variants_chunk_size, store.num_variants - chunks * store.variants_chunk_size
-        )
-        return cls(list(store.contigs), store.samples, store.samples_chunk_size,
-                   store.num_sample_chunks, store.num_variant_chunks, index)
-
-
-def every_chunk_plan(store: VczStore) -> ScanPlan:
-    """The plan of the ``variants`` table over every variant chunk of ``store`` (no column, no
-    filter), whatever its region index says: for readers of whole stores (``index``, ``validate``)."""
-    return plan_scan(_EveryChunk.of(store), ScanRequest("variants", table_schema(store, "variants"), columns=()))

@@ -4,7 +4,6 @@ for a block of records, vectorised over records and samples (``vcfstats.c``'s
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -165,7 +164,7 @@ def count_hwe(totals: Totals, num_alleles: np.ndarray, iaf1: np.ndarray, hwe: np
     index = (fraction * np.float32(HWE_BINS - 1)).astype(np.int64)
     index += np.where(iaf1[counted] >= 0, HWE_BINS * iaf1[counted], 0)
     totals.genotype_counts.append(hwe[counted & (num_alleles == 2)])
-    totals.hwe.update(Counter(dict(zip(*(v.tolist() for v in np.unique(index, return_counts=True))))))
+    totals.hwe_index.append(index)
 
 
 def _simple_records(alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:

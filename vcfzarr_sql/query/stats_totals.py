@@ -89,8 +89,9 @@ class Totals:
     ts_tv_alt1: np.ndarray = field(init=False)  # (2,)
     #: (4, m_af): SNPs, transitions, transversions, indels per AF bin
     af: np.ndarray = field(init=False)
-    #: quality bin -> count, for transitions (1st ALT), transversions (1st ALT), indels
-    quality: tuple[Counter[int], Counter[int], Counter[int]] = field(init=False)
+    #: the QUAL values (``1 + int(QUAL * 10)``, :func:`quality_bins`) of the transitions (1st
+    #: ALT), transversions (1st ALT) and indels, in blocks (binned once: :attr:`quality`)
+    quality_values: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = field(init=False)
     deletions: np.ndarray = field(init=False)  # (MAX_INDEL,): length - 1
     insertions: np.ndarray = field(init=False)
     substitutions: np.ndarray = field(init=False)  # (16,): ref << 2 | alt
@@ -99,7 +100,8 @@ class Totals:
     samples: np.ndarray = field(init=False)  # (SAMPLE_COUNTERS, selected)
     vaf_n: np.ndarray = field(init=False)  # (2 * MAX_INDEL + 1,): by indel length + MAX_INDEL
     vaf_sum: np.ndarray = field(init=False)
-    hwe: Counter[int] = field(init=False)  # af bin * HWE_BINS + het bin -> records
+    #: per record counted by HWE: its af bin * HWE_BINS + het bin, in blocks (:meth:`hwe_table`)
+    hwe_index: list[np.ndarray] = field(init=False)
     #: per biallelic record with calls: (hom ref, het, hom alt) calls of the -s samples, the
     #: report's HWE tests (blocks, in record order)
     genotype_counts: list[np.ndarray] = field(init=False)
@@ -109,7 +111,7 @@ class Totals:
         self.sn = np.zeros(len(SN_COUNTERS), np.int64)
         self.ts_tv_alt1 = np.zeros(2, np.int64)
         self.af = np.zeros((4, self.m_af), np.int64)
-        self.quality = (Counter(), Counter(), Counter())
+        self.quality_values = ([], [], [])
         self.deletions = np.zeros(MAX_INDEL, np.int64)
         self.insertions = np.zeros(MAX_INDEL, np.int64)
         self.substitutions = np.zeros(16, np.int64)
@@ -118,7 +120,7 @@ class Totals:
         self.samples = np.zeros((len(SAMPLE_COUNTERS), self.selected), np.int64)
         self.vaf_n = np.zeros(INDEL_VAF_BINS, np.int64)
         self.vaf_sum = np.zeros(INDEL_VAF_BINS, np.float64)
-        self.hwe = Counter()
+        self.hwe_index = []
         self.genotype_counts = []
 
     def add(self, chunk: Totals) -> None:
@@ -126,11 +128,35 @@ class Totals:
         for name in ("sn", "ts_tv_alt1", "af", "deletions", "insertions", "substitutions",
                      "dp_calls", "dp_sites", "samples", "vaf_n", "vaf_sum"):
             getattr(self, name)[...] += getattr(chunk, name)
-        for mine, theirs in zip(self.quality, chunk.quality):
-            mine.update(theirs)
-        self.hwe.update(chunk.hwe)
+        for mine, theirs in zip(self.quality_values, chunk.quality_values):
+            mine.extend(theirs)
+        self.hwe_index.extend(chunk.hwe_index)
         self.genotype_counts.extend(chunk.genotype_counts)
+
+    @property
+    def quality(self) -> tuple[Counter[int], Counter[int], Counter[int]]:
+        """Quality bin (:func:`quality_bin`) -> records, for transitions (1st ALT),
+        transversions (1st ALT) and indels."""
+        ts, tv, indels = (_binned(values) for values in self.quality_values)
+        return ts, tv, indels
+
+    def hwe_table(self) -> np.ndarray:
+        """(AF bin, het bin) -> records counted by HWE, bin 0's records (singletons, unknown
+        counts) added to bin 1, as bcftools prints them."""
+        index = np.concatenate(self.hwe_index) if self.hwe_index else np.zeros(0, np.int64)
+        table = np.bincount(index, minlength=self.m_af * HWE_BINS).reshape(self.m_af, HWE_BINS)
+        table[1] += table[0]
+        return table
 
     def empty(self) -> Totals:
         """A :class:`Totals` of the same shape with nothing counted."""
         return Totals(self.num_samples, self.selected)
+
+
+def _binned(values: list[np.ndarray]) -> Counter[int]:
+    """Quality bin -> count of the QUAL values of ``values`` (blocks)."""
+    found, counts = np.unique(np.concatenate(values) if values else np.zeros(0, np.int64), return_counts=True)
+    binned: Counter[int] = Counter()
+    for value, count in zip(found.tolist(), counts.tolist()):
+        binned[quality_bin(value)] += count
+    return binned

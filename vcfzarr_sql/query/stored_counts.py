@@ -17,7 +17,7 @@ from vcfzarr_sql.format.summaries import (
     NOT_COUNTED,
     SAMPLE_CLASS_COUNTS,
 )
-from vcfzarr_sql.query.genotype_stats import AlleleCounts, GenotypeCounts
+from vcfzarr_sql.query.genotype_counts import AlleleCounts, GenotypeCounts
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.vcz import VczStore
 

@@ -14,7 +14,7 @@ import numpy as np
 from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.format import spec, summaries
 from vcfzarr_sql.query import stored_counts
-from vcfzarr_sql.query.genotype_stats import GenotypeCounts, genotype_counts, hwe_per_allele
+from vcfzarr_sql.query.genotype_counts import GenotypeCounts, genotype_counts, hwe_per_allele
 from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.source import ChunkSource

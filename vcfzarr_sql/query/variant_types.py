@@ -66,13 +66,30 @@ def variant_type(ref: str, alt: str) -> tuple[int, int]:
 
 def allele_types(alleles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(type bits, lengths) of each allele of ``alleles`` (records, REF then ALTs; ``""`` is
-    padding), int16 each; REF and padding are type REF, length 0."""
+    padding), int16 each; REF and padding are type REF, length 0. An ALT of one base against a
+    REF of one base is typed by array operations (:func:`variant_type`'s first cases: ``*``,
+    then SNP unless it is REF, ``.`` or ``X``); only the others one by one.
+
+    >>> types, lengths = allele_types(np.array([["A", "C", "*"], ["A", "A", "."], ["AT", "A", ""],
+    ...                                         ["A", "<DEL>", "X"]], dtype=object))
+    >>> types.tolist(), lengths.tolist()
+    ([[0, 1, 32], [0, 0, 0], [0, 132, 0], [0, 8, 0]], [[0, 1, 0], [0, 0, 0], [0, -1, 0], [0, 0, 0]])
+    """
     types = np.zeros(alleles.shape, dtype=np.int16)
     lengths = np.zeros(alleles.shape, dtype=np.int16)
-    for v, row in enumerate(alleles):
-        ref = str(row[0])
-        for k in range(1, len(row)):
-            alt = str(row[k])
-            if alt:
-                types[v, k], lengths[v, k] = variant_type(ref, alt)
+    if alleles.size == 0:
+        return types, lengths
+    refs = alleles[:, 0]
+    one_base = np.fromiter(map(len, refs), np.int64, len(refs)) == 1
+    for k in range(1, alleles.shape[1]):
+        alts = alleles[:, k]
+        size = np.fromiter(map(len, alts), np.int64, len(alts))
+        star = alts == "*"
+        single = one_base & (size == 1) & ~star
+        snp = single & (alts != refs) & (alts != ".") & (alts != "X")
+        types[star, k] = OVERLAP
+        types[snp, k] = SNP
+        lengths[snp, k] = 1
+        for v in np.flatnonzero(~single & ~star & (size > 0)).tolist():
+            types[v, k], lengths[v, k] = variant_type(str(refs[v]), str(alts[v]))
     return types, lengths

@@ -11,15 +11,17 @@ can also be decoded straight to one Arrow string array (``decode_strings``, see
 from __future__ import annotations
 
 import math
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numcodecs
 import numpy as np
-import pyarrow as pa
 from numcodecs.compat import ensure_contiguous_ndarray
 
 from vcfzarr_sql.errors import NotSupportedError, StoreError, VcfZarrError
 from vcfzarr_sql.store import bounds, memory, vlen_utf8
+
+if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
+    import pyarrow as pa
 
 
 class ChunkCodec(Protocol):

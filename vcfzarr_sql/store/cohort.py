@@ -24,9 +24,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.format import cohort as layout
@@ -37,6 +37,9 @@ from vcfzarr_sql.store.header import parse_header
 from vcfzarr_sql.store.kvstore import KeyValueStore
 from vcfzarr_sql.store.metadata import ArrayInfo
 from vcfzarr_sql.store.vcz import VczStore
+
+if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
+    import pyarrow as pa
 
 #: Dimensions of INFO fields of Number=A, R and G: bcftools merges them value by value.
 _PER_ALLELE = (spec.DIM_ALT_ALLELES, spec.DIM_ALLELES, spec.DIM_GENOTYPES)
@@ -182,6 +185,8 @@ class CohortStore(VczStore):
         return self._assemble(name, chunk)
 
     def decode_chunk_strings(self, name: str, raw: bytes | None, chunk: tuple[int, ...]) -> pa.Array:
+        import pyarrow as pa
+
         return pa.array(self.decode_chunk(name, raw, chunk).ravel(), type=pa.string())
 
     def read_array(self, name: str) -> np.ndarray:

@@ -21,9 +21,9 @@ decode threads share it.
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.store.alignment import records_per_chunk
@@ -31,6 +31,9 @@ from vcfzarr_sql.store.derived import variant_length
 from vcfzarr_sql.store.fetch import FetchingSource
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
+
+if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
+    import pyarrow as pa
 
 #: The keys of ``last_stats``, in the order they are reported.
 STATS_KEYS = (

@@ -39,14 +39,16 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import pyarrow as pa
 
 from vcfzarr_sql.store.alignment import array_chunk
 from vcfzarr_sql.store.derived import variant_length
 from vcfzarr_sql.store.vcz import VczStore
+
+if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
+    import pyarrow as pa
 
 #: (array, chunk indexes after the variants axis) that scans read, by store and scan shape
 #: (the shapes used last; a shape forgotten is learned again by its next scan).

@@ -22,9 +22,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import pyarrow as pa
 
-if TYPE_CHECKING:  # (fetch.py and vcz.py import nothing of this module)
+if TYPE_CHECKING:  # (fetch.py and vcz.py import nothing of this module; Arrow only where used)
+    import pyarrow as pa
+
     from vcfzarr_sql.store.fetch import FetchingSource
     from vcfzarr_sql.store.vcz import VczStore
 

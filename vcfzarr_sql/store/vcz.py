@@ -15,10 +15,9 @@ import math
 import os
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 
 from vcfzarr_sql.errors import StoreError, VcfZarrError
 from vcfzarr_sql.format import cohort, spec
@@ -29,6 +28,9 @@ from vcfzarr_sql.store.fields import FORMAT, INFO, FieldInfo, describe_fields
 from vcfzarr_sql.store.header import parse_header
 from vcfzarr_sql.store.kvstore import FsspecStore, KeyValueStore, is_url, open_kv
 from vcfzarr_sql.store.metadata import ArrayInfo, fixed_array_problem, parse_v2, parse_v3
+
+if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
+    import pyarrow as pa
 
 _REQUIRED_ARRAYS = (spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.CONTIG_ID)
 #: Arrays none of whose chunks can be all fill (so no writer leaves one out): every variant
@@ -373,6 +375,8 @@ class VczStore:
         """:meth:`decode_chunk` for a string array whose codec decodes straight to Arrow
         (``array_info(name).codec.arrow_strings``): the chunk's strings in C order, as one flat
         Arrow string array, without a Python ``str`` per value."""
+        import pyarrow as pa
+
         info = self.array_info(name)
         bounds = info.chunk_bounds(chunk)
         if raw is None:

@@ -23,11 +23,13 @@ buffer) is decoded by numcodecs and converted by pyarrow: same result, slower.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numcodecs
 import numpy as np
-import pyarrow as pa
+
+if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
+    import pyarrow as pa
 
 _HEADER = 4  # bytes of an item's length
 _NUMCODECS = numcodecs.VLenUTF8()
@@ -38,6 +40,8 @@ def decode_to_arrow(buf: Any) -> pa.Array:
 
     Raises ValueError when the buffer is malformed or a string is not valid UTF-8.
     """
+    import pyarrow as pa
+
     encoded = np.frombuffer(buf, dtype=np.uint8)
     items = _items(encoded)
     if items is None:

@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.query.execute import residual_rows, run_plan, scan_source
-from vcfzarr_sql.query.expressions import parse_or_none
-from vcfzarr_sql.query.plan import ScanPlan, ScanRequest, plan_scan
-from vcfzarr_sql.query.request import table_schema
+from vcfzarr_sql.query.execute import EveryChunk, every_chunk, residual_rows, run_plan, scan_source
 from vcfzarr_sql.query.selection.regions import Intervals, intervals, sample_indexes
 from vcfzarr_sql.query.selection.rows import ExpressionFilter
 from vcfzarr_sql.query.selection.sites import SiteFilters
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
+
+if TYPE_CHECKING:
+    from vcfzarr_sql.query.plan import ScanPlan
 
 __all__ = ["SelectedRecords", "Selection", "SiteFilters", "recounts"]
 
@@ -109,7 +109,18 @@ class SelectedRecords:
         """``work(source, chunk, rows)`` for each variant chunk of the selection, in output
         order: ``rows``, the chunk's records the selection keeps (maybe none). One scan plan
         per pass (its region filter, its samples), run by the executor, ``ahead`` runs ahead
-        in the scan threads (:func:`~vcfzarr_sql.query.execute.run_plan`)."""
+        in the scan threads (:func:`~vcfzarr_sql.query.execute.run_plan`). A selection that
+        keeps every record runs over :func:`~vcfzarr_sql.query.execute.every_chunk`: no scan
+        plan, nor Arrow, is needed to keep them all."""
+        if self.passes == [None] and self.expression is None and not self.sites:
+            records = EveryChunk.of(self.store).rows
+            for _, result in every_chunk(self.store, lambda source, chunk: work(source, chunk, np.arange(records[chunk])),
+                                         ahead=ahead):
+                yield result
+            return
+        from vcfzarr_sql.query.plan import ScanRequest, plan_scan
+        from vcfzarr_sql.query.request import table_schema
+
         schema = table_schema(self.store, "variants")
         for selected in self.passes:
             request = ScanRequest("variants", schema, columns=(),
@@ -123,6 +134,8 @@ class SelectedRecords:
     def _chunk_work(self, source: ChunkSource, plan: ScanPlan, work: ChunkWork[T]) -> Callable[[range], T]:
         """The executor's work: ``work`` on the records of a task (one variant chunk) that its
         residual filter, the expression and the record filters keep."""
+        from vcfzarr_sql.query.expressions import parse_or_none
+
         tree = None if plan.filter is None else parse_or_none(plan.filter)
 
         def chunk_work(run: range) -> T:

@@ -14,14 +14,15 @@ from __future__ import annotations
 import gzip
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import numpy as np
-import pyarrow.compute as pc
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.query.region import Region, parse_regions, regions_expression
-from vcfzarr_sql.query.request import refuse_repeated
+
+if TYPE_CHECKING:
+    import pyarrow.compute as pc
 
 
 @dataclass(frozen=True)
@@ -116,5 +117,7 @@ def sample_indexes(store_samples: Sequence[str], text: str | None, path: str | N
         dropped = {position[n] for n in names}
         return np.array([k for k in range(len(store_samples)) if k not in dropped], dtype=np.int64)
     if not repeats:
+        from vcfzarr_sql.query.request import refuse_repeated  # (its module plans scans: Arrow)
+
         refuse_repeated(names, "-S" if text is None else "-s")
     return np.array(list(dict.fromkeys(position[n] for n in names)), dtype=np.int64)
