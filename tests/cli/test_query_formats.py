@@ -12,6 +12,8 @@ import pytest
 from corpus import CORPUS
 
 from vcfzarr_sql.cli import main
+from vcfzarr_sql.store import open_store
+from vcfzarr_sql.view import vcf_lines
 
 SAMPLE = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz"
 
@@ -118,3 +120,7 @@ def test_text_formats_write_floats_as_bcftools(fmt, convert_once, tmp_path, capf
                 (line.split("\t") for line in out.splitlines())]
     assert rows[1:] == expected
     assert expected[0][:3] == ["2", "2", "2,-0"] and expected[2][0] == "117757"  # (what is tested)
+    # view writes the same values (nan, inf, -0 included) as bcftools view
+    theirs = subprocess.run(["bcftools", "view", "-H", str(vcf)], check=True, capture_output=True,
+                            text=True).stdout.splitlines()
+    assert [line.rstrip("\n") for line in vcf_lines(open_store(store))][1:] == theirs
