@@ -131,8 +131,10 @@ class Cells:
         >>> out.tolist()
         [[50, 51, 49, 0]]
         """
-        table = np.zeros((len(self.table), self.slot), np.uint8)
-        table[:, :self.table.shape[1]] = self.table
+        table = self.table
+        if table.shape[1] != self.slot:
+            table = np.zeros((len(self.table), self.slot), np.uint8)
+            table[:, :self.table.shape[1]] = self.table
         item = _SLOT_ITEMS.get(self.slot, np.dtype((np.void, self.slot)))
         out.view(item)[...] = table.view(item).reshape(-1)[self.codes]
         if self.lead is not None:
@@ -304,22 +306,23 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str =
     ['0|1', './.', '2']
     """
     rows, samples, ploidy = genotypes.shape
-    phase = np.zeros((rows, samples), bool) if phased is None else phased
     low = min(int(genotypes.min(initial=0)), spec.INT_FILL)
     base = max(int(genotypes.max(initial=0)), 0) - low + 1
     if 2 * base**ploidy <= _TABLE_VALUES:  # a code per possible call: a table of every text
-        codes = _diploid_codes(genotypes, low, base) if ploidy == 2 and genotypes.dtype == np.int8 else None
-        if codes is None:
-            codes = np.zeros((rows, samples), np.uint16)  # 2 * base**ploidy codes fit
-            for p in range(ploidy):
-                codes *= base
-                np.add(codes, genotypes[..., p] - np.int16(low), out=codes, casting="unsafe")
-            codes *= 2
-        codes += phase
         calls = np.indices((base,) * ploidy + (2,)).reshape(ploidy + 1, -1).T
         calls[:, :-1] += low
         texts = as_matrix(np.array([(lead + _genotype_text(call)).encode() for call in calls]))
+        if ploidy == 2 and genotypes.dtype == np.int8:
+            return _diploid_cells(genotypes, phased, texts, low, base)
+        codes = np.zeros((rows, samples), np.uint16)  # 2 * base**ploidy codes fit
+        for p in range(ploidy):
+            codes *= base
+            np.add(codes, genotypes[..., p] - np.int16(low), out=codes, casting="unsafe")
+        codes *= 2
+        if phased is not None:
+            codes += phased
         return Cells(texts, codes[..., None])
+    phase = np.zeros((rows, samples), bool) if phased is None else phased
     keyed = np.concatenate(
         [genotypes.astype(np.int32, copy=False), phase[..., None].astype(np.int32)], axis=2
     ).reshape(-1, ploidy + 1)
@@ -328,14 +331,26 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str =
     return Cells(texts, inverse.reshape(rows, samples, 1))
 
 
-def _diploid_codes(genotypes: np.ndarray, low: int, base: int) -> np.ndarray:
-    """Twice the code of each diploid call of int8 alleles (``((a - low) * base + b - low) * 2``)
-    in one gather: a call's two bytes are one 16-bit key into a table of every key."""
-    keys = np.ascontiguousarray(genotypes).view("<u2")[..., 0]
-    every = np.arange(1 << 16, dtype=np.int32)
+def _diploid_cells(genotypes: np.ndarray, phased: np.ndarray | None, texts: np.ndarray, low: int,
+                   base: int) -> Cells:
+    """:func:`genotype_cells` of diploid int8 calls, whose codes are the calls themselves: a
+    call's two allele bytes are one 16-bit key, and the table holds the text of every key
+    (``texts``, the text of each call code, gathered once by the code of each key). No code
+    is computed per call where the calls of the chunk are all phased or all unphased (the keys
+    are then the calls' bytes as they are); mixed, a call's phase is bit 16 of its key."""
+    every = np.arange(1 << 16, dtype=np.intp)
     first, second = (every & 0xFF).astype(np.int8), (every >> 8).astype(np.int8)
-    table = ((first.astype(np.intp) - low) * base + (second.astype(np.intp) - low)) * 2
-    return table[keys]
+    code = ((first.astype(np.intp) - low) * base + (second.astype(np.intp) - low)) * 2
+    keys = np.ascontiguousarray(genotypes).view("<u2")[..., 0]
+    if phased is not None and phased.all():
+        code += 1
+    elif phased is not None and phased.any():
+        code = np.concatenate([code, code + 1])
+        keys = np.bitwise_or(np.left_shift(phased, 16, dtype=np.intp), keys)
+    slot = Cells(texts, keys[:1, :1, None]).slot
+    padded = np.zeros((len(texts), slot), np.uint8)
+    padded[:, :texts.shape[1]] = texts
+    return Cells(padded[code.clip(0, len(texts) - 1)], keys[..., None])  # (keys no call has: any text)
 
 
 def _genotype_text(row: np.ndarray) -> str:
