@@ -16,13 +16,9 @@ rewriting is a projection of the result in SQL, so DuckDB still writes every row
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import duckdb
-from duckdb.sqltypes import FLOAT, VARCHAR, DuckDBPyType
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from duckdb.sqltypes import DuckDBPyType
 
 #: separators of list levels in text formats: values, then samples
 TEXT_SEPARATORS = (",", " ")
@@ -46,29 +42,15 @@ def _depth(kind: DuckDBPyType) -> int:
     return 1 + _depth(_child(kind)) if _is_list(kind) else 0
 
 
-#: the SQL function :func:`for_format` registers: a FLOAT's text as htslib prints it
+#: the SQL macro :func:`for_format` defines: a FLOAT's text as htslib prints it
+#: (:func:`~vcfzarr_sql.view.values.float_text_sql`)
 FLOAT_TEXT = "vcfzarr_sql_float_text"
 
 
-def _float_texts(values: pa.ChunkedArray) -> pa.Array:
-    """:data:`FLOAT_TEXT` over a column: each distinct value formatted once (NULL stays NULL)."""
-    import numpy as np
-    import pyarrow as pa
+def _define_float_text(connection: duckdb.DuckDBPyConnection) -> None:
+    from vcfzarr_sql.view.values import float_text_sql
 
-    from vcfzarr_sql.view.values import float_text
-
-    numbers = np.asarray(values.to_numpy(), dtype=np.float32)  # (NULL: NaN, masked below)
-    distinct, inverse = np.unique(numbers.view(np.uint32), return_inverse=True)
-    texts = np.array([float_text(v) for v in distinct.view(np.float32).astype(float).tolist()], dtype=object)
-    return pa.array(texts[inverse.reshape(-1)], pa.string(), mask=values.is_null().to_numpy())
-
-
-def _register_float_text(connection: duckdb.DuckDBPyConnection) -> None:
-    known = connection.execute("SELECT count(*) FROM duckdb_functions() WHERE function_name = ?",
-                               [FLOAT_TEXT]).fetchall()[0][0]
-    if not known:
-        # (a lambda: DuckDB evaluates a function's annotations, and pyarrow is imported only here)
-        connection.create_function(FLOAT_TEXT, lambda values: _float_texts(values), [FLOAT], VARCHAR, type=duckdb.func.ARROW)
+    connection.execute(f"CREATE OR REPLACE TEMP MACRO {FLOAT_TEXT}(x) AS ({float_text_sql('x')})")
 
 
 def _scalar_text(expr: str, kind: DuckDBPyType) -> str:
@@ -161,7 +143,7 @@ def for_format(relation: duckdb.DuckDBPyRelation, fmt: str,
     [(['A', 'T'], [0.059, None, 2.0], 2.0, Decimal('2.0'))]
     """
     if fmt in ("csv", "tsv"):
-        _register_float_text(connection)
+        _define_float_text(connection)
         return _projected(relation, lambda quoted, kind: (
             _text(quoted, kind) if _is_list(kind) else _scalar_text(quoted, kind) if kind.id == "float" else None))
     if fmt == "json":

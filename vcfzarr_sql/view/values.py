@@ -28,7 +28,8 @@ MISSING = "."
 
 
 #: (bound, offset): htslib's rounding offset of ``d * 1e10`` for ``d`` below each bound
-_ROUNDING = ((0.001, 5), (0.01, 50), (0.1, 500), (1.0, 5000), (10.0, 50000), (100.0, 500000),
+#: (:func:`float_text`, :func:`float_text_sql`)
+ROUNDING = ((0.001, 5), (0.01, 50), (0.1, 500), (1.0, 5000), (10.0, 50000), (100.0, 500000),
              (1000.0, 5000000), (10000.0, 50000000), (100000.0, 500000000), (math.inf, 5000000000))
 
 
@@ -48,7 +49,7 @@ def float_text(value: float) -> str:
         return ("-" if math.copysign(1.0, value) < 0 else "") + "nan"
     if not 0.0001 <= size <= 999999:
         return sign + f"{size:g}"
-    offset = next(offset for bound, offset in _ROUNDING if size < bound)
+    offset = next(offset for bound, offset in ROUNDING if size < bound)
     digits = str(int(size * 1e10) + offset)
     whole = len(digits) - 10  # digits before the point
     if whole <= 0:
@@ -58,6 +59,27 @@ def float_text(value: float) -> str:
     else:
         text = digits[:whole] + "." + digits[whole:6]
     return sign + text.rstrip("0").rstrip(".")
+
+
+def float_text_sql(x: str) -> str:
+    """:func:`float_text` as a DuckDB SQL expression of the FLOAT (or DOUBLE) expression ``x``
+    (a name: it is repeated), for text DuckDB writes itself (``query -f csv``): the same steps
+    in SQL, several times faster than a Python function over the values (tests check that the
+    two agree).
+
+    >>> import duckdb
+    >>> duckdb.sql(f"SELECT {float_text_sql('x')} FROM (SELECT unnest([117756.5, 2, 1e20, 0.1]::FLOAT[]) AS x)").fetchall()
+    [('117757',), ('2',), ('1e+20',), ('0.1',)]
+    """
+    d = f"abs({x}::DOUBLE)"
+    offset = "CASE " + " ".join(f"WHEN {d} < {bound} THEN {offset}" for bound, offset in ROUNDING[:-1])
+    digits = f"(trunc({d} * 1e10)::BIGINT + {offset} ELSE {ROUNDING[-1][1]} END)::VARCHAR"
+    whole = f"(length({digits}) - 10)"
+    cut = (f"CASE WHEN {whole} >= 6 THEN left({digits}, 6) ELSE rtrim(rtrim(CASE WHEN {whole} <= 0 "
+           f"THEN '0.' || repeat('0', -{whole}) || left({digits}, 6) "
+           f"ELSE left({digits}, {whole}) || '.' || substr({digits}, {whole} + 1, 6 - {whole}) END, '0'), '.') END")
+    return (f"CASE WHEN {d} >= 0.0001 AND {d} <= 999999 THEN (CASE WHEN {x} < 0 THEN '-' ELSE '' END) || {cut} "
+            f"ELSE printf('%g', {x}::DOUBLE) END")
 
 
 #: widest integer range formatted through a table of every value in it
