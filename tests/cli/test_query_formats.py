@@ -103,12 +103,18 @@ FLOATS_VCF = """##fileformat=VCFv4.2
 """
 
 
+@pytest.fixture(scope="module")
+def floats_vcf(tmp_path_factory):
+    vcf = tmp_path_factory.mktemp("floats") / "floats.vcf"
+    vcf.write_text(FLOATS_VCF)
+    return vcf
+
+
 @pytest.mark.parametrize("fmt", ["csv", "tsv"])
-def test_text_formats_write_floats_as_bcftools(fmt, convert_once, tmp_path, capfd):
+def test_text_formats_write_floats_as_bcftools(fmt, convert_once, floats_vcf, capfd):
     """FLOAT scalars and list elements (Number=1/A/R/./2, INFO and FORMAT) as htslib prints them:
     ``2`` not ``2.0``, six significant digits, ``1e+20``, ``-0``, ``nan``, ties rounded up."""
-    vcf = tmp_path / "floats.vcf"
-    vcf.write_text(FLOATS_VCF)
+    vcf = floats_vcf
     store = convert_once(vcf)
     sql = (f"SELECT qual, info_S, info_A, info_R, info_D, info_T, fmt_F, fmt_FR FROM vcf_zarr('{store}') "
            "ORDER BY pos")
