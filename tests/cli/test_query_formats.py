@@ -12,6 +12,8 @@ import pytest
 from corpus import CORPUS
 
 from vcfzarr_sql.cli import main
+from vcfzarr_sql.store import open_store
+from vcfzarr_sql.view import vcf_lines
 
 SAMPLE = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz"
 
@@ -82,3 +84,49 @@ def test_a_dot_command_inside_a_statement_runs_and_the_statement_carries_on(caps
     out, err = capsys.readouterr()
     assert out.splitlines()[:2] == ["n", "42"]  # csv: the mode changed before the statement ran
     assert code == 1 and "unknown command .5" in err  # (between statements, a '.' line is a command)
+
+
+FLOATS_VCF = """##fileformat=VCFv4.2
+##contig=<ID=1,length=1000>
+##INFO=<ID=S,Number=1,Type=Float,Description="s">
+##INFO=<ID=A,Number=A,Type=Float,Description="a">
+##INFO=<ID=R,Number=R,Type=Float,Description="r">
+##INFO=<ID=D,Number=.,Type=Float,Description="d">
+##INFO=<ID=T,Number=2,Type=Float,Description="t">
+##FORMAT=<ID=GT,Number=1,Type=String,Description="g">
+##FORMAT=<ID=F,Number=1,Type=Float,Description="f">
+##FORMAT=<ID=FR,Number=R,Type=Float,Description="fr">
+#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tX\tY
+1\t1\t.\tA\tC,G\t2\tPASS\tS=2;A=2,-0;R=1e20,1e-20,123456.7;D=0.1,1234567,3.14159265;T=nan,inf\tGT:F:FR\t0/1:2:2,-0,1e20\t1/1:-0:1e-20,.,117756.5
+1\t2\t.\tA\tC\t-0\tPASS\tS=-0;A=1e20;R=1e-20,0.000123;D=1e-5,12345678,99999.99;T=-inf,1.5\tGT:F:FR\t0/1:1e20:100000,1e6\t1/1:1e-20:.,1e-8
+1\t3\t.\tA\tC\t117756.5\tPASS\tS=1e-45;A=0.000001;R=16777217,0.3;D=-2,-2.5,2.5;T=1e-38,999999.5\tGT:F:FR\t0/1:nan:inf,-inf\t1/1:3:-1e-3,1e5
+"""
+
+
+@pytest.fixture(scope="module")
+def floats_vcf(tmp_path_factory):
+    vcf = tmp_path_factory.mktemp("floats") / "floats.vcf"
+    vcf.write_text(FLOATS_VCF)
+    return vcf
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv"])
+def test_text_formats_write_floats_as_bcftools(fmt, convert_once, floats_vcf, capfd):
+    """FLOAT scalars and list elements (Number=1/A/R/./2, INFO and FORMAT) as htslib prints them:
+    ``2`` not ``2.0``, six significant digits, ``1e+20``, ``-0``, ``nan``, ties rounded up."""
+    vcf = floats_vcf
+    store = convert_once(vcf)
+    sql = (f"SELECT qual, info_S, info_A, info_R, info_D, info_T, fmt_F, fmt_FR FROM vcf_zarr('{store}') "
+           "ORDER BY pos")
+    assert main(["query", "-f", fmt, sql]) == 0
+    rows = list(csv.reader(io.StringIO(capfd.readouterr().out), delimiter="," if fmt == "csv" else "\t"))
+    out = subprocess.run(["bcftools", "query", "-f", "%QUAL\t%S\t%A\t%R\t%D\t%T\t[%F,]\t[%FR ]\n", str(vcf)],
+                         check=True, capture_output=True, text=True).stdout
+    expected = [[*cols[:6], cols[6].rstrip(","), cols[7].rstrip(" ")] for cols in
+                (line.split("\t") for line in out.splitlines())]
+    assert rows[1:] == expected
+    assert expected[0][:3] == ["2", "2", "2,-0"] and expected[2][0] == "117757"  # (what is tested)
+    # view writes the same values (nan, inf, -0 included) as bcftools view
+    theirs = subprocess.run(["bcftools", "view", "-H", str(vcf)], check=True, capture_output=True,
+                            text=True).stdout.splitlines()
+    assert [line.rstrip("\n") for line in vcf_lines(open_store(store))][1:] == theirs

@@ -10,6 +10,7 @@ import numpy as np
 
 from vcfzarr_sql.store import open_store
 from vcfzarr_sql.view import vcf_lines
+from vcfzarr_sql.view.values import float_text, float_text_sql
 
 HEADER = """##fileformat=VCFv4.2
 ##FILTER=<ID=PASS,Description="All filters passed">
@@ -74,3 +75,17 @@ def test_filters_are_written_in_header_order_once_each(convert_once, tmp_path):
     assert [line.split("\t")[6] for line in theirs] == records  # bcftools keeps each record's
     ours = [line.split("\t")[6] for line in list(vcf_lines(open_store(convert_once(vcf))))[1:]]
     assert ours == ["LowQual;ANEUPLOID", "LowQual;ANEUPLOID", "UNRESOLVED", "PASS", "."]
+
+
+def test_float_text_in_sql_equals_float_text():
+    """The SQL twin ``query -f csv|tsv`` writes FLOAT with gives float_text's text for every value
+    (random bits, log-uniform magnitudes, crafted ties; NaN, infinities, zeros)."""
+    import duckdb
+    import pyarrow as pa
+
+    values = np.concatenate([_float32_values(6000), np.array([np.nan, -np.inf, np.inf, 0.0, -0.0], np.float32)])
+    con = duckdb.connect()
+    con.register("floats", pa.table({"x": pa.array(values, pa.float32())}))
+    ours = [text for (text,) in con.sql(f"SELECT {float_text_sql('x')} FROM floats").fetchall()]
+    expected = [float_text(float(v)) for v in values]
+    assert ours == expected

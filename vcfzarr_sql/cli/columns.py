@@ -3,6 +3,9 @@
 - CSV and TSV: a list is its values joined with ``,`` (bcftools ``query``: ``A,T`` and
   ``0.5,0.017``, not ``[A, T]``), a missing element and an empty list ``.``; a list of lists (a per-sample
   FORMAT value) joins the samples with a space (a sample's missing value: ``.``). A NULL value stays an empty field.
+  A FLOAT, alone or in a list, is written as htslib prints it (``2``, ``1e+20``, ``123457``:
+  six significant digits, :func:`~vcfzarr_sql.view.values.float_text`), not as DuckDB casts it
+  (``2.0``, ``123456.7``).
 - JSON: a FLOAT (VCF Float is 32-bit) is written with its shortest float32 digits (``0.059``,
   not DuckDB's widening to ``0.05900000035762787``).
 
@@ -39,10 +42,26 @@ def _depth(kind: DuckDBPyType) -> int:
     return 1 + _depth(_child(kind)) if _is_list(kind) else 0
 
 
+#: the SQL macro :func:`for_format` defines: a FLOAT's text as htslib prints it
+#: (:func:`~vcfzarr_sql.view.values.float_text_sql`)
+FLOAT_TEXT = "vcfzarr_sql_float_text"
+
+
+def _define_float_text(connection: duckdb.DuckDBPyConnection) -> None:
+    from vcfzarr_sql.view.values import float_text_sql
+
+    connection.execute(f"CREATE OR REPLACE TEMP MACRO {FLOAT_TEXT}(x) AS ({float_text_sql('x')})")
+
+
+def _scalar_text(expr: str, kind: DuckDBPyType) -> str:
+    """``expr`` of a scalar type as text (a FLOAT as htslib prints it)."""
+    return f"{FLOAT_TEXT}({expr})" if kind.id == "float" else f"CAST({expr} AS VARCHAR)"
+
+
 def _text(expr: str, kind: DuckDBPyType, level: int = 0) -> str:
     """``expr`` of a list type as bcftools-style text."""
     if not _is_list(kind):
-        return f"coalesce(CAST({expr} AS VARCHAR), '.')"
+        return f"coalesce({_scalar_text(expr, kind)}, '.')"
     var = f"vcfzarr_sql_x{level}"
     separator = TEXT_SEPARATORS[min(_depth(kind) - 1, len(TEXT_SEPARATORS) - 1)]
     inner = _text(var, _child(kind), level + 1)
@@ -111,17 +130,22 @@ def _projected(relation: duckdb.DuckDBPyRelation,
     return relation.project(", ".join(columns)) if changed else relation
 
 
-def for_format(relation: duckdb.DuckDBPyRelation, fmt: str) -> duckdb.DuckDBPyRelation:
-    """``relation`` with its columns as ``fmt`` (``csv``, ``tsv`` or ``json``) writes them.
+def for_format(relation: duckdb.DuckDBPyRelation, fmt: str,
+               connection: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyRelation:
+    """``relation`` (of ``connection``) with its columns as ``fmt`` (``csv``, ``tsv`` or
+    ``json``) writes them.
 
-    >>> rel = duckdb.sql("SELECT ['A', 'T'] AS alt, [0.059::FLOAT, NULL] AS af, 0.1::FLOAT AS q")
-    >>> for_format(rel, "csv").fetchall()
-    [('A,T', '0.059,.', 0.10000000149011612)]
-    >>> for_format(rel, "json").fetchall()
-    [(['A', 'T'], [0.059, None], 0.1)]
+    >>> con = duckdb.connect()
+    >>> rel = con.sql("SELECT ['A', 'T'] AS alt, [0.059::FLOAT, NULL, 2] AS af, 2::FLOAT AS q, 2.0 AS d")
+    >>> for_format(rel, "csv", con).fetchall()
+    [('A,T', '0.059,.,2', '2', Decimal('2.0'))]
+    >>> for_format(rel, "json", con).fetchall()
+    [(['A', 'T'], [0.059, None, 2.0], 2.0, Decimal('2.0'))]
     """
     if fmt in ("csv", "tsv"):
-        return _projected(relation, lambda quoted, kind: _text(quoted, kind) if _is_list(kind) else None)
+        _define_float_text(connection)
+        return _projected(relation, lambda quoted, kind: (
+            _text(quoted, kind) if _is_list(kind) else _scalar_text(quoted, kind) if kind.id == "float" else None))
     if fmt == "json":
         return _projected(relation, _shortest_floats)
     return relation

@@ -158,7 +158,7 @@ def _copy(con: Connection, relation: duckdb.DuckDBPyRelation, fmt: str, output: 
         raw = con.duckdb_connection
         view = RESULT_VIEW
         try:
-            raw.register(view, for_format(relation, fmt))
+            raw.register(view, for_format(relation, fmt, raw))
             raw.execute(f"COPY {view} TO '{_quote(target)}' ({COPY_OPTIONS[fmt]})")
         except duckdb.Error as err:  # about the rows, not about our COPY statement's text
             message = re.split(r"\n+LINE \d+:", str(err))[0]

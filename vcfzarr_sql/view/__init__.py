@@ -39,7 +39,8 @@ def vcf_lines(store: VczStore, selection: Selection = Selection(), *,
 
 def vcf_texts(store: VczStore, selection: Selection = Selection(), *,
               genotypes: bool = True) -> Iterator[bytes]:
-    """The VCF text of ``store`` as UTF-8: the header, then the lines of each chunk's records.
+    """The VCF text of ``store`` as UTF-8: the header, then texts of whole record lines (a
+    chunk's records in one or more texts).
 
     The records come from a scan plan of the selection (``-r``/``-t`` its row filter, ``-s``
     its samples) run by the executor (:func:`~vcfzarr_sql.query.execute.run_plan`): only the
@@ -53,7 +54,8 @@ def vcf_texts(store: VczStore, selection: Selection = Selection(), *,
     # writes nothing
     declared = options.update_counts and (options.subsets or options.counts_alleles)  # even without GT
     yield header_text(store, selected.sample_names, add_counts=declared, genotypes=genotypes).encode()
-    yield from selected.runs(lambda source, chunk, rows: chunk_text(source, chunk, rows, options))
+    for texts in selected.runs(lambda source, chunk, rows: chunk_text(source, chunk, rows, options)):
+        yield from texts
 
 
 def view(store_or_path: VczStore | str | os.PathLike, output: str | os.PathLike | None = None,

@@ -197,13 +197,14 @@ _SLICE_BYTES = 1 << 20
 
 
 def _lines(fixed: np.ndarray, info: tuple[list[vt.Cells], np.ndarray],
-           samples: tuple[np.ndarray, list[vt.Cells], np.ndarray] | None, count: int) -> bytes:
+           samples: tuple[np.ndarray, list[vt.Cells], np.ndarray] | None, count: int) -> list[bytes]:
     """The lines of a chunk's rows: the ``fixed`` columns (a NUL-padded uint8 matrix, its
     last tab included), the INFO fields, and ``samples`` (the FORMAT column's matrix, the
     fields of the ``count`` sample columns, which rows show each).
 
     A slice of rows at a time (about :data:`_SLICE_BYTES`) is written into one NUL-padded
-    byte matrix (a row a line), whose NULs are dropped in one pass (``bytes.translate``, C).
+    byte matrix (a row a line), whose NULs are dropped in one pass (``bytes.translate``, C);
+    the slices' texts are given as they are (joined, they would be copied once more).
     """
     rows = len(fixed)
     widths = [fixed.shape[1], sum(cell.width for cell in info[0])]
@@ -224,7 +225,7 @@ def _lines(fixed: np.ndarray, info: tuple[list[vt.Cells], np.ndarray],
                     text[:, ends[2]:ends[3]].reshape(len(text), count, -1))
         text[:, -1] = ord("\n")
         pieces.append(text.tobytes().translate(None, b"\0"))
-    return b"".join(pieces)
+    return pieces
 
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
@@ -284,16 +285,16 @@ def _present(store: VczStore, everyone: BatchBlocks, field: FieldInfo, pick: np.
                       spelled=store.spells_missing_vectors and stored.ndim == 3)
 
 
-def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: RecordOptions) -> bytes:
+def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: RecordOptions) -> list[bytes]:
     """The VCF lines of rows ``rows`` (indexes) of variant chunk ``chunk`` of
-    ``source.store`` as one text (UTF-8), its chunks read through ``source`` (the store, or a
-    wrapper that counts).
+    ``source.store`` as texts of whole lines (UTF-8), its chunks read through ``source`` (the
+    store, or a wrapper that counts).
 
     Each column is formatted for the whole chunk at once, into one NUL-padded byte matrix (a
     row a record; :func:`_lines`); the padding is dropped in one pass.
     """
     if not len(rows):
-        return b""
+        return []
     store = source.store
     blocks, order = _sorted_blocks(source, chunk, options.samples)
     everyone = BatchBlocks(source, chunk, None) if options.subsets else blocks
