@@ -17,7 +17,7 @@ import os
 from typing import TYPE_CHECKING
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.exporters.chunks import ExportSummary, Writer, selected_calls
+from vcfzarr_sql.exporters.chunks import ExportSummary, Writer, reuse_freed_memory, selected_calls
 from vcfzarr_sql.query.selection import SelectedRecords, Selection
 from vcfzarr_sql.store.vcz import VczStore
 
@@ -50,7 +50,8 @@ def export(store_or_path: VczStore | str | os.PathLike, out: str | os.PathLike, 
     :data:`FORMATS`) to ``out``: a prefix (``plink``, ``pgen``, ``bgen``: the format's
     suffixes added) or a file named ``.h5ad`` or ``.zarr`` (``anndata``; ``sparse``: X as a
     CSR matrix; ``allele_layers``: the calls as layers, :mod:`.annotated`); ``compression``:
-    a BGEN's, ``zlib`` (the default) or ``zstd``."""
+    a BGEN's, ``zlib`` (the default) or ``zstd``. With glibc, the process's ``malloc`` keeps
+    freed memory (up to 128 MB) for reuse from then on (:func:`.chunks.reuse_freed_memory`)."""
     if format not in FORMATS:
         raise QueryError(f"unknown export format {format!r} (one of {', '.join(FORMATS)})")
     if compression is not None and (format != "bgen" or compression not in BGEN_COMPRESSIONS):
@@ -61,6 +62,7 @@ def export(store_or_path: VczStore | str | os.PathLike, out: str | os.PathLike, 
     store = _store(store_or_path)
     selected = SelectedRecords(store, selection)
     path = str(out)
+    reuse_freed_memory()
     if format == "anndata":
         from vcfzarr_sql.exporters.annotated import write_anndata
 

@@ -115,12 +115,10 @@ def chunk_calls(source: ChunkSource, chunk: int, rows: np.ndarray,
     order = None if samples is None else np.unique(samples)
     blocks = BatchBlocks(source, chunk, order)
     back = None if order is None or samples is None else np.searchsorted(order, samples)
-    # a run of rows (every row, often) is a view, not a copy
-    run = len(rows) > 0 and bool((np.diff(rows) == 1).all())
-    picked: slice | np.ndarray = slice(int(rows[0]), int(rows[-1]) + 1) if run else rows
+    some = picked(rows)  # (every row, often: a view, not a copy)
 
     def per_sample(array: np.ndarray) -> np.ndarray:
-        array = array[picked]
+        array = array[some]
         return array if back is None else array[:, back]
 
     genotypes = per_sample(blocks.read(store.format_fields["GT"].array))
@@ -133,6 +131,16 @@ def chunk_calls(source: ChunkSource, chunk: int, rows: np.ndarray,
     return ChunkCalls(store, blocks.read(spec.VARIANT_CONTIG)[rows],
                       blocks.read(spec.VARIANT_POSITION)[rows], ids,
                       blocks.read(spec.VARIANT_ALLELE)[rows], genotypes, phased)
+
+
+def picked(rows: np.ndarray) -> slice | np.ndarray:
+    """``rows`` as a slice when they are a run (indexing by it is a view, not a copy).
+
+    >>> picked(np.array([3, 4, 5])), picked(np.array([1, 3]))
+    (slice(3, 6, None), array([1, 3]))
+    """
+    run = len(rows) > 0 and bool((np.diff(rows) == 1).all())
+    return slice(int(rows[0]), int(rows[-1]) + 1) if run else rows
 
 
 #: :attr:`ChunkCalls.missing` of each allele pair
