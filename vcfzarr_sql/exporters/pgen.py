@@ -9,13 +9,19 @@ only what its filters read).
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vcfzarr_sql.errors import NotSupportedError, QueryError
-from vcfzarr_sql.exporters.calls import MISSING_PAIRS, PAIR_FIRST, PAIR_SECOND, ChunkCalls, picked
+from vcfzarr_sql.exporters.calls import (
+    MISSING_PAIRS,
+    PAIR_FIRST,
+    PAIR_SECOND,
+    ChunkCalls,
+    low_bits_table,
+    picked,
+)
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.query.selection import SelectedRecords
 
@@ -51,14 +57,10 @@ GENOTYPE_PAIRS = genotype_codes(PAIR_FIRST, PAIR_SECOND, MISSING_PAIRS)
 #: :func:`allele_codes` of each allele pair, the two codes as int8 read as one uint16 (one
 #: two-byte gather a call, then one conversion to int32: a quarter of an int32-pair gather's bytes)
 ALLELE_PAIRS = allele_codes(PAIR_FIRST[None], PAIR_SECOND[None], MISSING_PAIRS[None]).astype(np.int8).view("<u2")[0]
-#: :func:`genotype_codes` of the pairs of alleles -2 to 1 (a biallelic record's), by the low two
-#: bits of each allele (first, then second), as a ``bytes.translate`` table: a pass of bit
-#: operations and a translation cost half the gather through :data:`GENOTYPE_PAIRS`
-BIALLELIC_CODES = np.zeros(256, np.int8)
-for _a, _b in itertools.product(range(-2, 2), repeat=2):
-    BIALLELIC_CODES[_a & 3 | (_b & 3) << 2] = GENOTYPE_PAIRS[_a & 0xFF | (_b & 0xFF) << 8]
 #: the allele pairs that are heterozygous calls (whose phase a .pgen keeps)
 HETEROZYGOUS_PAIRS = (PAIR_FIRST != PAIR_SECOND) & (PAIR_SECOND >= 0) & ~MISSING_PAIRS
+#: :data:`GENOTYPE_PAIRS` and :data:`HETEROZYGOUS_PAIRS` by :func:`.calls.low_bits_table`
+LOW_GENOTYPES, LOW_HETEROZYGOUS = low_bits_table(GENOTYPE_PAIRS), low_bits_table(HETEROZYGOUS_PAIRS)
 
 
 def runs(flags: np.ndarray) -> list[tuple[int, int, bool]]:
@@ -145,8 +147,8 @@ class PgenFileWriter:
 
 class _Codes:
     """pgenlib's codes of the calls of a chunk: through the tables of allele pairs
-    (:meth:`.ChunkCalls.pair_keys`, one gather a call) when the calls are int8 pairs, else
-    from their alleles (:meth:`.ChunkCalls.pairs`, which refuses a polyploid call)."""
+    (:meth:`.ChunkCalls.pair_values`) when the calls are int8 pairs, else from their alleles
+    (:meth:`.ChunkCalls.pairs`, which refuses a polyploid call)."""
 
     def __init__(self, calls: ChunkCalls):
         self.calls = calls
@@ -156,20 +158,16 @@ class _Codes:
 
     def heterozygous(self, rows: np.ndarray) -> np.ndarray:
         """(rows, samples): the heterozygous calls of records ``rows``."""
-        if self.keys is not None:
-            return HETEROZYGOUS_PAIRS[self.keys[picked(rows)]]
+        values = self.calls.pair_values(HETEROZYGOUS_PAIRS, LOW_HETEROZYGOUS, rows)
+        if values is not None:
+            return values
         return (self.first[rows] != self.second[rows]) & (self.second[rows] >= 0) & ~self.calls.missing[rows]
 
     def genotypes(self, rows: np.ndarray) -> np.ndarray:
         """(records, samples) int8: :func:`genotype_codes` of records ``rows`` (biallelic)."""
-        if self.keys is not None:
-            keys = self.keys[picked(rows)]
-            if self.calls.genotypes[picked(rows)].max(initial=0) > 1:  # (an allele the record lacks)
-                return GENOTYPE_PAIRS[keys]
-            low = keys & 0x0303
-            low |= low >> 6
-            translated = low.astype(np.uint8).tobytes().translate(BIALLELIC_CODES.tobytes())
-            return np.frombuffer(translated, np.int8).reshape(keys.shape)
+        values = self.calls.pair_values(GENOTYPE_PAIRS, LOW_GENOTYPES, rows)
+        if values is not None:
+            return values
         return genotype_codes(self.first[rows], self.second[rows], self.calls.missing[rows])
 
     def alleles(self, rows: np.ndarray) -> np.ndarray:
