@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ def reuse_freed_memory() -> bool:
     :data:`TRIM_THRESHOLD` bytes of freed memory instead.
     """
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(None)  # (the process's symbols, libc's among them: no ldconfig run)
         return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
                     and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
     except (OSError, AttributeError):
