@@ -95,7 +95,8 @@ class BedWriter:
         self._bed.write(packed(call_codes(calls)).tobytes())
         alt = calls.alleles[:, 1] if calls.alleles.shape[1] > 1 else np.full(len(calls), spec.STR_FILL)
         lines = [f"{chrom}\t{vid}\t0\t{pos}\t{a or '.'}\t{ref}\n" for chrom, vid, pos, a, ref in zip(
-            calls.chrom_names(), calls.ids, calls.positions.tolist(), alt, calls.alleles[:, 0])]
+            calls.chrom_names().tolist(), calls.ids.tolist(), calls.positions.tolist(), alt.tolist(),
+            calls.alleles[:, 0].tolist())]
         self._bim.write("".join(lines))
         self.written += len(calls)
 
