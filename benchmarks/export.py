@@ -14,6 +14,7 @@ ratio ours / the alternative of the median CPU (the issue's targets: at most 1.0
 
     python -m benchmarks.export                                   # 20,000 x 2,000, 3 repeats
     python -m benchmarks.export --records 100000 --samples 2000 --repeats 3
+    python -m benchmarks.export --records 500000 --samples 2000 --workdir /tmp/export  # the issue's size
 """
 
 from __future__ import annotations
