@@ -33,8 +33,10 @@ def command(store: str, out: str, format_: str, regions: str | None, regions_fil
     vcfzarr-sql export x.zarr out/x --format pgen -r 20:1-2000000 -i 'MAF>0.01'
     vcfzarr-sql export x.zarr x.h5ad --format anndata -S samples.txt
     """
+    from vcfzarr_sql.cli.process import reuse_freed_memory
     from vcfzarr_sql.exporters import Selection, export
 
+    reuse_freed_memory()
     selection = Selection(regions=regions, regions_file=regions_file, targets=targets,
                           targets_file=targets_file, samples=samples, samples_file=samples_file,
                           include=include, exclude=exclude)

@@ -6,6 +6,7 @@ chunks that hold them), the selection's rows kept, the samples in output order.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -70,6 +71,28 @@ class ChunkCalls:
         return np.ascontiguousarray(g).view("<u2")[:, :, 0]
 
     @cached_property
+    def low_pairs(self) -> np.ndarray | None:
+        """(records, samples) uint8: :func:`low_bits` of each call's pair when the calls are
+        int8 pairs of alleles -2 to 1 only (a chunk of biallelic records), else None."""
+        keys = self.pair_keys()
+        return None if keys is None or self.genotypes.max(initial=0) > 1 else low_bits(keys)
+
+    def pair_values(self, table: np.ndarray, low_table: bytes, rows: np.ndarray | None = None) -> np.ndarray | None:
+        """(records, samples): ``table`` (one-byte values by allele pair key) of the calls of
+        records ``rows`` (None: all): through ``low_table`` (:func:`low_bits_table` of
+        ``table``) when every allele of the chunk is -2 to 1, else one gather a call; None
+        unless the calls are int8 pairs."""
+        keys = self.pair_keys()
+        if keys is None:
+            return None
+        some = slice(None) if rows is None else picked(rows)
+        low = self.low_pairs
+        if low is None:
+            return table[keys[some]]
+        part = low[some]
+        return np.frombuffer(part.tobytes().translate(low_table), table.dtype).reshape(part.shape)
+
+    @cached_property
     def missing(self) -> np.ndarray:
         """(records, samples): calls with any allele missing (``./.``, ``.``, and the
         half-missing ``0/.``, as plink2 reads them with ``--vcf-half-call missing``), or
@@ -115,12 +138,10 @@ def chunk_calls(source: ChunkSource, chunk: int, rows: np.ndarray,
     order = None if samples is None else np.unique(samples)
     blocks = BatchBlocks(source, chunk, order)
     back = None if order is None or samples is None else np.searchsorted(order, samples)
-    # a run of rows (every row, often) is a view, not a copy
-    run = len(rows) > 0 and bool((np.diff(rows) == 1).all())
-    picked: slice | np.ndarray = slice(int(rows[0]), int(rows[-1]) + 1) if run else rows
+    some = picked(rows)  # (every row, often: a view, not a copy)
 
     def per_sample(array: np.ndarray) -> np.ndarray:
-        array = array[picked]
+        array = array[some]
         return array if back is None else array[:, back]
 
     genotypes = per_sample(blocks.read(store.format_fields["GT"].array))
@@ -135,6 +156,48 @@ def chunk_calls(source: ChunkSource, chunk: int, rows: np.ndarray,
                       blocks.read(spec.VARIANT_ALLELE)[rows], genotypes, phased)
 
 
+def picked(rows: np.ndarray) -> slice | np.ndarray:
+    """``rows`` as a slice when they are a run (indexing by it is a view, not a copy).
+
+    >>> picked(np.array([3, 4, 5])), picked(np.array([1, 3]))
+    (slice(3, 6, None), array([1, 3]))
+    """
+    run = len(rows) > 0 and bool((np.diff(rows) == 1).all())
+    return slice(int(rows[0]), int(rows[-1]) + 1) if run else rows
+
+
 #: :attr:`ChunkCalls.missing` of each allele pair
 MISSING_PAIRS = ((PAIR_FIRST == spec.INT_FILL) | (PAIR_FIRST == spec.INT_MISSING)
                  | (PAIR_SECOND == spec.INT_MISSING))
+
+
+def low_bits(keys: np.ndarray) -> np.ndarray:
+    """uint8: a byte of each allele pair (:meth:`ChunkCalls.pair_keys`) that tells apart the
+    16 pairs of alleles -2 to 1 (a biallelic record's): the low byte of ``key + (key >> 2)``,
+    one shift and one addition (with the conversion) over a chunk."""
+    low = np.empty(keys.shape, np.uint8)
+    np.add(keys, keys >> 2, out=low, casting="unsafe")
+    return low
+
+
+def low_bits_table(table: np.ndarray) -> bytes:
+    """A table of allele pairs of one-byte values (such as :data:`MISSING_PAIRS`) for the
+    pairs of alleles -2 to 1 only, by :func:`low_bits`, as a ``bytes.translate`` table: the
+    bits of a chunk once and a translation for each table cost a fraction of a gather
+    through the table.
+
+    >>> table = low_bits_table(PAIR_FIRST == PAIR_SECOND)  # homozygous
+    >>> [table[low_bits(np.array([pair_key(a, b)], np.uint16))[0]] for a, b in ((0, 0), (1, 0), (1, 1), (0, -1))]
+    [1, 0, 1, 0]
+    """
+    pairs = list(itertools.product(range(-2, 2), repeat=2))
+    low = np.zeros(256, table.dtype)
+    keys = np.array([pair_key(a, b) for a, b in pairs], np.uint16)
+    low[low_bits(keys)] = table[keys]
+    return low.tobytes()
+
+
+def pair_key(first: int, second: int) -> int:
+    """The key of the int8 allele pair (``first``, ``second``) (:meth:`ChunkCalls.pair_keys`)."""
+    return first & 0xFF | (second & 0xFF) << 8
+

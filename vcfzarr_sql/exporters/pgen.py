@@ -9,13 +9,19 @@ only what its filters read).
 
 from __future__ import annotations
 
-import itertools
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vcfzarr_sql.errors import NotSupportedError, QueryError
-from vcfzarr_sql.exporters.calls import MISSING_PAIRS, PAIR_FIRST, PAIR_SECOND, ChunkCalls
+from vcfzarr_sql.exporters.calls import (
+    MISSING_PAIRS,
+    PAIR_FIRST,
+    PAIR_SECOND,
+    ChunkCalls,
+    low_bits_table,
+    picked,
+)
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.query.selection import SelectedRecords
 
@@ -48,16 +54,13 @@ def genotype_codes(first: np.ndarray, second: np.ndarray, missing: np.ndarray) -
 
 #: :func:`genotype_codes` of each allele pair (:data:`.calls.PAIR_FIRST`)
 GENOTYPE_PAIRS = genotype_codes(PAIR_FIRST, PAIR_SECOND, MISSING_PAIRS)
-#: :func:`allele_codes` of each allele pair, the two int32 read as one int64 (one gather a call)
-ALLELE_PAIRS = allele_codes(PAIR_FIRST[None], PAIR_SECOND[None], MISSING_PAIRS[None]).view(np.int64)[0]
-#: :func:`genotype_codes` of the pairs of alleles -2 to 1 (a biallelic record's), by the low two
-#: bits of each allele (first, then second), as a ``bytes.translate`` table: a pass of bit
-#: operations and a translation cost half the gather through :data:`GENOTYPE_PAIRS`
-BIALLELIC_CODES = np.zeros(256, np.int8)
-for _a, _b in itertools.product(range(-2, 2), repeat=2):
-    BIALLELIC_CODES[_a & 3 | (_b & 3) << 2] = GENOTYPE_PAIRS[_a & 0xFF | (_b & 0xFF) << 8]
+#: :func:`allele_codes` of each allele pair, the two codes as int8 read as one uint16 (one
+#: two-byte gather a call, then one conversion to int32: a quarter of an int32-pair gather's bytes)
+ALLELE_PAIRS = allele_codes(PAIR_FIRST[None], PAIR_SECOND[None], MISSING_PAIRS[None]).astype(np.int8).view("<u2")[0]
 #: the allele pairs that are heterozygous calls (whose phase a .pgen keeps)
 HETEROZYGOUS_PAIRS = (PAIR_FIRST != PAIR_SECOND) & (PAIR_SECOND >= 0) & ~MISSING_PAIRS
+#: :data:`GENOTYPE_PAIRS` and :data:`HETEROZYGOUS_PAIRS` by :func:`.calls.low_bits_table`
+LOW_GENOTYPES, LOW_HETEROZYGOUS = low_bits_table(GENOTYPE_PAIRS), low_bits_table(HETEROZYGOUS_PAIRS)
 
 
 def runs(flags: np.ndarray) -> list[tuple[int, int, bool]]:
@@ -71,10 +74,13 @@ def runs(flags: np.ndarray) -> list[tuple[int, int, bool]]:
 
 
 def variant_lines(calls: ChunkCalls) -> str:
-    """The .pvar lines of the records: CHROM POS ID REF ALT (``.``: no ALT)."""
-    alts = [",".join(a for a in row[1:] if a != spec.STR_FILL) or "." for row in calls.alleles]
-    return "".join(f"{chrom}\t{pos}\t{vid}\t{ref}\t{alt}\n" for chrom, pos, vid, ref, alt in zip(
-        calls.chrom_names(), calls.positions.tolist(), calls.ids, calls.alleles[:, 0], alts))
+    """The .pvar lines of the records: CHROM POS ID REF ALT (``.``: no ALT), formatted from
+    Python lists (iterating numpy object arrays costs 5 times as much)."""
+    alleles = calls.alleles
+    alts = ([a or "." for a in alleles[:, 1].tolist()] if alleles.shape[1] == 2 else
+            [",".join(a for a in row[1:] if a != spec.STR_FILL) or "." for row in alleles.tolist()])
+    return "".join([f"{chrom}\t{pos}\t{vid}\t{ref}\t{alt}\n" for chrom, pos, vid, ref, alt in zip(
+        calls.chrom_names().tolist(), calls.positions.tolist(), calls.ids.tolist(), alleles[:, 0].tolist(), alts)])
 
 
 class PgenFileWriter:
@@ -104,8 +110,9 @@ class PgenFileWriter:
 
     def write(self, calls: ChunkCalls) -> None:
         """Append the records of ``calls``: biallelic records without a phased heterozygous
-        call as ALT counts, others (multi-allelic, phased) as allele codes and phase, each
-        run of records of one kind in one call to pgenlib."""
+        call as ALT counts, others (multi-allelic, phased) as allele codes and phase. The codes
+        of each kind are made for the whole chunk at once, then each run of records of one
+        kind is one call to pgenlib (records of the two kinds often alternate)."""
         if not len(calls):
             return
         codes = _Codes(calls)
@@ -116,15 +123,22 @@ class PgenFileWriter:
             phased = np.zeros(calls.phased.shape, bool)
             phased[rows] = calls.phased[rows] & codes.heterozygous(rows)
             full[rows] |= phased[rows].any(axis=1)
-        counts = np.maximum(calls.num_alleles, 2).astype(np.uint32)
+        simple, rich = np.flatnonzero(~full), np.flatnonzero(full)
+        nothing = np.zeros((0, 0), np.int8)  # (the codes of a kind no record is of)
+        genotypes = codes.genotypes(simple) if len(simple) else nothing
+        alleles = codes.alleles(rich) if len(rich) else nothing
+        counts = np.maximum(calls.num_alleles[rich], 2).astype(np.uint32)
+        rich_phased = None if phased is None else phased[rich]
+        done = [0, 0]  # (records of each kind written)
         for start, stop, kind in runs(full):
-            part = slice(start, stop)
+            part = slice(done[kind], done[kind] + stop - start)
+            done[kind] = part.stop
             if not kind:
-                self._pgen.append_biallelic_batch(codes.genotypes(part))
-            elif phased is not None:
-                self._pgen.append_partially_phased_batch(codes.alleles(part), phased[part], counts[part])
+                self._pgen.append_biallelic_batch(genotypes[part])
+            elif rich_phased is not None:
+                self._pgen.append_partially_phased_batch(alleles[part], rich_phased[part], counts[part])
             else:
-                self._pgen.append_alleles_batch(codes.alleles(part), False, counts[part])
+                self._pgen.append_alleles_batch(alleles[part], False, counts[part])
         self._pvar.write(variant_lines(calls))
         self.written += len(calls)
 
@@ -136,8 +150,8 @@ class PgenFileWriter:
 
 class _Codes:
     """pgenlib's codes of the calls of a chunk: through the tables of allele pairs
-    (:meth:`.ChunkCalls.pair_keys`, one gather a call) when the calls are int8 pairs, else
-    from their alleles (:meth:`.ChunkCalls.pairs`, which refuses a polyploid call)."""
+    (:meth:`.ChunkCalls.pair_values`) when the calls are int8 pairs, else from their alleles
+    (:meth:`.ChunkCalls.pairs`, which refuses a polyploid call)."""
 
     def __init__(self, calls: ChunkCalls):
         self.calls = calls
@@ -147,24 +161,22 @@ class _Codes:
 
     def heterozygous(self, rows: np.ndarray) -> np.ndarray:
         """(rows, samples): the heterozygous calls of records ``rows``."""
-        if self.keys is not None:
-            return HETEROZYGOUS_PAIRS[self.keys[rows]]
+        values = self.calls.pair_values(HETEROZYGOUS_PAIRS, LOW_HETEROZYGOUS, rows)
+        if values is not None:
+            return values
         return (self.first[rows] != self.second[rows]) & (self.second[rows] >= 0) & ~self.calls.missing[rows]
 
-    def genotypes(self, part: slice) -> np.ndarray:
-        """(records, samples) int8: :func:`genotype_codes` of records ``part`` (biallelic)."""
-        if self.keys is not None:
-            keys = self.keys[part]
-            if self.calls.genotypes[part].max(initial=0) > 1:  # (an allele the record lacks)
-                return GENOTYPE_PAIRS[keys]
-            low = keys & 0x0303
-            low |= low >> 6
-            translated = low.astype(np.uint8).tobytes().translate(BIALLELIC_CODES.tobytes())
-            return np.frombuffer(translated, np.int8).reshape(keys.shape)
-        return genotype_codes(self.first[part], self.second[part], self.calls.missing[part])
+    def genotypes(self, rows: np.ndarray) -> np.ndarray:
+        """(records, samples) int8: :func:`genotype_codes` of records ``rows`` (biallelic)."""
+        values = self.calls.pair_values(GENOTYPE_PAIRS, LOW_GENOTYPES, rows)
+        if values is not None:
+            return values
+        return genotype_codes(self.first[rows], self.second[rows], self.calls.missing[rows])
 
-    def alleles(self, part: slice) -> np.ndarray:
-        """(records, 2 * samples) int32: :func:`allele_codes` of records ``part``."""
+    def alleles(self, rows: np.ndarray) -> np.ndarray:
+        """(records, 2 * samples) int32: :func:`allele_codes` of records ``rows``."""
         if self.keys is not None:
-            return ALLELE_PAIRS[self.keys[part]].view(np.int32)
-        return allele_codes(self.first[part], self.second[part], self.calls.missing[part])
+            pairs = ALLELE_PAIRS[self.keys[picked(rows)]]
+            return pairs.view(np.int8).astype(np.int32)  # ((records, samples) pairs as 2 * samples int8)
+        return allele_codes(self.first[rows], self.second[rows], self.calls.missing[rows])
+

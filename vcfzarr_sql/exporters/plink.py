@@ -18,7 +18,7 @@ from typing import IO
 
 import numpy as np
 
-from vcfzarr_sql.exporters.calls import PAIR_FIRST, PAIR_SECOND, ChunkCalls
+from vcfzarr_sql.exporters.calls import PAIR_FIRST, PAIR_SECOND, ChunkCalls, low_bits_table
 from vcfzarr_sql.format import spec
 
 #: the .bed's magic: PLINK 1 binary, SNP-major
@@ -42,22 +42,28 @@ def _codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 #: the code of each allele pair (:data:`.calls.PAIR_FIRST`) of a biallelic record
 _PAIR_CODES = _codes(np.clip(PAIR_FIRST, -2, 1), np.clip(PAIR_SECOND, -2, 1))
+#: :data:`_PAIR_CODES` by :func:`.calls.low_bits_table`
+_LOW_CODES = low_bits_table(_PAIR_CODES)
 
 
 def call_codes(calls: ChunkCalls) -> np.ndarray:
     """(records, samples) uint8: the two-bit .bed code of each call of biallelic records."""
     first, second = calls.pairs("a PLINK 1 .bed")
-    keys = calls.pair_keys()
-    return _codes(first, second) if keys is None else _PAIR_CODES[keys]
+    codes = calls.pair_values(_PAIR_CODES, _LOW_CODES)
+    return _codes(first, second) if codes is None else codes
 
 
 def packed(codes: np.ndarray) -> np.ndarray:
-    """(records, ceil(samples / 4)) uint8: four two-bit codes a byte, the first lowest."""
+    """(records, ceil(samples / 4)) uint8: four two-bit codes a byte, the first lowest (each
+    four codes read as one little-endian uint32, two shift-and-or passes gather their bits
+    into its lowest byte)."""
     records, samples = codes.shape
-    padded = np.zeros((records, -(-samples // 4) * 4), np.uint8)
-    padded[:, :samples] = codes
-    quads = padded.reshape(records, -1, 4)
-    return quads[..., 0] | (quads[..., 1] << 2) | (quads[..., 2] << 4) | (quads[..., 3] << 6)
+    if samples % 4:
+        codes = np.concatenate([codes, np.zeros((records, -samples % 4), np.uint8)], axis=1)
+    quads = np.ascontiguousarray(codes).view("<u4")
+    bits = quads | quads >> 6
+    bits |= bits >> 12
+    return bits.astype(np.uint8)
 
 
 def fam_text(samples: list[str]) -> str:
@@ -89,7 +95,8 @@ class BedWriter:
         self._bed.write(packed(call_codes(calls)).tobytes())
         alt = calls.alleles[:, 1] if calls.alleles.shape[1] > 1 else np.full(len(calls), spec.STR_FILL)
         lines = [f"{chrom}\t{vid}\t0\t{pos}\t{a or '.'}\t{ref}\n" for chrom, vid, pos, a, ref in zip(
-            calls.chrom_names(), calls.ids, calls.positions.tolist(), alt, calls.alleles[:, 0])]
+            calls.chrom_names().tolist(), calls.ids.tolist(), calls.positions.tolist(), alt.tolist(),
+            calls.alleles[:, 0].tolist())]
         self._bim.write("".join(lines))
         self.written += len(calls)
 
