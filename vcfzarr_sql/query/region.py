@@ -165,7 +165,13 @@ def regions_expression(regions: tuple[Region, ...], targets: bool = False) -> pc
     >>> rows.filter(regions_expression(parse_regions("1:5-9"), targets=True))["pos"].to_pylist()
     [8]
     """
-    return RegionSet.of([(r.contig, r.start, r.end) for r in regions], targets).expression()
+    return region_set(regions, targets).expression()
+
+
+def region_set(regions: tuple[Region, ...], targets: bool = False) -> RegionSet:
+    """The :class:`~.region_set.RegionSet` of a list of regions (its row filter:
+    :func:`regions_expression`)."""
+    return RegionSet.of([(r.contig, r.start, r.end) for r in regions], targets)
 
 
 def format_regions(regions: tuple[Region, ...]) -> str:

@@ -74,6 +74,28 @@ class BatchBlocks:
         block = self._samples_of(name, info, [first])
         return block[lo - first.start * records : hi - first.start * records]
 
+    def columns(self, name: str, columns: np.ndarray) -> np.ndarray:
+        """The block of 2-D array ``name`` with only ``columns`` (sorted indexes along its
+        second axis), read from only the chunks holding them and copied once into the result
+        (:meth:`read` joins whole chunks first); a chunk's view, when one chunk holds them all."""
+        info = self.store.array_info(name)
+        if records_per_chunk(self.store, info) is not None:
+            return self.read(name)[:, columns]
+        chunk_of = columns // max(info.chunks[1], 1)
+        bounds = [*np.flatnonzero(np.r_[True, chunk_of[1:] != chunk_of[:-1]]).tolist(), len(columns)]
+        groups = [(lo, hi, int(chunk_of[lo]), _slice_or(columns[lo:hi] - chunk_of[lo] * info.chunks[1]))
+                  for lo, hi in zip(bounds[:-1], bounds[1:])]
+        pieces = [[self.read_chunk(name, (c, chunk)) for _, _, chunk, _ in groups] for c in self.chunks]
+        if len(pieces) == 1 and len(groups) == 1:
+            return pieces[0][0][:, groups[0][3]]
+        out = np.empty((sum(len(row[0]) for row in pieces), len(columns)), pieces[0][0].dtype)
+        start = 0
+        for row in pieces:
+            for (lo, hi, _, pick), piece in zip(groups, row):
+                out[start : start + len(piece), lo:hi] = piece[:, pick]
+            start += len(row[0])
+        return out
+
     def sum(self, name: str) -> np.ndarray:
         """The block of array ``name``, one row per variant chunk, added up over the batch's
         chunks (int64), for its samples (picked out after the sum)."""
@@ -102,6 +124,13 @@ class BatchBlocks:
         if len(within) == block.shape[sample_axis] and (within == np.arange(len(within))).all():
             return block
         return np.take(block, within, axis=sample_axis)
+
+
+def _slice_or(indexes: np.ndarray) -> slice | np.ndarray:
+    """``indexes`` (sorted, distinct) as a slice when they are a range (no copy to pick them)."""
+    if len(indexes) and indexes[-1] - indexes[0] == len(indexes) - 1:
+        return slice(int(indexes[0]), int(indexes[-1]) + 1)
+    return indexes
 
 
 def _sample_axis(name: str, dims: Sequence[str]) -> int | None:
