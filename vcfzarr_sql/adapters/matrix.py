@@ -103,6 +103,7 @@ def genotype_matrix(
         blocks = BatchBlocks(source, task.variant_chunk, task.samples, task.chunk_count)
         keep = (None if task.filter is None else residual_rows(source, plan, task, tree) if regions is None
                 else region_rows(blocks, regions))
+        keep = None if keep is not None and keep.all() else keep  # (no copy to keep every record)
         batch = (decode.decode_variants(source, task.variant_chunk, tuple(names), task.samples, task.chunk_count)
                  if names else arrays.rows_only(task.num_rows))
         if keep is not None:

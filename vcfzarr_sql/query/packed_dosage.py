@@ -34,8 +34,8 @@ def packed_dosage(blocks: BatchBlocks, keep: np.ndarray | None = None) -> tuple[
         return None
     samples = np.arange(store.num_samples) if blocks.samples is None else blocks.samples
     columns, within = pair_columns(pg.sample_slots(samples, store.samples_chunk_size))
-    pairs = blocks.columns(pg.PACKED, (columns[:, None] * 2 + np.arange(2)).reshape(-1)).view(np.uint16)
-    dosages = _dosages(pairs if keep is None else pairs[keep])
+    pairs = blocks.columns(pg.PACKED, (columns[:, None] * 2 + np.arange(2)).reshape(-1), keep)
+    dosages = _dosages(pairs.view(np.uint16))
     return (dosages[:, : len(samples)] if within is None else np.take(dosages, within, axis=1)), exact
 
 
