@@ -46,6 +46,7 @@ from vcfzarr_sql.query.region_set import RegionSet
 from vcfzarr_sql.query.request import sample_selection, scan_request, table_schema
 from vcfzarr_sql.query.schema import GT
 from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.packed_arrays import packed_stored
 from vcfzarr_sql.store.vcz import VczStore
 
 __all__ = ["MISSING_DOSAGE", "VALUES", "GenotypeMatrix", "genotype_matrix"]
@@ -110,11 +111,14 @@ def genotype_matrix(
             batch = batch.filter(pa.array(keep))
         return batch.select(names), _values(blocks, genotype_array, values, keep)
 
-    # Without ``where``, runs of consecutive chunks are read as one (one array, no copy to join
-    # them, for most regions), of at most RUN_GENOTYPE_BYTES of genotypes.
+    # Dosages from the packed genotypes without ``where``: runs of consecutive chunks are read
+    # as one (one array, no copy to join them, for most regions), of at most
+    # RUN_GENOTYPE_BYTES of genotypes. Decoded genotypes: a chunk a run, decoded in threads
+    # (joined, they measured 2x the CPU at 20,000 samples: two copies of much larger blocks).
     genotypes = store.array_info(genotype_array)
     per_chunk = genotypes.chunks[0] * math.prod(genotypes.shape[1:]) * genotypes.dtype.itemsize
-    length = max(1, RUN_GENOTYPE_BYTES // max(per_chunk, 1)) if where is None else 1
+    joined = where is None and values == "dosage" and packed_stored(store)
+    length = max(1, RUN_GENOTYPE_BYTES // max(per_chunk, 1)) if joined else 1
     parts = list(run_plan(source, plan, work, cut=lambda pieces: batch_runs(plan, pieces, lambda: length),
                           ahead=PREFETCH_DEPTH))
     sample_ids: list[str] = (store.samples if plan.sample_groups[0][1] is None
