@@ -1,6 +1,6 @@
 """A dosage matrix of 1,000 variants x all samples into numpy: ``genotype_matrix`` against pgenlib.
 
-    python -m benchmarks.genotype_matrix [--repeats 15] [--variants 1000]
+    python -m benchmarks.genotype_matrix [--repeats 15] [--variants 1000] [--start RECORD]
 
 Both read the same records of the scan benchmark's simulation (:func:`benchmarks.scan_floor.scan_store`,
 1000 samples x 104,843 variants; plink2 ``--make-pgen`` of its VCF, cached beside it), the
@@ -61,6 +61,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--variants", type=int, default=1000)
+    parser.add_argument("--start", type=int, default=None,
+                        help="the first record (default: the middle one); a multiple of the chunk size "
+                             "reads one chunk per 1000 records, others two")
     parser.add_argument("--gtstats", default="", metavar="SAMPLESxRECORDS",
                         help="the store and .pgen of benchmarks.genotype_stats at that size instead")
     args = parser.parse_args(argv)
@@ -77,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     positions = pvar[:, 0].astype(np.int64)
     alleles = np.char.count(pvar[:, 1], ",") + 2
     offsets = np.concatenate([[0], np.cumsum(alleles)]).astype(np.uintp)
-    start = len(positions) // 2
+    start = len(positions) // 2 if args.start is None else args.start
     stop = start + args.variants
     region = f"1:{positions[start]}-{positions[stop - 1]}"
     reader = pgenlib.PgenReader(bytes(str(prefix.with_suffix(".pgen")), "utf8"), allele_idx_offsets=offsets)

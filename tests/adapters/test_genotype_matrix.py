@@ -112,3 +112,19 @@ def test_dosages_from_packed_genotypes_are_bcftools_gt(diploid, tmp_path, sample
     assert exact.any() and not exact.all()
     rows = exact[(got.variants.column("pos").to_numpy() - 1) // 10]  # (record k is at 10k + 1)
     assert (read[rows] == 2).all() and (read[~rows] == got.values[~rows]).all()  # (packed read)
+
+
+def test_regions_across_chunks_and_contigs_without_a_filter(diploid):
+    """The plan straight from the region index (no ``where``): three regions, one ending a
+    contig inside a variant chunk that starts the next one, samples from three sample chunks
+    listed out of order; the dosages are bcftools' GT, in a writable array."""
+    vcf, store = diploid
+    region = "1:240-260,1:500-,2:601-700"
+    alleles, _ = genotype_arrays(vcf, region=region)
+    expected = records(vcf, region=region)
+    samples = ["sample36", "sample2", "sample19", "sample20", "sample21"]
+    got = vcfzarr_sql.genotype_matrix(store, region=region, samples=samples, columns=["contig", "pos"])
+    assert got.samples == ["sample2", "sample19", "sample20", "sample21", "sample36"]
+    assert list(zip(*got.variants.to_pydict().values())) == [(r.chrom, r.pos) for r in expected]
+    assert (got.values == expected_dosage(alleles[:, [2, 19, 20, 21, 36]])).all()
+    got.values[got.values == -9] = 0  # (writable: imputing in place works)

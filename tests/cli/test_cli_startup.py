@@ -5,8 +5,9 @@ cause is checked, which a loaded machine cannot make flaky: ``--help`` imports n
 no DuckDB, pyarrow or numpy), ``SELECT 1`` needs neither sqlglot nor the scan (whose
 pyarrow.dataset imports pandas), and a query over a store imports neither pandas (0.45 CPU-s,
 which pyarrow imports when it can) nor zarr, nor sqlglot when its calls take one plain string
-(0.09 CPU-s), nor the modules of commands and features it does not use; ``stats`` from stored
-counts imports neither pyarrow nor DuckDB.
+(0.09 CPU-s), nor ``numpy.ma`` (``pa.array`` of a numpy array imports it), nor ``pydoc`` (pyarrow's
+docstring parser imports it: the process does not parse them), nor the modules of commands and
+features it does not use; ``stats`` from stored counts imports neither pyarrow nor DuckDB.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def test_a_query_over_a_store_imports_only_what_it_uses(convert_once):
     modules = imported_modules("query", f"SELECT sum(gt_AC[1]) FROM vcf_zarr('{store}')")
     assert {"pyarrow.dataset", "vcfzarr_sql.query.execute"} <= modules
     assert not {"pandas", "zarr", "vcfzarr_sql.view", "vcfzarr_sql.converter", "vcfzarr_sql.validation",
-                "vcfzarr_sql.serve", "cyvcf2", "tqdm", "sqlglot"} & modules
+                "vcfzarr_sql.serve", "cyvcf2", "tqdm", "sqlglot", "numpy.ma", "pydoc",
+                "vcfzarr_sql.stats.dataset"} & modules
 
 
 def test_stats_from_stored_counts_imports_neither_arrow_nor_duckdb(convert_once):

@@ -6,6 +6,9 @@ does not: start and exit like a compiled tool (:func:`process_start`).
   (it makes a scalar expression). That is 0.45 CPU-s, more than importing DuckDB, pyarrow and
   numpy together, for nothing the CLI uses; pyarrow takes a failed import as "pandas is not
   installed" and carries on.
+- pyarrow's vendored numpydoc parser is replaced by one that finds no parameters: importing
+  ``pyarrow.compute`` (which ``pyarrow.dataset`` does) parses the docstring of every options
+  class with it to document the 280 compute functions (~0.015 CPU-s), docs no process reads.
 - The cyclic garbage collector waits until the command's modules are imported
   (:func:`imported`): imports make hundreds of thousands of objects and no garbage, and the
   collections they set off cost ~0.05 CPU-s. What is alive then is frozen (never scanned
@@ -37,13 +40,38 @@ class _PandasFinder(importlib.abc.MetaPathFinder):
         return None
 
 
+class _NoDocString:
+    """:data:`DOCSCRAPE`'s ``NumpyDocString``, finding no section in any docstring."""
+
+    def __init__(self, docstring: str):
+        pass
+
+    def __getitem__(self, section: str) -> list:
+        return []
+
+
+#: the module pyarrow parses the docstrings of its compute options classes with
+DOCSCRAPE = "pyarrow.vendored.docscrape"
+
+
+def _unparsed_docstrings() -> None:
+    """pyarrow's compute functions documented without parsing docstrings (unless pyarrow's
+    compute functions are made already)."""
+    if "pyarrow.compute" not in sys.modules and DOCSCRAPE not in sys.modules:
+        stand_in = ModuleType(DOCSCRAPE, "vcfzarr-sql: pyarrow's docstrings are not parsed in its process")
+        stand_in.NumpyDocString = _NoDocString  # type: ignore[attr-defined]
+        sys.modules[DOCSCRAPE] = stand_in
+
+
 @contextlib.contextmanager
 def process_start() -> Iterator[None]:
-    """The block is the whole process: pandas hidden (unless imported already), the collector
-    held until :func:`imported`, and everything frozen at the end."""
+    """The block is the whole process: pandas hidden (unless imported already), pyarrow's
+    docstrings not parsed, the collector held until :func:`imported`, and everything frozen
+    at the end."""
     global _holding_collector
     finder = _PandasFinder()
     sys.meta_path.insert(0, finder)
+    _unparsed_docstrings()
     _holding_collector = gc.isenabled()
     gc.disable()
     try:

@@ -29,13 +29,14 @@ def open_relation(spec: ScanSpec, store: VczStore) -> Any:
     from vcfzarr_sql.adapters import dataset
     from vcfzarr_sql.engine.metadata import METADATA_TABLES
     from vcfzarr_sql.query.request import scan_samples
-    from vcfzarr_sql.stats.dataset import SampleStatsDataset
 
     builder = METADATA_TABLES.get(spec.table)
     if builder is not None:
         return builder(store)
     samples = scan_samples(store, spec.samples, spec.exclude_samples)
-    if spec.table == "sample_stats":
+    if spec.table == "sample_stats":  # (its modules imported only by a query that calls it)
+        from vcfzarr_sql.stats.dataset import SampleStatsDataset
+
         return SampleStatsDataset(store, region=spec.region, samples=samples)
     if spec.table == "stats":
         from vcfzarr_sql.qc.table import stats_table

@@ -263,11 +263,12 @@ def numpy_dtype(type_: pa.DataType) -> np.dtype:
     return np.dtype(f"{kind}{type_.bit_width // 8}")
 
 
-def _elements(
+def elements_array(
     data: np.ndarray | pa.Array, null: np.ndarray | Validity | None, type_: pa.DataType
 ) -> pa.Array:
     """``data`` as an Arrow array of ``type_`` with nulls where ``null`` is True (or with the
-    ready ``Validity``)."""
+    ready ``Validity``): numpy values are wrapped, not converted by ``pa.array`` (which
+    imports ``numpy.ma`` to look for a masked array: 0.007 CPU-s of a CLI process)."""
     validity, null_count = null if isinstance(null, tuple) else _validity(null)
     if isinstance(data, pa.Array):  # strings: reuse offsets and characters
         if validity is None and data.null_count == 0:
@@ -288,7 +289,7 @@ def scalar_array(
     """One value per element of the vector ``values``; missing and fill -> null (where
     ``no_value`` says so, when given: see :func:`_values`)."""
     v = _values(values, no_value)
-    return _elements(v.arrow_data(v.data), _or(v.missing, v.fill), type_)
+    return elements_array(v.arrow_data(v.data), _or(v.missing, v.fill), type_)
 
 
 def _or(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
@@ -324,7 +325,7 @@ def list_array(
         data = v.data[keep.reshape(-1)]
         element_missing = None if v.missing is None else v.missing[keep]
         offsets = _offsets(lengths)
-    elements = _elements(v.arrow_data(data), element_missing, type_)
+    elements = elements_array(v.arrow_data(data), element_missing, type_)
     return _lists(elements, offsets, _null_rows(v.missing, keep, lengths, null_rows))
 
 
@@ -345,7 +346,7 @@ def genotype_array(genotypes: np.ndarray, type_: pa.DataType) -> pa.Array:
     if lowest == spec.INT_MISSING:
         valid = np.not_equal(flat, spec.INT_MISSING, out=memory.empty(flat.size, bool))
         validity = pa.py_buffer(np.packbits(valid, bitorder="little")), -1
-    return _lists(_elements(flat, validity, type_), _regular_offsets(calls, ploidy), None)
+    return _lists(elements_array(flat, validity, type_), _regular_offsets(calls, ploidy), None)
 
 
 def allele_array(genotypes: np.ndarray, index: int, type_: pa.DataType) -> pa.Array:
@@ -371,7 +372,7 @@ def allele_array(genotypes: np.ndarray, index: int, type_: pa.DataType) -> pa.Ar
     else:
         np.copyto(alleles, genotypes[:, index])
     missing = alleles == spec.INT_MISSING if alleles.size and alleles.min() < 0 else None
-    return _elements(alleles, missing, type_)
+    return elements_array(alleles, missing, type_)
 
 
 def _row_counts(mask: np.ndarray) -> np.ndarray:
@@ -471,7 +472,7 @@ def dictionary_array(
 
     The indices must be in range: they are not checked (that costs more than building).
     """
-    codes = _elements(indices, None if valid is None else ~valid, pa.int32())
+    codes = elements_array(indices, None if valid is None else ~valid, pa.int32())
     return pa.DictionaryArray.from_arrays(codes, dictionary, safe=False)
 
 
@@ -532,4 +533,4 @@ def repeat_rows(array: pa.Array, times: int) -> pa.Array:
     if valid is not None:
         array = array.fill_null(False if pa.types.is_boolean(array.type) else 0)
     values = _repeat(array.to_numpy(zero_copy_only=False), times)
-    return _elements(values, None if repeated_valid is None else ~repeated_valid, array.type)
+    return elements_array(values, None if repeated_valid is None else ~repeated_valid, array.type)

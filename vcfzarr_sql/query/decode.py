@@ -206,7 +206,7 @@ def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordB
 # Variant columns: one value per record.
 
 
-def _contig_ids(blocks: _Blocks) -> np.ndarray:
+def contig_ids(blocks: BatchBlocks) -> np.ndarray:
     """The contig of each record of the batch: from the region index for a chunk it gives one
     contig and all the chunk's records (the usual chunk), else decoded."""
     index = blocks.store.region_index
@@ -222,7 +222,7 @@ def _contig_ids(blocks: _Blocks) -> np.ndarray:
 
 
 def _contig(blocks: _Blocks) -> pa.Array:
-    ids = _contig_ids(blocks)
+    ids = contig_ids(blocks)
     contigs = blocks.store.contigs
     lo, hi = (int(ids.min()), int(ids.max())) if len(ids) else (0, 0)
     if len(ids) and not 0 <= lo <= hi < len(contigs):
@@ -238,7 +238,7 @@ def _contig(blocks: _Blocks) -> pa.Array:
     return arrays.dictionary_array(indices, pa.array(names, type=pa.string()))
 
 
-def _positions(blocks: _Blocks) -> np.ndarray:
+def _positions(blocks: BatchBlocks) -> np.ndarray:
     return blocks.read(spec.VARIANT_POSITION).astype(np.int64)
 
 
@@ -246,10 +246,15 @@ def _pos(blocks: _Blocks) -> pa.Array:
     return pa.array(_positions(blocks))
 
 
-def _end(blocks: _Blocks) -> pa.Array:
+def record_ends(blocks: BatchBlocks) -> np.ndarray:
+    """END of each record of the batch (POS + rlen - 1), int64."""
     lengths = [blocks.source.variant_length(c) for c in blocks.chunks]
     length = np.concatenate(lengths).astype(np.int64, copy=False)
-    return pa.array(_positions(blocks) + length - 1)
+    return _positions(blocks) + length - 1
+
+
+def _end(blocks: _Blocks) -> pa.Array:
+    return pa.array(record_ends(blocks))
 
 
 def _id(blocks: _Blocks) -> pa.Array:

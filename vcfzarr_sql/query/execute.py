@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from vcfzarr_sql.query.plan import ChunkTask, ScanPlan
+    from vcfzarr_sql.query.region_set import RegionSet
+    from vcfzarr_sql.store.blocks import BatchBlocks
 
 T = TypeVar("T")
 
@@ -137,6 +139,18 @@ def residual_rows(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: An
                                    task.sample_order)
     mask = matching_mask(batch, tree, task.filter, plan.filter_columns)
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def region_rows(blocks: BatchBlocks, regions: RegionSet) -> np.ndarray:
+    """Which records of ``blocks``' batch overlap ``regions``: the residual of a plan whose
+    only filter is a region set (:func:`~.plan.plan_regions`), from the records' contig, POS
+    and END as numpy (no Arrow batch, no expression), for work that reads its own arrays."""
+    from vcfzarr_sql.format import spec
+    from vcfzarr_sql.query import decode
+
+    pos = blocks.read(spec.VARIANT_POSITION).astype(np.int64)
+    last = pos if regions.targets else decode.record_ends(blocks)
+    return regions.matches_ids(blocks.store.contigs, decode.contig_ids(blocks), pos, last)
 
 
 def _run_of(source: ChunkSource, plan: ScanPlan, run: range, tree: Any) -> pa.RecordBatch:

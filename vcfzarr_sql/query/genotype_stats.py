@@ -135,7 +135,7 @@ class ChunkSummaries:
             some = np.zeros(rows, dtype=bool)
             np.logical_or.at(some, np.repeat(np.arange(rows), alts), ~null)
             row_valid &= some
-        element_array = pa.array(elements, type=type_.value_type, mask=null)
+        element_array = arrays.elements_array(elements, null, type_.value_type)
         if self._same_width:
             return arrays.fixed_lists(element_array, rows, width - 1, _none_if_none(~row_valid))
         return arrays.lists_array(element_array, alts, row_valid)

@@ -28,6 +28,8 @@ from vcfzarr_sql.errors import QueryError
 if TYPE_CHECKING:  # (imported where an expression is made: parsing regions needs no Arrow)
     import pyarrow.compute as pc
 
+    from vcfzarr_sql.query.region_set import RegionSet
+
 
 @dataclass(frozen=True)
 class Region:
@@ -168,9 +170,15 @@ def regions_expression(regions: tuple[Region, ...], targets: bool = False) -> pc
     >>> rows.filter(regions_expression(parse_regions("1:5-9"), targets=True))["pos"].to_pylist()
     [8]
     """
+    return region_set(regions, targets).expression()
+
+
+def region_set(regions: tuple[Region, ...], targets: bool = False) -> RegionSet:
+    """The :class:`~.region_set.RegionSet` of a list of regions (its row filter:
+    :func:`regions_expression`)."""
     from vcfzarr_sql.query.region_set import RegionSet
 
-    return RegionSet.of([(r.contig, r.start, r.end) for r in regions], targets).expression()
+    return RegionSet.of([(r.contig, r.start, r.end) for r in regions], targets)
 
 
 def format_regions(regions: tuple[Region, ...]) -> str:

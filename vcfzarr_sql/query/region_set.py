@@ -132,6 +132,11 @@ class RegionSet:
             type=SCALAR_TYPE,
         )
 
+    @property
+    def columns(self) -> frozenset[str]:
+        """The columns the row filter of the set reads (``end`` for ``-r``, not for ``-t``)."""
+        return frozenset({"contig", "pos", "pos" if self.targets else "end"})
+
     def expression(self) -> pc.Expression:
         """The row filter of the set: one call of :data:`FUNCTION`."""
         contig = pc.field("contig").cast(pa.string())
@@ -172,15 +177,28 @@ class RegionSet:
         else:
             names, codes = np.unique(contig.to_numpy(zero_copy_only=False), return_inverse=True)
             names = names.tolist()
-        codes = np.asarray(codes).reshape(-1)
-        result = np.zeros(len(codes), bool)
-        for index, name in enumerate(names):
+        return self.matches_ids(names, codes, first, last)
+
+    def matches_ids(self, names: Sequence[str | None], ids: np.ndarray, first: np.ndarray,
+                    last: np.ndarray) -> np.ndarray:
+        """:meth:`matches` for records whose contig is given as an index into ``names`` (a
+        store's contig indexes, without an Arrow array); an index out of range matches nothing.
+
+        >>> regions = RegionSet.of([("2", 10, 20)], targets=False)
+        >>> regions.matches_ids(["1", "2"], np.array([1, 1, 0, 5]), np.array([5, 21, 10, 10]),
+        ...                     np.array([10, 30, 10, 10])).tolist()
+        [True, False, False, False]
+        """
+        ids = np.asarray(ids).reshape(-1)
+        result = np.zeros(len(ids), bool)
+        one = len(ids) > 0 and bool((ids == ids[0]).all())  # (the usual batch: one contig)
+        for index in (ids[:1] if one else np.unique(ids)).tolist():
+            name = names[index] if 0 <= index < len(names) else None
             intervals = self.contigs.get(name) if isinstance(name, str) else None
             if intervals is None:
                 continue
-            rows = np.flatnonzero(codes == index) if len(names) > 1 else np.arange(len(codes))
-            if len(rows):
-                result[rows] = intervals.might(first[rows], last[rows])
+            rows = slice(None) if one else np.flatnonzero(ids == index)
+            result[rows] = intervals.might(first[rows], last[rows])
         return result if self.targets else result & (first >= 1)
 
 

@@ -74,6 +74,35 @@ class BatchBlocks:
         block = self._samples_of(name, info, [first])
         return block[lo - first.start * records : hi - first.start * records]
 
+    def columns(self, name: str, columns: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """The block of 2-D array ``name`` with only ``columns`` (sorted indexes along its
+        second axis) and the records ``rows`` marks (a mask over the batch's; None: all),
+        read from only the chunks holding them and copied once into the result (:meth:`read`
+        joins whole chunks first); a chunk's view, when one chunk holds them all."""
+        info = self.store.array_info(name)
+        if records_per_chunk(self.store, info) is not None:
+            block = self.read(name)[:, columns]
+            return block if rows is None else block[rows]
+        chunk_of = columns // max(info.chunks[1], 1)
+        bounds = [*np.flatnonzero(np.r_[True, chunk_of[1:] != chunk_of[:-1]]).tolist(), len(columns)]
+        groups = [(lo, hi, int(chunk_of[lo]), _slice_or(columns[lo:hi] - chunk_of[lo] * info.chunks[1]))
+                  for lo, hi in zip(bounds[:-1], bounds[1:])]
+        pieces = [[self.read_chunk(name, (c, chunk)) for _, _, chunk, _ in groups] for c in self.chunks]
+        starts = np.cumsum([0, *(len(row[0]) for row in pieces)])
+        if len(pieces) == 1 and len(groups) == 1:
+            block = pieces[0][0][:, groups[0][3]]
+            return block if rows is None else block[rows]
+        kept = starts[-1] if rows is None else int(np.count_nonzero(rows))
+        out = np.empty((kept, len(columns)), pieces[0][0].dtype)
+        start = 0
+        for row, lo_row, hi_row in zip(pieces, starts[:-1], starts[1:]):
+            mine = None if rows is None else rows[lo_row:hi_row]
+            count = hi_row - lo_row if mine is None else int(np.count_nonzero(mine))
+            for (lo, hi, _, pick), piece in zip(groups, row):
+                out[start : start + count, lo:hi] = piece[:, pick] if mine is None else piece[:, pick][mine]
+            start += count
+        return out
+
     def sum(self, name: str) -> np.ndarray:
         """The block of array ``name``, one row per variant chunk, added up over the batch's
         chunks (int64), for its samples (picked out after the sum)."""
@@ -102,6 +131,13 @@ class BatchBlocks:
         if len(within) == block.shape[sample_axis] and (within == np.arange(len(within))).all():
             return block
         return np.take(block, within, axis=sample_axis)
+
+
+def _slice_or(indexes: np.ndarray) -> slice | np.ndarray:
+    """``indexes`` (sorted, distinct) as a slice when they are a range (no copy to pick them)."""
+    if len(indexes) and indexes[-1] - indexes[0] == len(indexes) - 1:
+        return slice(int(indexes[0]), int(indexes[-1]) + 1)
+    return indexes
 
 
 def _sample_axis(name: str, dims: Sequence[str]) -> int | None:
