@@ -129,3 +129,18 @@ def resident_bytes() -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, IndexError, ValueError):
         return 0
+
+
+def proportional_bytes(pid: int | None = None) -> int:
+    """Bytes of memory process ``pid`` (None: this one) takes, pages it shares with other
+    processes counted in proportion (``Pss`` of ``/proc/PID/smaps_rollup``: session processes
+    forked from one parent share its pages, which resident sizes would count once each); 0
+    when it is gone or ``/proc`` is missing."""
+    try:
+        with open(f"/proc/{'self' if pid is None else pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
