@@ -155,10 +155,11 @@ class PgServer(socketserver.ThreadingTCPServer):
 
     def memory_used(self) -> int:
         """Bytes the server takes now: this process's resident memory, and with sessions in
-        processes, the proportional memory of this process and of each session's."""
+        processes, the proportional memory of this process, of the sessions' parent and of
+        each session's."""
         if self.setup is None:
             return memory.resident_bytes()
-        return memory.proportional_bytes() + sum(
+        return memory.proportional_bytes() + session_process.forkserver_bytes() + sum(
             session.memory_bytes() for session in self._sessions()
             if isinstance(session, SessionProcess))
 

@@ -85,13 +85,14 @@ def thread_stack_bytes() -> int:
     return _UNLIMITED_STACK if soft == resource.RLIM_INFINITY else soft
 
 
-def cap_process_memory(limit: int) -> None:
+def cap_process_memory(limit: int, used: int | None = None) -> None:
     """Refuse this process, from now on, new address space beyond what ``limit`` bytes leave of
-    its resident memory (and the stacks of :data:`SPARE_THREADS` threads): ``RLIMIT_DATA``,
-    heap and private mappings as the kernel counts them. A lower hard limit is kept."""
+    its memory in use (``used``, default its resident memory; and the stacks of
+    :data:`SPARE_THREADS` threads): ``RLIMIT_DATA``, heap and private mappings as the kernel
+    counts them. A lower hard limit is kept."""
     one_malloc_arena()
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    data, resident = _status("VmData"), _status("VmRSS")
+    data, resident = _status("VmData"), _status("VmRSS") if used is None else used
     if data is None or resident is None:
         return
     limit = data + max(limit - resident, 0) + SPARE_THREADS * thread_stack_bytes()

@@ -15,15 +15,18 @@ JSON messages (never pickles: the server trusts nothing a session's process says
   ``cancel`` (a CancelRequest's key); ``signal`` (``pg_cancel_backend``/``pg_terminate_backend``,
   as the server's session of this process); ``busy`` and ``idle`` (for the watchdog); ``log``
   (the session's log records, logged by the server as its own).
-- server -> session: ``interrupt``, ``drop``, ``terminate``, ``hang_up``, and ``end`` (a FATAL
+- server -> session: ``interrupt``, ``drop``, ``terminate``, ``hang_up``, ``end`` (a FATAL
   error to the client, then the process exits; it is killed :data:`KILL_WAIT` seconds later if
-  it has not).
+  it has not), and ``room`` (the memory it may take: its own and its share of what the
+  server's cap leaves free).
 
 The server keeps a handle on every connection (:class:`SessionProcess`: what its watchdog,
 cancel requests and limits read), and starts the process only once the client has sent
-something, so silent sockets cost no process. Each process caps its own memory at the server's
-cap (``RLIMIT_DATA``, :func:`.memory.cap_process_memory`); the watchdog counts the server's
-memory as its own plus its sessions' (:func:`.memory.proportional_bytes`).
+something, so silent sockets cost no process. The watchdog counts the server's memory as its
+own plus its sessions' (:func:`.memory.proportional_bytes`), and tells each session the room
+it has: its own memory and its share of what the cap leaves free; the session's process has the kernel refuse it more
+(``RLIMIT_DATA``, :func:`.memory.cap_process_memory`), so a value that would not fit fails at
+once with DuckDB's ``Out of Memory Error`` instead of taking the memory of the others.
 """
 
 from __future__ import annotations
@@ -74,6 +77,12 @@ def start_forkserver() -> None:
     process; it exits with this process)."""
     _CONTEXT.set_forkserver_preload(["vcfzarr_sql.serve.pg.session_preload"])
     multiprocessing.forkserver.ensure_running()
+
+
+def forkserver_bytes() -> int:
+    """The memory the parent of the sessions' processes takes (proportional, as theirs)."""
+    pid = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_forkserver_pid", None)
+    return memory.proportional_bytes(pid) if isinstance(pid, int) else 0
 
 
 class _Popen(multiprocessing.popen_forkserver.Popen):
@@ -170,6 +179,9 @@ class SessionProcess:
         self._control: multiprocessing.connection.Connection | None = None
         self._dropped = False
         self._kill_at: float | None = None
+        #: Its memory when the server's was last measured (:meth:`memory_bytes`).
+        self.measured = 0
+        self._room = 0
 
     # -- the server's side ---------------------------------------------------------------------
 
@@ -325,7 +337,14 @@ class SessionProcess:
     def memory_bytes(self) -> int:
         """The memory the process takes now (its proportional share of shared pages)."""
         pid = self._pid
-        return memory.proportional_bytes(pid) if pid is not None else 0
+        self.measured = memory.proportional_bytes(pid) if pid is not None else 0
+        return self.measured
+
+    def limit_memory(self, room: int) -> None:
+        """Let the process take at most ``room`` bytes from now on (told when it changed by
+        more than a 64th)."""
+        if abs(room - self._room) > max(room, self._room) // 64 and self._tell("room", room):
+            self._room = room
 
 
 # -- the session's side ------------------------------------------------------------------------
@@ -407,9 +426,10 @@ def _session_main(sock: socket.socket, calls: multiprocessing.connection.Connect
 def _obey(control: multiprocessing.connection.Connection, session: ClientSession,
           max_memory: int) -> None:
     """Do what the server says to ``session``; keep the process's memory cap current."""
+    room = max_memory or None
     while True:
-        if max_memory:
-            memory.cap_process_memory(max_memory)
+        if room is not None:
+            memory.cap_process_memory(room, memory.proportional_bytes())
         try:
             if not control.poll(_PERIOD):
                 continue
@@ -425,6 +445,8 @@ def _obey(control: multiprocessing.connection.Connection, session: ClientSession
             session.terminate()
         elif name == "hang_up":
             session.hang_up()
+        elif name == "room":
+            room = max(int(args[0]), 0) if max_memory else None
         elif name == "end":
             session.end(str(args[0]), str(args[1]))
             os._exit(1)  # (a thread inside DuckDB may never return)

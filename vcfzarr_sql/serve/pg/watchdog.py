@@ -21,10 +21,11 @@ from typing import Protocol, runtime_checkable
 from vcfzarr_sql.serve.pg import memory
 from vcfzarr_sql.serve.pg.config import Limits
 
-#: Seconds between two looks at the sessions.
+#: Seconds between two looks at the sessions (a quarter of it while the server takes more than
+#: half its memory cap: memory grows by hundreds of MB a second per session).
 PERIOD = 0.2
 #: Seconds an interrupted statement has to end before its session is ended (when it can be).
-END_GRACE = 2.0
+END_GRACE = 1.5
 _HANGUP = getattr(select, "POLLRDHUP", 0x2000) | select.POLLHUP | select.POLLERR
 
 
@@ -46,9 +47,12 @@ class Watched(Protocol):
 class Endable(Watched, Protocol):
     """A session the watchdog can end whatever it is doing (a process of its own)."""
 
+    #: Its memory (bytes) when the server's was last measured.
+    measured: int
+
     def end(self, sqlstate: str, message: str) -> None: ...
 
-    def memory_bytes(self) -> int: ...
+    def limit_memory(self, room: int) -> None: ...
 
 
 @dataclass
@@ -80,7 +84,9 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
     bytes pass :data:`.memory.CANCEL_AT` of ``limits.max_memory`` (each statement once:
     ``interrupted`` remembers them). A session that can be ended (:class:`Endable`) is, when
     its interrupted statement still runs :data:`END_GRACE` seconds later, and the largest one
-    when ``used`` passes the cap itself. A session whose ``fileno()`` is None has no socket."""
+    when ``used`` passes the cap itself; each may take, beyond what it has, its share of what
+    the cap leaves free (which it has the kernel hold, :func:`.memory.cap_process_memory`). A
+    session whose ``fileno()`` is None has no socket."""
     running = []
     endable = [session for session in sessions if isinstance(session, Endable)]
     for session in sessions:
@@ -109,13 +115,20 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
         session.interrupt(reason)
     if not limits.max_memory:
         return
+    # what is free is shared among the busy sessions (and one more that may start meanwhile)
+    share = max(limits.max_memory - used, 0) // (1 + sum(s.busy_since is not None for s in endable))
+    for session in endable:
+        session.limit_memory(session.measured + share)
     if running and used > memory.CANCEL_AT * limits.max_memory:
         busy_since, oldest = min(running, key=lambda started: started[0])
         interrupted[id(oldest)] = Interrupted(busy_since, now, "server memory limit")
         oldest.interrupt("server memory limit")
-    ending = any(interrupted[id(s)].ended for s in endable if id(s) in interrupted)
-    if endable and used > limits.max_memory and not ending:  # (one at a time)
-        largest = max(endable, key=lambda session: session.memory_bytes())
+    if used <= limits.max_memory:
+        return
+    ending = [s for s in endable if id(s) in interrupted and interrupted[id(s)].ended]
+    others = [s for s in endable if s not in ending]
+    if others and used - sum(session.measured for session in ending) > limits.max_memory:
+        largest = max(others, key=lambda session: session.measured)
         interrupted[id(largest)] = Interrupted(largest.busy_since or now, now, "server memory limit",
                                                ended=True)
         largest.end("53200", "terminating connection due to server memory limit: the server's "
@@ -129,14 +142,15 @@ def watch(sessions: Callable[[], Sequence[Watched]], limits: Limits, stop: threa
     and at each look, and measure the server's memory with ``used()`` (default: this
     process's resident bytes)."""
     interrupted: dict[int, Interrupted] = {}
+    taken = 0
     while True:
         if limits.max_memory:
             memory.cap_process_memory(limits.max_memory)
-        if stop.wait(PERIOD):
+        if stop.wait(PERIOD / 4 if taken > limits.max_memory / 2 else PERIOD):
             return
         current = sessions()
         live = {id(session) for session in current}
         for key in [key for key in interrupted if key not in live]:
             del interrupted[key]
-        check(current, limits, time.monotonic(), interrupted,
-              used() if limits.max_memory else 0)
+        taken = used() if limits.max_memory else 0
+        check(current, limits, time.monotonic(), interrupted, taken)
