@@ -22,11 +22,12 @@ JSON messages (never pickles: the server trusts nothing a session's process says
 
 The server keeps a handle on every connection (:class:`SessionProcess`: what its watchdog,
 cancel requests and limits read), and starts the process only once the client has sent
-something, so silent sockets cost no process. The watchdog counts the server's memory as its
-own plus its sessions' (:func:`.memory.proportional_bytes`), and tells each session the room
-it has: its own memory and its share of what the cap leaves free; the session's process has the kernel refuse it more
-(``RLIMIT_DATA``, :func:`.memory.cap_process_memory`), so a value that would not fit fails at
-once with DuckDB's ``Out of Memory Error`` instead of taking the memory of the others.
+something (a CancelRequest is served without one), so silent sockets cost no process. The
+watchdog counts the server's memory as its own plus its sessions'
+(:func:`.memory.proportional_bytes`), and tells each session the room it has: its own memory
+and its share of what the cap leaves free; the session's process has the kernel refuse it
+more (``RLIMIT_DATA``, :func:`.memory.cap_process_memory`), so a value that needs new address
+space beyond it fails at once with DuckDB's ``Out of Memory Error``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import os
 import select
 import signal
 import socket
+import struct
 import sys
 import threading
 import time
@@ -189,7 +191,7 @@ class SessionProcess:
         """Serve the connection until its process exits (waiting first for the client to
         send something, up to the auth timeout), then close it."""
         try:
-            if self._wait_for_client():
+            if self._wait_for_client() and not self._cancel_request(host):
                 self._run(host)
         finally:
             with contextlib.suppress(OSError):
@@ -211,6 +213,16 @@ class SessionProcess:
                 self._sock.sendall(protocol.error_response(
                     "FATAL", "08006", "timeout expired before the client logged in"))
             return False
+
+    def _cancel_request(self, host: Host) -> bool:
+        """Serve a CancelRequest here, if that is what the client sent (no process for it)."""
+        with contextlib.suppress(OSError):
+            first = self._sock.recv(16, socket.MSG_PEEK)
+            if len(first) == 16 and struct.unpack(">ii", first[:8]) == (16, protocol.CANCEL_REQUEST):
+                self._sock.recv(16)
+                host.cancel(struct.unpack(">ii", first[8:]))
+                return True
+        return False
 
     def _run(self, host: Host) -> None:
         here, there = _CONTEXT.Pipe()
