@@ -228,7 +228,8 @@ class PgServer(socketserver.ThreadingTCPServer):
 
     def server_close(self) -> None:
         """Stop listening, end every session (waiting up to :data:`CLOSE_WAIT` seconds for
-        them: a process that exits while a session's thread is inside DuckDB aborts)."""
+        them: a process that exits while a session's thread is inside DuckDB aborts; a
+        session's process still running then is ended, and killed a second later)."""
         super().server_close()
         self._stop_watching.set()
         for session in self._sessions():
@@ -238,8 +239,8 @@ class PgServer(socketserver.ThreadingTCPServer):
             time.sleep(0.05)
         for session in self._sessions():  # (a process whose statement does not stop)
             if isinstance(session, SessionProcess):
-                session.kill()
-        deadline = time.monotonic() + session_process.KILL_WAIT
+                session.end("57P01", "terminating connection due to server shutdown")
+        deadline = time.monotonic() + session_process.KILL_WAIT + 0.5
         while self._sessions() and time.monotonic() < deadline:
             time.sleep(0.05)
         self.database.close()

@@ -342,10 +342,6 @@ class SessionProcess:
         self._kill_at = time.monotonic() + KILL_WAIT
         self._tell("end", sqlstate, message)
 
-    def kill(self) -> None:
-        """Kill the process now (at the next look of the thread serving it)."""
-        self._kill_at = 0.0
-
     def memory_bytes(self) -> int:
         """The memory the process takes now (its proportional share of shared pages)."""
         pid = self._pid
