@@ -53,8 +53,8 @@ def test_one_value_cannot_take_the_server_past_its_memory(data_dir) -> None:  # 
 
 def test_a_value_that_cannot_be_interrupted_ends_its_session_in_time(serving, data_dir) -> None:  # noqa: F811
     """Issue 23 item 1: DuckDB's interrupt() does not stop repeat(), which ran its ~20 s past
-    the statement timeout; its session (a process) is ended 1.5 s after the interrupt, and its
-    connection slot is free again."""
+    the statement timeout; its session (a process) is ended once it has spent 1.5 s of CPU
+    after the interrupt (at most 5 s later), and its connection slot is free again."""
     server = serving(data_dirs=[data_dir], memory_limit="300MB",
                      limits=Limits(statement_timeout=3, max_connections=1))
     with _connect(server.port) as con:
@@ -62,7 +62,7 @@ def test_a_value_that_cannot_be_interrupted_ends_its_session_in_time(serving, da
         with pytest.raises(psycopg.errors.QueryCanceled, match="could not be stopped"):
             con.execute("SELECT length(repeat('x', 1000000000))")
         took = time.monotonic() - started
-        assert took < 3 + 5, f"{took:.1f} s"
+        assert took < 3 + 7, f"{took:.1f} s"
     assert _wait_for(lambda: not server.sessions, 2)
     with _connect(server.port) as other:
         assert other.execute("SELECT 42").fetchone() == (42,)

@@ -16,7 +16,11 @@ class _Session:
     measured: int = 0
     connected_at: float = 0.0
     logged_in: bool = True
+    cpu: float = 0.0
     said: list[tuple] = field(default_factory=list)
+
+    def cpu_seconds(self) -> float:
+        return self.cpu
 
     def fileno(self) -> None:
         return None
@@ -39,17 +43,26 @@ def _said(session: _Session, what: str) -> list[tuple]:
 
 
 def test_a_statement_that_does_not_stop_ends_its_session_after_the_grace() -> None:
+    """END_GRACE seconds of the session's CPU after the interrupt (a statement that ends by
+    itself soon is not ended on a loaded machine), and at most END_GRACE_WALL seconds."""
     limits = Limits(statement_timeout=3)
-    stuck, quick = _Session(busy_since=0.0), _Session(busy_since=0.0)
+    stuck, starved, quick = _Session(busy_since=0.0), _Session(busy_since=0.0), _Session(busy_since=0.0)
+    sessions = [stuck, starved, quick]
     interrupted: dict[int, watchdog.Interrupted] = {}
-    watchdog.check([stuck, quick], limits, 3.1, interrupted)
+    watchdog.check(sessions, limits, 3.1, interrupted)
     assert _said(stuck, "interrupt") == [("interrupt", "statement timeout")]
     quick.busy_since = None  # (its interrupt worked)
-    watchdog.check([stuck, quick], limits, 3.1 + watchdog.END_GRACE / 2, interrupted)
+    stuck.cpu = watchdog.END_GRACE / 2
+    watchdog.check(sessions, limits, 3.2 + watchdog.END_GRACE, interrupted)
     assert not _said(stuck, "end")
+    stuck.cpu = watchdog.END_GRACE * 1.1
+    starved.cpu = watchdog.END_GRACE / 2  # (a loaded machine)
     for now in (3.2 + watchdog.END_GRACE, 3.4 + watchdog.END_GRACE):  # (once)
-        watchdog.check([stuck, quick], limits, now, interrupted)
+        watchdog.check(sessions, limits, now, interrupted)
     assert _said(stuck, "end") == [("end", "57014")] and not _said(quick, "end")
+    assert not _said(starved, "end")
+    watchdog.check(sessions, limits, 3.2 + watchdog.END_GRACE_WALL, interrupted)
+    assert _said(starved, "end") == [("end", "57014")]
 
 
 def test_past_the_memory_cap_the_largest_session_is_ended_one_at_a_time() -> None:

@@ -145,3 +145,4 @@ def proportional_bytes(pid: int | None = None) -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0
+

@@ -14,7 +14,7 @@ JSON messages (never pickles: the server trusts nothing a session's process says
   ``failed`` and ``succeeded`` (for the server's address, not one the child names);
   ``cancel`` (a CancelRequest's key); ``signal`` (``pg_cancel_backend``/``pg_terminate_backend``,
   as the server's session of this process); ``busy`` and ``idle`` (for the watchdog); ``log``
-  (the session's log records, logged by the server as its own).
+  (the session's log records, logged by the server as its own before the session goes on).
 - server -> session: ``interrupt``, ``drop``, ``terminate``, ``hang_up``, ``end`` (a FATAL
   error to the client, then the process exits; it is killed :data:`KILL_WAIT` seconds later if
   it has not), and ``room`` (the memory it may take: its own and its share of what the
@@ -291,8 +291,10 @@ class SessionProcess:
             host.cancel((int(args[0]), int(args[1])))
         elif name == "signal":
             return host.signal_backend(self.key, int(args[0]), bool(args[1]))
-        elif name == "log" and str(args[0]).startswith(log.name.split(".")[0] + "."):
-            logging.getLogger(str(args[0])).log(int(args[1]), "%s", str(args[2]))
+        elif name == "log":  # (answered: logged before the session goes on)
+            if str(args[0]).startswith(log.name.split(".")[0] + "."):
+                logging.getLogger(str(args[0])).log(int(args[1]), "%s", str(args[2]))
+            return True
         else:
             raise ValueError(f"unknown call {name!r}")
         return None
@@ -348,6 +350,18 @@ class SessionProcess:
         self.measured = memory.proportional_bytes(pid) if pid is not None else 0
         return self.measured
 
+    def cpu_seconds(self) -> float:
+        """The CPU time the process has spent."""
+        pid = self._pid
+        if pid is None:
+            return 0.0
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):  # gone
+            return 0.0
+
     def limit_memory(self, room: int) -> None:
         """Let the process take at most ``room`` bytes from now on (told when it changed by
         more than a 64th)."""
@@ -377,7 +391,8 @@ class _Server:
 
 
 class _ServersLog(logging.Handler):
-    """Sends the session's log records to the server, which logs them."""
+    """Sends the session's log records to the server, which logs them before the session goes
+    on (a failed login is in the server's log before its client is told)."""
 
     def __init__(self, server: _Server):
         super().__init__()
@@ -385,7 +400,7 @@ class _ServersLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         with contextlib.suppress(OSError, ValueError):
-            self._server.tell("log", record.name, record.levelno, self.format(record)[:_MAX_LOGGED])
+            self._server.ask("log", record.name, record.levelno, self.format(record)[:_MAX_LOGGED])
 
 
 class _ServersThrottle(LoginThrottle):

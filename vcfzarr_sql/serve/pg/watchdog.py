@@ -24,8 +24,11 @@ from vcfzarr_sql.serve.pg.config import Limits
 #: Seconds between two looks at the sessions (a quarter of it while the server takes more than
 #: half its memory cap: memory grows by hundreds of MB a second per session).
 PERIOD = 0.2
-#: Seconds an interrupted statement has to end before its session is ended (when it can be).
+#: CPU seconds an interrupted statement's session may spend before it is ended (when it can
+#: be; CPU, not wall time, so that a statement that ends by itself soon, as a bounded glob
+#: does, is not ended on a loaded machine), and at most this many seconds of wall time.
 END_GRACE = 1.5
+END_GRACE_WALL = 5.0
 _HANGUP = getattr(select, "POLLRDHUP", 0x2000) | select.POLLHUP | select.POLLERR
 
 
@@ -50,6 +53,8 @@ class Endable(Watched, Protocol):
     #: Its memory (bytes) when the server's was last measured.
     measured: int
 
+    def cpu_seconds(self) -> float: ...
+
     def end(self, sqlstate: str, message: str) -> None: ...
 
     def limit_memory(self, room: int) -> None: ...
@@ -63,6 +68,7 @@ class Interrupted:
     at: float
     reason: str
     ended: bool = False
+    cpu: float = 0.0  # (its session's CPU seconds then)
 
 
 def hung_up(fd: int) -> bool:
@@ -83,7 +89,8 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
     timeout or whose client hung up, and the oldest statement when the server's ``used``
     bytes pass :data:`.memory.CANCEL_AT` of ``limits.max_memory`` (each statement once:
     ``interrupted`` remembers them). A session that can be ended (:class:`Endable`) is, when
-    its interrupted statement still runs :data:`END_GRACE` seconds later, and the largest one
+    its interrupted statement still runs :data:`END_GRACE` CPU seconds (or
+    :data:`END_GRACE_WALL` seconds) later, and the largest one
     when ``used`` passes the cap itself; each may take, beyond what it has, its share of what
     the cap leaves free (which it has the kernel hold, :func:`.memory.cap_process_memory`). A
     session whose ``fileno()`` is None has no socket."""
@@ -98,7 +105,8 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
         seen = interrupted.get(id(session))
         if busy_since is None or (seen is not None and seen.busy_since == busy_since):
             if busy_since is not None and seen is not None and not seen.ended \
-                    and now - seen.at > END_GRACE and isinstance(session, Endable):
+                    and isinstance(session, Endable) and (now - seen.at > END_GRACE_WALL or (
+                        now - seen.at > END_GRACE and session.cpu_seconds() - seen.cpu > END_GRACE)):
                 seen.ended = True
                 session.end("57014", f"terminating connection due to {seen.reason}: the statement "
                                      "could not be stopped, so the session was ended")
@@ -111,8 +119,7 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
         else:
             running.append((busy_since, session))
             continue
-        interrupted[id(session)] = Interrupted(busy_since, now, reason)
-        session.interrupt(reason)
+        _interrupt(session, Interrupted(busy_since, now, reason), interrupted)
     if not limits.max_memory:
         return
     # what is free is shared among the busy sessions (and one more that may start meanwhile)
@@ -121,8 +128,7 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
         session.limit_memory(session.measured + share)
     if running and used > memory.CANCEL_AT * limits.max_memory:
         busy_since, oldest = min(running, key=lambda started: started[0])
-        interrupted[id(oldest)] = Interrupted(busy_since, now, "server memory limit")
-        oldest.interrupt("server memory limit")
+        _interrupt(oldest, Interrupted(busy_since, now, "server memory limit"), interrupted)
     if used <= limits.max_memory:
         return
     ending = [s for s in endable if id(s) in interrupted and interrupted[id(s)].ended]
@@ -133,6 +139,13 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
                                                ended=True)
         largest.end("53200", "terminating connection due to server memory limit: the server's "
                              "sessions passed its cap (--max-memory), and this one took the most")
+
+
+def _interrupt(session: Watched, what: Interrupted, interrupted: dict[int, Interrupted]) -> None:
+    if isinstance(session, Endable):
+        what.cpu = session.cpu_seconds()
+    interrupted[id(session)] = what
+    session.interrupt(what.reason)
 
 
 def watch(sessions: Callable[[], Sequence[Watched]], limits: Limits, stop: threading.Event,
