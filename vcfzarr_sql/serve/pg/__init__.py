@@ -5,7 +5,10 @@ query protocols, text and binary results). Each client connection gets its own l
 session (:mod:`.lockdown`): ``vcf_zarr(...)`` and the other table functions over the stores
 under the served data directories, ``region :=``, parameters and pushdown work as in Python;
 files, URLs, extensions and settings are out of reach. TLS, SCRAM-SHA-256 passwords and the
-limits of :class:`~.config.Limits` guard the door (see docs/security.md).
+limits of :class:`~.config.Limits` guard the door (see docs/security.md). Each session runs
+in a process of its own (:mod:`.session_process`), so the server can end any of them; the
+sessions of a ``writable`` database share one DuckDB instance, so they are threads of the
+server's process.
 
 >>> server = make_server(port=0, data_dirs=["/data"])            # doctest: +SKIP
 >>> threading.Thread(target=server.serve_forever, daemon=True).start()   # doctest: +SKIP
@@ -30,10 +33,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from vcfzarr_sql.serve.pg import protocol, rows, watchdog
+from vcfzarr_sql.serve.pg import memory, protocol, rows, session_process, watchdog
 from vcfzarr_sql.serve.pg.config import Limits, Security, ServerConfigError, check_exposure
 from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, LockedDatabase, SessionPolicy
 from vcfzarr_sql.serve.pg.session import ClientSession
+from vcfzarr_sql.serve.pg.session_process import SessionProcess
 from vcfzarr_sql.store.confined import DataDirs
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "Limits", "PgServer", "make_server", "serve"]
@@ -46,20 +50,32 @@ CLOSE_WAIT = 5.0
 log = logging.getLogger("vcfzarr_sql.serve.pg")
 
 
+#: A session as the server sees it: in a process of its own, or a thread of the server's.
+Session = SessionProcess | ClientSession
+
+
 class _Connection(socketserver.BaseRequestHandler):
     server: PgServer
 
     def handle(self) -> None:
         key = (next(self.server.process_ids), secrets.randbelow(1 << 31))
-        session = ClientSession(self.request, sessions=self.server.database,
-                                security=self.server.security, limits=self.server.limits,
-                                key=key, cancel=self.server.cancel, peer=self.client_address[0],
-                                signal=self.server.signal_backend,
-                                admit=lambda: self.server.admit(key))
+        session: Session
+        if self.server.setup is not None:
+            session = SessionProcess(self.request, key=key, peer=self.client_address[0],
+                                     setup=self.server.setup)
+        else:
+            session = ClientSession(self.request, sessions=self.server.database,
+                                    security=self.server.security, limits=self.server.limits,
+                                    key=key, cancel=self.server.cancel, peer=self.client_address[0],
+                                    signal=self.server.signal_backend,
+                                    admit=lambda _user: self.server.admit(key))
         with self.server.sessions_lock:
             self.server.sessions[key] = session
         try:
-            session.run()
+            if isinstance(session, SessionProcess):
+                session.serve(self.server)
+            else:
+                session.run()
         finally:
             with self.server.sessions_lock:
                 del self.server.sessions[key]
@@ -67,11 +83,13 @@ class _Connection(socketserver.BaseRequestHandler):
 
 
 class PgServer(socketserver.ThreadingTCPServer):
-    """A threaded TCP server, one :class:`~.session.ClientSession` per connection.
+    """A threaded TCP server, one :class:`~.session.ClientSession` per connection, in a
+    process of its own (:class:`~.session_process.SessionProcess`) when ``setup`` says how to
+    start one, else in a thread of this process.
 
     A CancelRequest interrupts the query of the session whose key it names. A watchdog
-    thread enforces the auth and statement timeouts and cancels the statement of a client
-    that hung up (:mod:`.watchdog`). Logged-in clients beyond ``limits.max_connections`` are
+    thread enforces the auth and statement timeouts, cancels the statement of a client
+    that hung up, and ends a session's process whose statement does not stop (:mod:`.watchdog`). Logged-in clients beyond ``limits.max_connections`` are
     refused (at once when the server is full). Connections still logging in have slots of
     their own (``limits.max_logins``, ``limits.max_logins_per_address``): a new one past them
     ends the oldest, so idle sockets cannot lock real users out.
@@ -84,12 +102,13 @@ class PgServer(socketserver.ThreadingTCPServer):
     max_refusing = 64
 
     def __init__(self, host: str, port: int, *, database: LockedDatabase, security: Security,
-                 limits: Limits):
+                 limits: Limits, setup: session_process.Setup | None = None):
         self.database = database
         self.security = security
         self.limits = limits
+        self.setup = setup
         self.process_ids = itertools.count(1)
-        self.sessions: dict[tuple[int, int], ClientSession] = {}
+        self.sessions: dict[tuple[int, int], Session] = {}
         self.sessions_lock = threading.Lock()
         #: The keys of the sessions logged in (counted against ``limits.max_connections``).
         self.admitted: set[tuple[int, int]] = set()
@@ -130,13 +149,24 @@ class PgServer(socketserver.ThreadingTCPServer):
             target.interrupt()
         return True
 
-    def _sessions(self) -> list[ClientSession]:
+    def _sessions(self) -> list[Session]:
         with self.sessions_lock:
             return list(self.sessions.values())
 
+    def memory_used(self) -> int:
+        """Bytes the server takes now: this process's resident memory, and with sessions in
+        processes, the proportional memory of this process, of the sessions' parent and of
+        each session's."""
+        if self.setup is None:
+            return memory.resident_bytes()
+        return memory.proportional_bytes() + session_process.forkserver_bytes() + sum(
+            session.memory_bytes() for session in self._sessions()
+            if isinstance(session, SessionProcess))
+
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         watcher = threading.Thread(target=watchdog.watch, name="vcfzarr-sql watchdog", daemon=True,
-                                   args=(self._sessions, self.limits, self._stop_watching))
+                                   args=(self._sessions, self.limits, self._stop_watching,
+                                         self.memory_used))
         watcher.start()
         try:
             super().serve_forever(poll_interval)
@@ -198,12 +228,19 @@ class PgServer(socketserver.ThreadingTCPServer):
 
     def server_close(self) -> None:
         """Stop listening, end every session (waiting up to :data:`CLOSE_WAIT` seconds for
-        them: a process that exits while a session's thread is inside DuckDB aborts)."""
+        them: a process that exits while a session's thread is inside DuckDB aborts; a
+        session's process still running then is ended, and killed a second later)."""
         super().server_close()
         self._stop_watching.set()
         for session in self._sessions():
             session.hang_up()
         deadline = time.monotonic() + CLOSE_WAIT
+        while self._sessions() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for session in self._sessions():  # (a process whose statement does not stop)
+            if isinstance(session, SessionProcess):
+                session.end("57P01", "terminating connection due to server shutdown")
+        deadline = time.monotonic() + session_process.KILL_WAIT + 0.5
         while self._sessions() and time.monotonic() < deadline:
             time.sleep(0.05)
         self.database.close()
@@ -214,7 +251,7 @@ def make_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
                 writable: bool = False, memory_limit: str = DEFAULT_MEMORY_LIMIT,
                 password: str | None = None, tls_cert: str | None = None,
                 tls_key: str | None = None, insecure: bool = False,
-                limits: Limits | None = None) -> PgServer:
+                limits: Limits | None = None, processes: bool = True) -> PgServer:
     """A bound server, not yet serving: call ``serve_forever()`` (and ``shutdown()`` from
     another thread to stop it). ``port=0`` picks a free port (see :attr:`PgServer.port`).
 
@@ -224,6 +261,8 @@ def make_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
     DuckDB's, per session. ``password``: required from clients (SCRAM-SHA-256);
     ``tls_cert``/``tls_key``: PEM files, TLS then required. A ``host`` other machines reach
     needs TLS and a password unless ``insecure``. ``limits``: :class:`~.config.Limits`.
+    ``processes``: each session in a process of its own (:mod:`.session_process`; not for a
+    ``writable`` database, whose sessions share one DuckDB instance: they are threads).
     """
     check_exposure(host, tls=tls_cert is not None, password=password is not None, insecure=insecure)
     security = Security.of(password=password, tls_cert=tls_cert, tls_key=tls_key)
@@ -231,9 +270,15 @@ def make_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
                            database=None if database in (None, ":memory:") else database,
                            writable=writable, memory_limit=memory_limit)
     sessions = LockedDatabase(policy)
-    rows.warm_up()
+    limits = limits or Limits()
+    setup = None
+    if processes and not (policy.writable and policy.database is not None):
+        session_process.start_forkserver()
+        setup = session_process.Setup(policy, limits, security.secret, security.tls_files)
+    else:
+        rows.warm_up()
     try:
-        return PgServer(host, port, database=sessions, security=security, limits=limits or Limits())
+        return PgServer(host, port, database=sessions, security=security, limits=limits, setup=setup)
     except OSError as err:
         sessions.close()
         reason = "address already in use" if err.errno == errno.EADDRINUSE else err.strerror or str(err)

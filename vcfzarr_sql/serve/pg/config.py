@@ -90,18 +90,22 @@ def check_exposure(host: str, *, tls: bool, password: bool, insecure: bool) -> N
 @dataclass
 class Security:
     """TLS (required from every client when set), the password's SCRAM secret (None: no
-    password) and the throttle of failed logins."""
+    password) and the throttle of failed logins. ``tls_files``: the certificate and key files
+    ``tls`` was made of (a session in a process of its own makes its context from them)."""
 
     tls: ssl.SSLContext | None = None
     secret: ScramSecret | None = None
     throttle: LoginThrottle = field(default_factory=LoginThrottle)
+    tls_files: tuple[str, str] | None = None
 
     @classmethod
     def of(cls, *, password: str | None = None, tls_cert: str | None = None,
            tls_key: str | None = None) -> Security:
         if (tls_cert is None) != (tls_key is None):
             raise ServerConfigError("TLS needs both --tls-cert and --tls-key")
+        files = None if tls_cert is None or tls_key is None else (tls_cert, tls_key)
         return cls(
-            tls=None if tls_cert is None or tls_key is None else tls_context(tls_cert, tls_key),
+            tls=None if files is None else tls_context(*files),
             secret=None if password is None else ScramSecret.from_password(password),
+            tls_files=files,
         )

@@ -121,17 +121,18 @@ class LockedDatabase:
     """Opens locked-down sessions under a :class:`SessionPolicy` (one per client).
 
     A writable database is opened once, here; a read-only one is attached by each session.
-    Opening checks the database once, so a bad ``--database`` fails at start, not per client.
+    Opening checks the database once (unless ``check`` is False: a session's process whose
+    server checked it), so a bad ``--database`` fails at start, not per client.
     """
 
-    def __init__(self, policy: SessionPolicy):
+    def __init__(self, policy: SessionPolicy, check: bool = True):
         self.policy = policy
         self._shared: duckdb.DuckDBPyConnection | None = None
         try:
             if policy.database is not None and policy.writable:
                 self._shared = duckdb.connect(policy.database, config=_instance_config(policy))
                 _lock(self._shared)
-            else:
+            elif check:
                 self.connect().close()
         except duckdb.Error as err:
             first = str(err).strip().splitlines()[0]

@@ -85,13 +85,14 @@ def thread_stack_bytes() -> int:
     return _UNLIMITED_STACK if soft == resource.RLIM_INFINITY else soft
 
 
-def cap_process_memory(limit: int) -> None:
+def cap_process_memory(limit: int, used: int | None = None) -> None:
     """Refuse this process, from now on, new address space beyond what ``limit`` bytes leave of
-    its resident memory (and the stacks of :data:`SPARE_THREADS` threads): ``RLIMIT_DATA``,
-    heap and private mappings as the kernel counts them. A lower hard limit is kept."""
+    its memory in use (``used``, default its resident memory; and the stacks of
+    :data:`SPARE_THREADS` threads): ``RLIMIT_DATA``, heap and private mappings as the kernel
+    counts them. A lower hard limit is kept."""
     one_malloc_arena()
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    data, resident = _status("VmData"), _status("VmRSS")
+    data, resident = _status("VmData"), _status("VmRSS") if used is None else used
     if data is None or resident is None:
         return
     limit = data + max(limit - resident, 0) + SPARE_THREADS * thread_stack_bytes()
@@ -129,3 +130,19 @@ def resident_bytes() -> int:
             return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, IndexError, ValueError):
         return 0
+
+
+def proportional_bytes(pid: int | None = None) -> int:
+    """Bytes of memory process ``pid`` (None: this one) takes, pages it shares with other
+    processes counted in proportion (``Pss`` of ``/proc/PID/smaps_rollup``: session processes
+    forked from one parent share its pages, which resident sizes would count once each); 0
+    when it is gone or ``/proc`` is missing."""
+    try:
+        with open(f"/proc/{'self' if pid is None else pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+

@@ -118,8 +118,10 @@ class ClientSession:
     CancelRequest instead of a StartupMessage passes the key it names to ``cancel``.
     ``peer``: the client's address (for the log and the login throttle). ``signal(key, pid,
     terminate)``: what ``pg_cancel_backend(pid)``/``pg_terminate_backend(pid)`` run.
-    ``admit``: asked once the password is right, whether a logged-in client may be added
-    (False: "too many clients").
+    ``admit(user)``: asked once the password is right, whether a logged-in client may be
+    added (False: "too many clients"). ``on_busy(busy)``: told when the session starts and
+    ends handling a message (a session in a process of its own tells its server's watchdog).
+    ``connected_at``: when the client connected (``time.monotonic()``; default: now).
     """
 
     def __init__(self, sock: socket.socket, *, sessions: LockedDatabase,
@@ -127,7 +129,8 @@ class ClientSession:
                  key: tuple[int, int] = (0, 0),
                  cancel: Callable[[tuple[int, int]], None] | None = None, peer: str = "",
                  signal: pg_catalog.Signal | None = None,
-                 admit: Callable[[], bool] | None = None):
+                 admit: Callable[[str], bool] | None = None,
+                 on_busy: Callable[[bool], None] | None = None, connected_at: float | None = None):
         self._sock = sock
         # unbuffered until logged in: nothing a client sends early is read past a TLS switch
         self._in: socket.SocketIO | io.BufferedReader = sock.makefile("rb", buffering=0)
@@ -142,8 +145,9 @@ class ClientSession:
         #: The user name the client logged in with.
         self.user = ""
         self._admit = admit
+        self._on_busy = on_busy
         #: When the connection was made, and whether the client logged in (the auth timeout).
-        self.connected_at = time.monotonic()
+        self.connected_at = time.monotonic() if connected_at is None else connected_at
         self.logged_in = False
         self._login_expired = False
         #: When the message being handled arrived (None: waiting for the client).
@@ -222,6 +226,13 @@ class ClientSession:
             self._out.clear()
             self._sock.settimeout(1)
             self._sock.sendall(protocol.error_response("FATAL", sqlstate, message))
+
+    def end(self, sqlstate: str, message: str) -> None:
+        """Tell the client a FATAL error and hang up, whatever the session is doing (from
+        another thread, when its process is about to exit)."""
+        self._end_with(sqlstate, message)
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
 
     def interrupt(self, reason: str = "user request") -> None:
         """Cancel the running query (a client's CancelRequest, the statement timeout, the
@@ -304,7 +315,7 @@ class ClientSession:
         user = self.user = params.get("user", "")
         if self._security.secret is not None and not self._authenticate(user):
             return False
-        if self._admit is not None and not self._admit():
+        if self._admit is not None and not self._admit(user):
             self._end_with("53300", "sorry, too many clients already")
             return False
         try:
@@ -394,6 +405,8 @@ class ClientSession:
                 raise ProtocolError(f"unexpected message type {kind!r}")
             self._cancel_reason = None
             self.busy_since = time.monotonic()
+            if self._on_busy is not None:
+                self._on_busy(True)
             try:
                 handler(Payload(payload))
             except (ProtocolError, ConnectionError):  # (the connection's, not the statement's)
@@ -406,6 +419,8 @@ class ClientSession:
                     self._skip_to_sync = True
             finally:
                 self.busy_since = None
+                if self._on_busy is not None:
+                    self._on_busy(False)
 
     def _close_portals(self, held_too: bool = True) -> None:
         for name, portal in list(self._portals.items()):
