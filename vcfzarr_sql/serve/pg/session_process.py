@@ -118,12 +118,22 @@ def _preparation_data(name: str) -> dict[str, object]:
             "authkey": bytes(multiprocessing.process.current_process().authkey)}
 
 
+#: Whether this Python's forkserver start is the one :class:`_Popen` copies (3.11 to 3.13 were
+#: read; on any other, or where a name it uses is missing, the stdlib's own start is used: it
+#: works the same, at the cost of the main module imported again in each session's process).
+_OWN_LAUNCH = sys.version_info[:2] in ((3, 11), (3, 12), (3, 13)) and all(
+    hasattr(multiprocessing.forkserver, name) for name in ("connect_to_new_process", "read_signed")) \
+    and hasattr(multiprocessing.context, "set_spawning_popen")
+
+
 class _Process(multiprocessing.process.BaseProcess):
     _start_method = "forkserver"
 
     @staticmethod
-    def _Popen(process_obj: multiprocessing.process.BaseProcess) -> _Popen:
-        return _Popen(process_obj)
+    def _Popen(process_obj: multiprocessing.process.BaseProcess) -> multiprocessing.popen_forkserver.Popen:
+        if _OWN_LAUNCH:
+            return _Popen(process_obj)
+        return multiprocessing.popen_forkserver.Popen(process_obj)
 
 
 @dataclass(frozen=True)
