@@ -323,3 +323,22 @@ def test_opening_and_a_gt_region_query_read_no_chunk_of_the_batches(cohort):
         assert batch_chunks(opened) == []
     want = vcfzarr_sql.dataset(str(expected_store), region="1:90-310").to_table(columns=columns)
     assert sorted(got.to_pylist(), key=str) == sorted(want.to_pylist(), key=str)
+
+
+def test_a_batch_stores_the_summaries_a_cohort_reads_of_it_only(cohort):
+    """An added batch has the region index and the genotype counts the cohort adds up, not the
+    packed genotypes and per-chunk ``stats`` counts a plain store has (no cohort query reads
+    them of a batch); the first batch, the store ``convert`` made, keeps them."""
+    from vcfzarr_sql.format import packed_genotypes as pg
+    from vcfzarr_sql.store.vcz import open_store as open_plain
+
+    store, _, _, _, _ = cohort
+    read = ("region_index", sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.SAMPLE_CLASS_COUNTS)
+    unread = (pg.PACKED, pg.PACKED_EXACT, sc.SAMPLE_CALL_STATS, sc.HWE_GENOTYPE_COUNTS,
+              sc.CALL_DEPTH_COUNTS, sc.INDEL_VAF)
+    with open_plain(store) as first:
+        assert all(first.has_array(name) for name in read + unread)
+    for batch in sorted((store / ".vcfzarr-cohort" / "batches").iterdir()):
+        with open_plain(batch) as added:
+            assert all(added.has_array(name) for name in read)
+            assert not any(added.has_array(name) for name in unread)
