@@ -29,7 +29,7 @@ from vcfzarr_sql.format import cohort as layout
 from vcfzarr_sql.format import gvcf, spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.format.region_index import region_index
-from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_tree
+from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_written
 from vcfzarr_sql.store.fasta import Fasta
 from vcfzarr_sql.store.kvstore import open_kv
 from vcfzarr_sql.store.opening import open_store, read_manifest
@@ -557,8 +557,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             sites_path = f"{layout.SITES}/{generation}"
             _write_sites(root / sites_path, sites, chunks[0])
             write_added_counts(root, root / sites_path, stores)
-            for relative in [*batch_paths[len(manifest.batches):], sites_path]:
-                sync_tree(root / relative)
+            sync_written()  # (the new batches and sites store, before the manifest names them)
             counts = tuple(s.num_samples for s in stores)
             commit_manifest(root, layout.Manifest(tuple(batch_paths), counts, sites_path, generation))
         finally:
