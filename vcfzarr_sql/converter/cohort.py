@@ -538,7 +538,8 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             manifest = layout.Manifest(("",), (len(sites.samples),), f"{layout.SITES}/0", 0)
         numbers = [int(p.rsplit("/", 1)[1]) for p in manifest.batches[1:]]
         next_number = max(numbers, default=0) + 1
-        stores = [open_plain(root / p) if p else open_plain(root) for p in manifest.batches]
+        # (the batches' records and counts are read; their samples, filters... are the sites')
+        stores = [open_plain(root / p if p else root, lazy=True) for p in manifest.batches]
         try:
             batch_paths = list(manifest.batches)
             for number, path in enumerate(paths, start=next_number):
