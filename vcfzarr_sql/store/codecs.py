@@ -10,6 +10,7 @@ can also be decoded straight to one Arrow string array (``decode_strings``, see
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -41,7 +42,8 @@ class ChunkCodec(Protocol):
 class DeferredCodec:
     """A codec built at its first use: opening a store parses every array's metadata, and a
     query decodes the chunks of a few arrays (of a cohort's batches, often none). Whether a
-    codec is allowed is decided before (:class:`RefusedCodec`), when the metadata is parsed."""
+    codec is allowed is decided before (:class:`RefusedCodec`), when the metadata is parsed.
+    It pickles as what builds it (a store's array metadata goes to scan workers)."""
 
     def __init__(self, build: Callable[[], ChunkCodec]):
         self._build = build
@@ -199,7 +201,7 @@ def v2_codec(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]) ->
     why = bounds.refusal_in(meta)
     if why is not None:
         return RefusedCodec(name, why)
-    return DeferredCodec(lambda: _v2_pipeline(name, meta, dtype, chunks))
+    return DeferredCodec(functools.partial(_v2_pipeline, name, meta, dtype, chunks))
 
 
 def _v2_pipeline(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]) -> ChunkCodec:
@@ -282,7 +284,7 @@ def v3_codec(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[int, 
     why = bounds.refusal_in({"codecs": codecs})
     if why is not None:
         return RefusedCodec(name, why)
-    return DeferredCodec(lambda: _v3_pipeline(name, codecs, dtype, chunks))
+    return DeferredCodec(functools.partial(_v3_pipeline, name, codecs, dtype, chunks))
 
 
 def _v3_pipeline(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[int, ...]) -> ChunkCodec:
