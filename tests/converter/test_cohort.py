@@ -28,8 +28,9 @@ from vcfzarr_sql.converter import convert
 from vcfzarr_sql.converter.cohort import DuplicateSampleError, add
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.query.genotype_stats import COLUMNS as GT_COLUMNS
-from vcfzarr_sql.store import open_store
+from vcfzarr_sql.store import open_store, opening
 from vcfzarr_sql.store.cohort import CohortStore
+from vcfzarr_sql.store.kvstore import DirectoryStore
 from vcfzarr_sql.view import Selection, view
 
 FORMAT_FIELDS = ("GT", "AD", "DP", "GQ", "FT")
@@ -291,3 +292,53 @@ def test_add_stores_the_counts_over_all_samples_added_up(cohort):
         for name in (sc.ALLELE_COUNTS, sc.CALL_COUNTS):
             assert got.sites.has_array(name)
             np.testing.assert_array_equal(got.read_array(name), want.read_array(name))
+
+
+def test_opening_and_a_gt_region_query_read_no_chunk_of_the_batches(cohort):
+    """A cohort opens its batches reading only their metadata (its samples, contigs and
+    filters are the sites store's), and a region query of positions and ``gt_`` columns reads
+    no batch chunk (the counts are added up in the sites store): what a new connection pays."""
+    store, _, expected_store, _, _ = cohort
+    read: dict[str, list[str]] = {}
+
+    class Recording(DirectoryStore):
+        def get(self, key):
+            read.setdefault(self.location, []).append(key)
+            return super().get(key)
+
+    def sub_store(relative):
+        where = str(store / relative) if relative else str(store)
+        return Recording(where, where)
+
+    def batch_chunks(opened):
+        batches = {b.path for b in opened.batches}
+        return sorted(k for where, keys in read.items() if where in batches
+                      for k in keys if not k.rsplit("/", 1)[-1].startswith((".z", "zarr.json")))
+
+    columns = ["pos", "gt_AC", "gt_AN"]
+    with opening.open_store(store, sub_stores=sub_store) as opened:
+        assert isinstance(opened, CohortStore) and len(opened.batches) == 4
+        assert batch_chunks(opened) == []
+        got = vcfzarr_sql.dataset(opened, region="1:90-310").to_table(columns=columns)
+        assert batch_chunks(opened) == []
+    want = vcfzarr_sql.dataset(str(expected_store), region="1:90-310").to_table(columns=columns)
+    assert sorted(got.to_pylist(), key=str) == sorted(want.to_pylist(), key=str)
+
+
+def test_a_batch_stores_the_summaries_a_cohort_reads_of_it_only(cohort):
+    """An added batch has the region index and the genotype counts the cohort adds up, not the
+    packed genotypes and per-chunk ``stats`` counts a plain store has (no cohort query reads
+    them of a batch); the first batch, the store ``convert`` made, keeps them."""
+    from vcfzarr_sql.format import packed_genotypes as pg
+    from vcfzarr_sql.store.vcz import open_store as open_plain
+
+    store, _, _, _, _ = cohort
+    read = ("region_index", sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.SAMPLE_CLASS_COUNTS)
+    unread = (pg.PACKED, pg.PACKED_EXACT, sc.SAMPLE_CALL_STATS, sc.HWE_GENOTYPE_COUNTS,
+              sc.CALL_DEPTH_COUNTS, sc.INDEL_VAF)
+    with open_plain(store) as first:
+        assert all(first.has_array(name) for name in read + unread)
+    for batch in sorted((store / ".vcfzarr-cohort" / "batches").iterdir()):
+        with open_plain(batch) as added:
+            assert all(added.has_array(name) for name in read)
+            assert not any(added.has_array(name) for name in unread)

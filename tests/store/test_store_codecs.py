@@ -176,3 +176,21 @@ def test_decoding_does_not_touch_zarr_python(tmp_path, monkeypatch):
         monkeypatch.setattr(zarr.Array, "__getitem__", forbidden)
         monkeypatch.setattr(zarr.Array, "get_basic_selection", forbidden)
         assert store.read_chunk("variant_X", (3, 2)).tolist() == INTS[21:, 4:].tolist()
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_array_metadata_pickles_with_its_codec_and_decodes_after(tmp_path, zarr_format):
+    """A codec is built at its first decode, and an array's metadata (which scan workers may
+    receive) pickles before and after that, decoding as the store does."""
+    import pickle
+
+    path = tmp_path / "s.vcz"
+    _store(path, zarr_format, "variant_X", INTS, compressors=numcodecs.Zstd() if zarr_format == 2
+           else zc.ZstdCodec())
+    store = vcfzarr_sql.open_store(path)
+    info = store.array_info("variant_X")
+    raw = store.read_chunk_bytes("variant_X", (0, 0))
+    before = pickle.loads(pickle.dumps(info)).codec.decode(raw)
+    np.testing.assert_array_equal(before, info.codec.decode(raw))
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(info)).codec.decode(raw), before)
+    np.testing.assert_array_equal(before[:7, :2], INTS[:7, :2])

@@ -223,8 +223,10 @@ def _parse(input_path: str, header: HeaderInfo, spill: Path, pool: WorkerPool, p
 
 
 def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress: _Progress, *,
-           variants_chunk_size: int, samples_chunk_size: int, workers: int, compressor: dict | None) -> Layout:
-    """Parse (pass 1), then encode (pass 2) into ``store``; the store's layout."""
+           variants_chunk_size: int, samples_chunk_size: int, workers: int, compressor: dict | None,
+           batch: bool) -> Layout:
+    """Parse (pass 1), then encode (pass 2) into ``store``; the store's layout (``batch``:
+    without the summaries a cohort does not read of its batches: :func:`convert`)."""
     [header] = pool.run(read_file_header, [(input_path,)])
     spill = work / "spill"
     results = _parse(input_path, header, spill, pool, progress, workers, variants_chunk_size,
@@ -238,9 +240,9 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     for deviation in [*seen.notes, *header_deviations(seen.fields, arrays)]:
         warnings.warn(VcfZarrWarning(f"{input_path}: {deviation}"), stacklevel=2)
     summary = _summary_arrays(arrays, layout)
-    call_stats = _call_stats_arrays(arrays, layout)
+    call_stats = {} if batch else _call_stats_arrays(arrays, layout)
     packed = (packed_arrays(layout.num_variants, layout.num_samples, layout.variants_chunk,
-                            layout.samples_chunk) if summary else None)
+                            layout.samples_chunk) if summary and not batch else None)
     write_group(store, {}, [*arrays, *summary.values(), *call_stats.values(),
                             *(packed or {}).values()])
 
@@ -333,6 +335,7 @@ def convert(
     show_progress: bool | None = None,
     compressor: numcodecs.abc.Codec | None = None,
     max_memory: int | None = None,
+    batch: bool = False,
 ) -> ConvertSummary:
     """Convert a VCF, bgzipped VCF or BCF file to a VCF Zarr 0.3 store (Zarr v2) at ``output``.
 
@@ -344,7 +347,10 @@ def convert(
     stderr (default: when stderr is a terminal). ``max_memory``: bytes each worker process may
     allocate (Linux ``RLIMIT_DATA``; default: 3/4 of the machine's memory among the workers):
     a record the parser cannot hold within it is a :class:`VcfParseError` naming the file and
-    the record, as htslib grows its line buffer without limit. Raises :class:`VcfParseError` for input that
+    the record, as htslib grows its line buffer without limit. ``batch``: the store is a batch
+    ``add`` adds to a cohort, which reads of its batches only their region index and genotype
+    counts (per record and per sample): the packed genotypes and the ``stats`` counts per
+    variant chunk are not written (``index`` writes them). Raises :class:`VcfParseError` for input that
     cannot be read (and leaves nothing behind), :class:`OutputError` if ``output`` exists and
     ``force`` is not set, if ``force`` is set but ``output`` is not a VCF Zarr store (or is the
     input, holds it, holds anything but Zarr metadata and chunks, or is the working directory
@@ -367,7 +373,8 @@ def convert(
     if show_progress is None:
         show_progress = sys.stderr.isatty()
     settings = dict(variants_chunk_size=variants_chunk_size, samples_chunk_size=samples_chunk_size,
-                    workers=workers, compressor=None if compressor is None else compressor.get_config())
+                    workers=workers, compressor=None if compressor is None else compressor.get_config(),
+                    batch=batch)
     try:
         output_path.parent.mkdir(parents=True, exist_ok=True)
         with output_lock(output_path):

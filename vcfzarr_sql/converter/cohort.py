@@ -29,7 +29,7 @@ from vcfzarr_sql.format import cohort as layout
 from vcfzarr_sql.format import gvcf, spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.format.region_index import region_index
-from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_tree
+from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_written
 from vcfzarr_sql.store.fasta import Fasta
 from vcfzarr_sql.store.kvstore import open_kv
 from vcfzarr_sql.store.opening import open_store, read_manifest
@@ -538,13 +538,15 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             manifest = layout.Manifest(("",), (len(sites.samples),), f"{layout.SITES}/0", 0)
         numbers = [int(p.rsplit("/", 1)[1]) for p in manifest.batches[1:]]
         next_number = max(numbers, default=0) + 1
-        stores = [open_plain(root / p) if p else open_plain(root) for p in manifest.batches]
+        # (the batches' records and counts are read; their samples, filters... are the sites')
+        stores = [open_plain(root / p if p else root, lazy=True) for p in manifest.batches]
         try:
             batch_paths = list(manifest.batches)
             for number, path in enumerate(paths, start=next_number):
                 relative = f"{layout.BATCHES}/{number}"
                 convert(path, root / relative, variants_chunk_size=chunks[0],
-                        samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress)
+                        samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress,
+                        batch=True)
                 batch = open_plain(root / relative)
                 if sites.merged_alleles is not None or _might_hold_blocks(batch):
                     sites = _merge_gvcf(sites, stores, batch, fasta)
@@ -556,8 +558,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             sites_path = f"{layout.SITES}/{generation}"
             _write_sites(root / sites_path, sites, chunks[0])
             write_added_counts(root, root / sites_path, stores)
-            for relative in [*batch_paths[len(manifest.batches):], sites_path]:
-                sync_tree(root / relative)
+            sync_written(root)  # (the new batches and sites store, before the manifest names them)
             counts = tuple(s.num_samples for s in stores)
             commit_manifest(root, layout.Manifest(tuple(batch_paths), counts, sites_path, generation))
         finally:

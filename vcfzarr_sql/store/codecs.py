@@ -10,7 +10,9 @@ can also be decoded straight to one Arrow string array (``decode_strings``, see
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numcodecs
@@ -31,11 +33,39 @@ class ChunkCodec(Protocol):
     the chunk's strings as one flat Arrow string array instead, without Python objects.
     """
 
-    arrow_strings: bool
+    @property
+    def arrow_strings(self) -> bool: ...
 
     def decode(self, raw: bytes) -> np.ndarray: ...
 
     def decode_strings(self, raw: bytes) -> pa.Array: ...
+
+
+class DeferredCodec:
+    """A codec built at its first use: opening a store parses every array's metadata, and a
+    query decodes the chunks of a few arrays (of a cohort's batches, often none). Whether a
+    codec is allowed is decided before (:class:`RefusedCodec`), when the metadata is parsed.
+    It pickles as what builds it (a store's array metadata goes to scan workers)."""
+
+    def __init__(self, build: Callable[[], ChunkCodec]):
+        self._build = build
+        self._built: ChunkCodec | None = None
+
+    @property
+    def built(self) -> ChunkCodec:
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+    @property
+    def arrow_strings(self) -> bool:
+        return self.built.arrow_strings
+
+    def decode(self, raw: bytes) -> np.ndarray:
+        return self.built.decode(raw)
+
+    def decode_strings(self, raw: bytes) -> pa.Array:
+        return self.built.decode_strings(raw)
 
 
 class UnsupportedCodec:
@@ -173,6 +203,10 @@ def v2_codec(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]) ->
     why = bounds.refusal_in(meta)
     if why is not None:
         return RefusedCodec(name, why)
+    return DeferredCodec(functools.partial(_v2_pipeline, name, meta, dtype, chunks))
+
+
+def _v2_pipeline(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]) -> ChunkCodec:
     try:
         compressor = numcodecs.get_codec(meta["compressor"]) if meta.get("compressor") else None
         filters = [numcodecs.get_codec(f) for f in meta.get("filters") or ()]
@@ -252,6 +286,10 @@ def v3_codec(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[int, 
     why = bounds.refusal_in({"codecs": codecs})
     if why is not None:
         return RefusedCodec(name, why)
+    return DeferredCodec(functools.partial(_v3_pipeline, name, codecs, dtype, chunks))
+
+
+def _v3_pipeline(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[int, ...]) -> ChunkCodec:
     transposes: list[tuple[int, ...]] = []
     bytes_codecs: list = []
     vlen = None

@@ -21,6 +21,7 @@ gives it a value.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -112,12 +113,16 @@ class CohortStore(VczStore):
         self.samples_chunk_size = base.samples_chunk_size
         self.num_sample_chunks = -(-self.num_samples // self.samples_chunk_size)
         self._offsets = np.cumsum([0, *(b.num_samples for b in batches)]).tolist()
-        self._filter_maps = [np.array([self.filters.index(f) for f in b.filters], dtype=np.int64)
-                             for b in batches]
         self._arrays = self._cohort_arrays()
         header = parse_header(self.vcf_header) if self.vcf_header else None
         self.info_fields = describe_fields(INFO, self._arrays, header)
         self.format_fields = describe_fields(FORMAT, self._arrays, header)
+
+    @functools.cached_property
+    def _filter_maps(self) -> list[np.ndarray]:
+        """Per batch, the cohort's column of each of its filters."""
+        return [np.array([self.filters.index(f) for f in b.filters], dtype=np.int64)
+                for b in self.batches]
 
     def _cohort_arrays(self) -> dict[str, ArrayInfo]:
         """The cohort's arrays: the sites store's small ones, and for every other array of a

@@ -55,16 +55,16 @@ def open_store(path: str | os.PathLike, *, storage_options: dict | None = None,
         return vcz.open_store(location, storage_options=storage_options, kv=kv)
     opened: list[vcz.VczStore] = []
 
-    def sub(relative: str) -> vcz.VczStore:
+    def sub(relative: str, lazy: bool) -> vcz.VczStore:
         where = location.rstrip("/") + "/" + relative if relative else location
         child = sub_stores(relative) if sub_stores is not None else open_kv(where, storage_options)
-        store = vcz.open_store(where, storage_options=storage_options, kv=child)
+        store = vcz.open_store(where, storage_options=storage_options, kv=child, lazy=lazy)
         opened.append(store)
         return store
 
     try:
-        batches = [sub(p) for p in manifest.batches]
-        sites = sub(manifest.sites)
+        batches = [sub(p, lazy=True) for p in manifest.batches]  # (read what a query needs)
+        sites = sub(manifest.sites, lazy=False)
         for store, count in zip(batches, manifest.num_samples):
             if store.num_samples != count:
                 raise StoreError(f"{store.path}: {store.num_samples} samples, the cohort's "

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import json
@@ -25,7 +26,7 @@ from vcfzarr_sql.store import derived
 from vcfzarr_sql.store.bounds import MAX_CHUNK_BYTES_VARIABLE, max_chunk_bytes
 from vcfzarr_sql.store.codecs import finished, trimmed_strings
 from vcfzarr_sql.store.fields import FORMAT, INFO, FieldInfo, describe_fields
-from vcfzarr_sql.store.header import parse_header
+from vcfzarr_sql.store.header import HeaderDefinitions, parse_header
 from vcfzarr_sql.store.kvstore import FsspecStore, KeyValueStore, is_url, open_kv
 from vcfzarr_sql.store.metadata import ArrayInfo, fixed_array_problem, parse_v2, parse_v3
 
@@ -40,21 +41,28 @@ _NEVER_ALL_FILL = (spec.VARIANT_POSITION, spec.VARIANT_ID, spec.CONTIG_ID, spec.
                    spec.REGION_INDEX)
 #: ``source`` attribute of stores written by our converter, which writes every chunk.
 _OUR_SOURCE = "vcfzarr-sql"
+#: What :meth:`VczStore.load` reads: the small arrays and the fields they describe.
+_SMALL = ("samples", "contigs", "contig_lengths", "filters", "filter_descriptions", "info_fields",
+          "format_fields")
 
 
 def open_store(path: str | os.PathLike, *, storage_options: dict | None = None,
-               kv: KeyValueStore | None = None) -> VczStore:
+               kv: KeyValueStore | None = None, lazy: bool = False) -> VczStore:
     """Open the VCF Zarr store at ``path``: a local directory, a ``.zip`` file or an fsspec URL.
 
     Zarr v2 or v3; VCF Zarr 0.2 to 0.5. Raises StoreError (one line naming ``path``) when the
     path is missing or is not a VCF Zarr store. ``kv``: read the store's bytes through this
     key/value store instead of the one ``path`` names (the server's confined reader).
+    ``lazy``: open one batch of a cohort: the small arrays are read at their first use
+    (:class:`VczStore`), and no fingerprint is taken (the cohort's tells its version).
     """
     location = os.fspath(path)
-    fingerprint = metadata_fingerprint(location)  # before reading: a change while opening shows
+    # (before reading: a change while opening shows)
+    fingerprint = None if lazy else metadata_fingerprint(location)
     kv = kv or open_kv(location, storage_options)
     try:
-        return VczStore(location, kv, fingerprint=fingerprint, storage_options=storage_options)
+        return VczStore(location, kv, fingerprint=fingerprint, storage_options=storage_options,
+                        lazy=lazy)
     except BaseException:
         kv.close()
         raise
@@ -130,6 +138,10 @@ class VczStore:
     again in the receiving process (once per process: :mod:`vcfzarr_sql.store.reopen`, which
     registers how it pickles) and raises
     StoreError if it is no longer the store that was pickled.
+
+    ``lazy``: read the small arrays (samples, contigs, filters) and describe the fields at their
+    first use rather than now (:meth:`load`): what a cohort does with its batches, most queries
+    needing none of them.
     """
 
     def __init__(
@@ -139,6 +151,7 @@ class VczStore:
         *,
         fingerprint: tuple | None = None,
         storage_options: dict | None = None,
+        lazy: bool = False,
     ):
         self.path = path
         self._kv = kv
@@ -165,33 +178,69 @@ class VczStore:
         #: Whether every chunk is written (our converter's stores): then none may be missing.
         self.complete_chunks = str(self.attrs.get(spec.ATTR_SOURCE, "")).startswith(_OUR_SOURCE)
         self.vcf_header: str | None = self.attrs.get(spec.ATTR_HEADER)
-        header = parse_header(self.vcf_header) if self.vcf_header else None
-        self.samples = self._strings(spec.SAMPLE_ID)
-        self.contigs: list[str] = list(self._strings(spec.CONTIG_ID))
-        self.contig_lengths = (
-            self.read_array(spec.CONTIG_LENGTH).astype(np.int64)
-            if self.has_array(spec.CONTIG_LENGTH)
-            else None
-        )
-        self.filters: list[str] = list(self._strings(spec.FILTER_ID))
-        if self.has_array(spec.FILTER_DESCRIPTION):
-            self.filter_descriptions: list[str] = list(self._strings(spec.FILTER_DESCRIPTION))
-        else:
-            known = header.filters if header else {}
-            self.filter_descriptions = [known.get(f, "") for f in self.filters]
-        try:
-            self.info_fields: dict[str, FieldInfo] = describe_fields(INFO, self._arrays, header)
-            self.format_fields: dict[str, FieldInfo] = describe_fields(FORMAT, self._arrays, header)
-        except StoreError as err:
-            raise StoreError(f"{path}: {err}") from None
         self._check_chunk_sizes()
         position = self._arrays[spec.VARIANT_POSITION]
         self.num_variants: int = position.shape[0]
         self.variants_chunk_size: int = position.chunks[0]
         self.num_variant_chunks: int = position.grid[0]
-        self.num_samples: int = len(self.samples)
+        self.num_samples: int = (self._arrays[spec.SAMPLE_ID].shape[0]
+                                 if self.has_array(spec.SAMPLE_ID) else 0)
         self.samples_chunk_size: int = self._samples_chunk_size()
         self.num_sample_chunks: int = math.ceil(self.num_samples / self.samples_chunk_size)
+        if not lazy:
+            self.load()
+
+    def load(self) -> None:
+        """Read the small arrays and fields now (opening does, unless ``lazy``): a damaged one
+        is a StoreError naming the store here, not at its first use."""
+        for name in _SMALL:
+            getattr(self, name)
+
+    # -- the small arrays, read at their first use (a cohort's batch: only if a query needs them)
+
+    @functools.cached_property
+    def samples(self) -> np.ndarray:
+        """Sample names (``sample_id``)."""
+        return self._strings(spec.SAMPLE_ID)
+
+    @functools.cached_property
+    def contigs(self) -> list[str]:
+        return list(self._strings(spec.CONTIG_ID))
+
+    @functools.cached_property
+    def contig_lengths(self) -> np.ndarray | None:
+        if not self.has_array(spec.CONTIG_LENGTH):
+            return None
+        return self.read_array(spec.CONTIG_LENGTH).astype(np.int64)
+
+    @functools.cached_property
+    def filters(self) -> list[str]:
+        return list(self._strings(spec.FILTER_ID))
+
+    @functools.cached_property
+    def filter_descriptions(self) -> list[str]:
+        if self.has_array(spec.FILTER_DESCRIPTION):
+            return list(self._strings(spec.FILTER_DESCRIPTION))
+        known = self._header.filters if self._header else {}
+        return [known.get(f, "") for f in self.filters]
+
+    @functools.cached_property
+    def info_fields(self) -> dict[str, FieldInfo]:
+        return self._fields(INFO)
+
+    @functools.cached_property
+    def format_fields(self) -> dict[str, FieldInfo]:
+        return self._fields(FORMAT)
+
+    @functools.cached_property
+    def _header(self) -> HeaderDefinitions | None:
+        return parse_header(self.vcf_header) if self.vcf_header else None
+
+    def _fields(self, kind: str) -> dict[str, FieldInfo]:
+        try:
+            return describe_fields(kind, self._arrays, self._header)
+        except StoreError as err:
+            raise StoreError(f"{self.path}: {err}") from None
 
     # -- opening ---------------------------------------------------------------------------
 
