@@ -225,24 +225,29 @@ def _walk(shapes: _Shapes, which: np.ndarray) -> _Walks:
     k = np.arange(up, dtype=np.float64)[:, None]
     het = mid + 2.0 * k
     above = _steps(total, 4.0 * hom_r - 4.0 * k, hom_c - k, (het + 2.0) * (het + 1.0))
-    # Where each walk was cut, the next step's exact ratio (of integers) must be at most 1/2 ...
+    # Where each walk was cut, the ratio of its next step (of integers, rounded up: it bounds
+    # the float step too) must be below 1, so every value left out is below the last walked
+    # (or _TINY, where rounding errors are absolute) ...
     het_end, hom_r_end, hom_c_end = mid - 2 * down, hom_r + down, hom_c + down
     down_ended = (het_end <= 1) | (below[-1] == 0 if down else False)
-    down_falls = het_end * (het_end - 1) <= 2 * (hom_r_end + 1) * (hom_c_end + 1)
+    down_ratio = het_end * (het_end - 1.0) / (4.0 * (hom_r_end + 1.0) * (hom_c_end + 1.0)) * (1 + 2.0**-40)
     het_end, hom_r_end, hom_c_end = mid + 2 * up, hom_r - up, hom_c - up
     up_ended = (hom_r_end <= 0) | (above[-1] == 0 if up else False)
-    up_falls = 8 * hom_r_end * hom_c_end <= (het_end + 2) * (het_end + 1)
-    # ... and then every value left out is below the last walked (or _TINY): added to the
-    # total each must leave it as it was (the values below come after the total is 1 + down).
+    up_ratio = 4.0 * hom_r_end * hom_c_end / ((het_end + 2.0) * (het_end + 1.0)) * (1 + 2.0**-40)
+    # ... and, added to the total, each must leave it as it was (the values below come after
+    # the total is 1 + those walked down).
     last_below = np.maximum(below[-1] if down else 1.0, _TINY)
     last_above = np.maximum(above[-1] if up else 1.0, _TINY)
-    fits = ((down_ended | (down_falls & (total_down + last_below == total_down)))
-            & (up_ended | (up_falls & (total + last_above == total))))
+    fits = ((down_ended | ((down_ratio < 1) & (total_down + last_below == total_down)))
+            & (up_ended | ((up_ratio < 1) & (total + last_above == total))))
     probs = np.vstack([below[::-1], np.ones((1, len(which))), above]) / total
     # An HWE sum adds the values below first: their float sum is at most the first walked
-    # value's (they fall at least by half each step) plus rounding, or _TINY each.
+    # value's times ratio / (1 - ratio) (they fall at least by the ratio each step), plus
+    # rounding, or _TINY each.
     left_below = np.where(down_ended, 0, mid // 2 - down + 1)
-    below_bound = np.where(down_ended, 0.0, probs[0] * (1.0 + 2.0**-20) + left_below * _TINY)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        geometric = np.where(down_ended | (down_ratio >= 1), 0.0, down_ratio / (1.0 - down_ratio))
+    below_bound = np.where(down_ended, 0.0, probs[0] * geometric * (1.0 + 2.0**-20) + left_below * _TINY)
     above_bound = np.where(up_ended, 0.0, np.maximum(probs[-1], _TINY))
     return _Walks(probs, mid - 2 * down, below_bound, above_bound, fits)
 
