@@ -22,7 +22,7 @@ How the work is cut, each cut shown exact:
   *shape*), is walked once per shape;
 - the walk of a shape stops, each way, where its values have fallen far below those of the
   heterozygote counts tested (:data:`_FAR`; for a common variant most of its range is further
-  out), at a step whose next exact ratio is at most 1/2, so that every value left out is below
+  out), at a step whose next exact ratio is below 1, so that every value left out is below
   the last one walked (or below :data:`_TINY`);
 - what is left out is then shown to change nothing, with the float operations bcftools does:
   added to the total of the walk, each value left out leaves it as it is; added at the end of
