@@ -47,13 +47,13 @@ _MARGIN = 1.15
 #: A value left out below it (with every value after it) is bounded by this instead of by the
 #: last value walked (its rounding errors are absolute, not relative, there).
 _TINY = 2.0**-1000
-#: The sums over each triple's probabilities are computed in groups of at most this many
-#: probabilities (triples x widest walk; 32 MB of float64 at most), of shapes sorted by the
-#: length of their walk ...
+#: Shapes are walked, and their triples summed, in groups of shapes sorted by the length of
+#: their walk (a Python step per step of the longest, numpy operations over the group), of at
+#: most this many values (walks and triples x the longest walk; 32 MB of float64) ...
 _GROUP_CELLS = 4_000_000
-#: ... and at most this many times as long (plus the slack) as the group's shortest.
-_GROUP_WIDENING = 1.3
-_GROUP_SLACK = 8
+#: ... and at most this many values walked or summed in vain (past shorter walks' ends) per
+#: step of the longest: about what a step costs in Python.
+_GROUP_PADDING = 150
 
 
 def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -140,13 +140,16 @@ def _triple_tests(total: np.ndarray, nrare: np.ndarray, nhet: np.ndarray,
     # Groups of shapes of similar walk length, each with its triples.
     width = shapes.down + shapes.up + 1
     by_width = np.argsort(width, kind="stable")
-    triples_before = np.concatenate([[0], np.cumsum(np.bincount(shape_of)[by_width])])
+    rows = 1 + np.bincount(shape_of)[by_width]  # a shape's walk and its triples' sums
+    rows_before = np.concatenate([[0], np.cumsum(rows)])
+    cells_before = np.concatenate([[0], np.cumsum(rows * width[by_width])])
     bounds = [0]
     while bounds[-1] < len(by_width):
         a = bounds[-1]
         widths = width[by_width[a:]]  # ascending
-        fits = (triples_before[a + 1:] - triples_before[a]) * widths <= _GROUP_CELLS
-        fits &= widths <= _GROUP_WIDENING * widths[0] + _GROUP_SLACK
+        group_rows = rows_before[a + 1:] - rows_before[a]
+        padding = group_rows * widths - (cells_before[a + 1:] - cells_before[a])
+        fits = (group_rows * widths <= _GROUP_CELLS) & (padding <= _GROUP_PADDING * widths)
         bounds.append(a + max(1, int(np.count_nonzero(fits))))
     group_of = np.empty(len(width), dtype=np.int64)
     place = np.empty(len(width), dtype=np.int64)
@@ -190,14 +193,11 @@ class _Walks:
         cut = np.flatnonzero(self.below[shape] > 0)
         hwe_terms = probs * (probs <= observed)
         exc_het_terms = probs * (np.arange(len(probs))[:, None] >= observed_at)
-        if len(cut):
-            hwe_terms = np.concatenate([hwe_terms, hwe_terms[:, cut]], axis=1)
-        hwe = np.concatenate([np.zeros(n), self.below[shape[cut]]])
-        exc_het = np.zeros(n)
-        for hwe_row, exc_het_row in zip(hwe_terms, exc_het_terms):
-            hwe += hwe_row
-            exc_het += exc_het_row
-        hwe, most = hwe[:n], hwe[n:]
+        terms = np.concatenate([hwe_terms, exc_het_terms, hwe_terms[:, cut]], axis=1)
+        sums = np.concatenate([np.zeros(2 * n), self.below[shape[cut]]])
+        for row in terms:
+            sums += row
+        hwe, exc_het, most = sums[:n], sums[n:2 * n], sums[2 * n:]
         above = self.above[shape]
         exact = self.fits[shape] & (hwe + above == hwe) & (exc_het + above == exc_het)
         exact[cut] &= most == hwe[cut]
