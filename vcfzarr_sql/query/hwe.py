@@ -191,9 +191,10 @@ class _Walks:
         observed_at = (nhet - self.lowest[shape]) // 2
         observed = probs[observed_at, np.arange(n)]
         cut = np.flatnonzero(self.below[shape] > 0)
-        hwe_terms = probs * (probs <= observed)
-        exc_het_terms = probs * (np.arange(len(probs))[:, None] >= observed_at)
-        terms = np.concatenate([hwe_terms, exc_het_terms, hwe_terms[:, cut]], axis=1)
+        terms = np.empty((len(probs), 2 * n + len(cut)))  # HWE, ExcHet, HWE from the bound
+        np.multiply(probs, probs <= observed, out=terms[:, :n])
+        np.multiply(probs, np.arange(len(probs))[:, None] >= observed_at, out=terms[:, n:2 * n])
+        terms[:, 2 * n:] = terms[:, cut]
         sums = np.concatenate([np.zeros(2 * n), self.below[shape[cut]]])
         for row in terms:
             sums += row
@@ -218,13 +219,16 @@ def _walk(shapes: _Shapes, which: np.ndarray) -> _Walks:
     mid, hom_r, hom_c = shapes.mid[which], shapes.hom_r[which], shapes.hom_c[which]
     down, up = int(shapes.down[which].max()), int(shapes.up[which].max())
     total = np.ones(len(which))
+    probs = np.empty((down + 1 + up, len(which)))  # by heterozygote count: below, mid, above
+    below, above = probs[down - 1::-1] if down else probs[:0], probs[down + 1:]
+    probs[down] = 1.0
     k = np.arange(down, dtype=np.float64)[:, None]
     het = mid - 2.0 * k
-    below = _steps(total, het, het - 1.0, (4.0 * (hom_r + 1.0) + 4.0 * k) * (hom_c + 1.0 + k))
+    _steps(below, total, het, het - 1.0, (4.0 * (hom_r + 1.0) + 4.0 * k) * (hom_c + 1.0 + k))
     total_down = total.copy()
     k = np.arange(up, dtype=np.float64)[:, None]
     het = mid + 2.0 * k
-    above = _steps(total, 4.0 * hom_r - 4.0 * k, hom_c - k, (het + 2.0) * (het + 1.0))
+    _steps(above, total, 4.0 * hom_r - 4.0 * k, hom_c - k, (het + 2.0) * (het + 1.0))
     # Where each walk was cut, the ratio of its next step (of integers, rounded up: it bounds
     # the float step too) must be below 1, so every value left out is below the last walked
     # (or _TINY, where rounding errors are absolute) ...
@@ -240,7 +244,7 @@ def _walk(shapes: _Shapes, which: np.ndarray) -> _Walks:
     last_above = np.maximum(above[-1] if up else 1.0, _TINY)
     fits = ((down_ended | ((down_ratio < 1) & (total_down + last_below == total_down)))
             & (up_ended | ((up_ratio < 1) & (total + last_above == total))))
-    probs = np.vstack([below[::-1], np.ones((1, len(which))), above]) / total
+    probs /= total
     # An HWE sum adds the values below first: their float sum is at most the first walked
     # value's times ratio / (1 - ratio) (they fall at least by the ratio each step), plus
     # rounding, or _TINY each.
@@ -252,10 +256,10 @@ def _walk(shapes: _Shapes, which: np.ndarray) -> _Walks:
     return _Walks(probs, mid - 2 * down, below_bound, above_bound, fits)
 
 
-def _steps(total: np.ndarray, first: np.ndarray, second: np.ndarray, divisor: np.ndarray) -> np.ndarray:
-    """One direction of :func:`_walk`: per step (row), ``previous * first * second /
-    divisor``, each value added to ``total``; the values by step."""
-    values = np.empty(first.shape)
+def _steps(values: np.ndarray, total: np.ndarray, first: np.ndarray, second: np.ndarray,
+           divisor: np.ndarray) -> None:
+    """One direction of :func:`_walk`: ``values`` by step (row), ``previous * first * second /
+    divisor``, each added to ``total``."""
     previous = np.ones(first.shape[1])
     for step in range(len(values)):
         x = values[step]
@@ -264,4 +268,3 @@ def _steps(total: np.ndarray, first: np.ndarray, second: np.ndarray, divisor: np
         x /= divisor[step]
         total += x
         previous = x
-    return values
