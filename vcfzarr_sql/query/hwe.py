@@ -49,8 +49,9 @@ _MARGIN = 1.15
 _TINY = 2.0**-1000
 #: Shapes are walked, and their triples summed, in groups of shapes sorted by the length of
 #: their walk (a Python step per step of the longest, numpy operations over the group), of at
-#: most this many values (walks and triples x the longest walk; 32 MB of float64) ...
-_GROUP_CELLS = 4_000_000
+#: most this many values (walks and triples x the longest walk: 16 MB of float64; the walks'
+#: factors and the sums' terms take a few times that) ...
+_GROUP_CELLS = 2_000_000
 #: ... and at most this many values walked or summed in vain (past shorter walks' ends) per
 #: step of the longest: about what a step costs in Python.
 _GROUP_PADDING = 150
