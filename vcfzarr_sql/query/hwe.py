@@ -174,8 +174,8 @@ class _Walks:
     from ``down`` steps below each midpoint to ``up`` above, by columns), ``lowest`` (each
     shape's count of the first row), and per shape: ``below``, an upper bound of the HWE sum of
     the values left out below (0 if none), ``above``, one of each value left out above (0 if
-    none), and
-    ``fits``, whether the cuts change neither the total nor the shape's other values."""
+    none), and ``fits``, whether the cuts change neither the total nor the shape's other
+    values."""
 
     probs: np.ndarray
     lowest: np.ndarray
