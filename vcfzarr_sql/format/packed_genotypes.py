@@ -168,7 +168,7 @@ def _pack_calls(calls: DiploidCalls, samples_chunk_size: int) -> tuple[np.ndarra
     coded = _CALL_CODES[calls.codes]
     inexact = coded == _NOT_EXACT
     coded[inexact] = MISSING
-    codes[calls.rows, sample_slots(calls.cols, samples_chunk_size)] = coded
+    codes[calls.rows, sample_slots(np.arange(samples), samples_chunk_size)[calls.cols]] = coded
     exact = np.ones(records, dtype=np.uint8)
     exact[calls.rows[inexact]] = 0
     return _packed(codes)[:, : packed_bytes(samples, samples_chunk_size)], exact

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.format.diploid_calls import DiploidCalls, code, diploid_calls
+from vcfzarr_sql.format.diploid_calls import CODES, DiploidCalls, code, diploid_calls
 from vcfzarr_sql.query.stats_totals import HWE_BINS, MAX_INDEL, SAMPLE_ROW, Totals, depth_bins
 from vcfzarr_sql.query.variant_types import INDEL, SNP, allele_types
 
@@ -193,6 +193,9 @@ def _simple_records(alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:
 _CODES = {HOM_RR: (code(0, 0),), HET_RA: (code(0, 1), code(1, 0)), HOM_AA: (code(1, 1),),
           HAP_R: (code(0, -2),), HAP_A: (code(1, -2),)}
 
+#: Whether each code is a non-reference call (het or hom ALT).
+_NONREF = np.isin(np.arange(CODES), _CODES[HET_RA] + _CODES[HOM_AA])
+
 
 def _count_simple(totals: Totals, alleles: Alleles, calls: DiploidCalls) -> np.ndarray:
     """The counts of records of :func:`_simple_records`, from their calls that are not ``0/0``
@@ -208,7 +211,7 @@ def _count_simple(totals: Totals, alleles: Alleles, calls: DiploidCalls) -> np.n
     s[SAMPLE_ROW["missing"]] += calls.records - counted
     n_ref, n_alt = per_record[:, _CODES[HOM_RR][0]], per_record[:, _CODES[HOM_AA][0]]
     n_het = per_record[:, list(_CODES[HET_RA])].sum(axis=1)
-    nonref = np.isin(calls.codes, _CODES[HET_RA] + _CODES[HOM_AA])
+    nonref = _NONREF[calls.codes]
     rows, cols = calls.rows[nonref], calls.cols[nonref]
 
     def nonref_calls(records: np.ndarray) -> np.ndarray:
