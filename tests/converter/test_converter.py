@@ -259,6 +259,15 @@ def test_index_regions_cut_a_contig(monkeypatch):
     assert all(a is not None and b is not None and a < b for a, b in zip(starts[1:], starts[2:]))
 
 
+def test_one_worker_without_progress_reads_no_index(monkeypatch):
+    def unread(*args):
+        raise AssertionError("the index was read")
+
+    monkeypatch.setattr(partitions, "read_index", unread)
+    vcf = CORPUS / "vcflib+vcflib/samples/1kg-phaseIII-v5a.20130502.genotypes.chr22-16-16.5mb.vcf.gz"
+    assert partitions.plan_partitions(vcf, 1, [], count=False) == ([partitions.Partition(0)], None)
+
+
 # ---------------------------------------------------------------------------------------------
 # CLI
 

@@ -139,8 +139,10 @@ def test_gt_only_corpus_file(tmp_path):
         [TRICKY[0], "1\t2\t.\tA\tC\t.\t.\tX=é\tGT\t0/1\t0/0\t1/1"],  # non-ASCII
         [TRICKY[0], "1\t2\t.\tA\tC\t.\t.\t."],  # no sample columns
         TRICKY[6:],  # the first block is not GT-only
+        [TRICKY[0], "#1\t2\t.\tA\tC\t.\t.\t.\tGT\t0/1\t0/0\t1/1", TRICKY[1]],  # a comment line
+        [TRICKY[0], "1\t2\t.\tA\tC\t.\t.\t.\tGT\t0/1\t0/0\t1/1\r", TRICKY[1]],  # a CRLF line
     ],
-    ids=["blank", "htslib-error", "non-ascii", "no-samples", "first-block"],
+    ids=["blank", "htslib-error", "non-ascii", "no-samples", "first-block", "comment", "crlf"],
 )
 def test_fast_path_steps_aside(tmp_path, lines):
     vcf = _write(tmp_path, lines)

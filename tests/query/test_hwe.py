@@ -126,8 +126,8 @@ def _every_place_alone(n: int, alts: list[float]) -> tuple[list[int], list[int],
             if (rare & 1) + 2 * i > rare:
                 break
             rows.append((2 * (n + i) - nalt, nalt, (rare & 1) + 2 * i))
-    nref, nalt, nhet = (list(column) for column in zip(*rows))
-    return nref, nalt, nhet
+    refs, alt_counts, hets = (list(column) for column in zip(*rows))
+    return refs, alt_counts, hets
 
 
 @pytest.mark.parametrize("far", [2.0**-60, 2.0**-40, 2.0**-8])

@@ -213,7 +213,8 @@ def _parse(input_path: str, header: HeaderInfo, spill: Path, pool: WorkerPool, p
     file may be cut into spans for the fast path (:func:`.partitions.plan_partitions`)."""
     shutil.rmtree(spill, ignore_errors=True)
     spill.mkdir()
-    partitions, expected = plan_partitions(input_path, workers, [c for c, _ in header.contigs], text=text)
+    partitions, expected = plan_partitions(input_path, workers, [c for c, _ in header.contigs], text=text,
+                                           count=progress.show)
     progress.start("Parse", expected, "rec")
     return pool.run(
         read_partition,

@@ -22,6 +22,7 @@ from vcfzarr_sql.converter.workers import add_progress
 from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.format import packed_genotypes, spec
 from vcfzarr_sql.format import summaries as sc
+from vcfzarr_sql.format.diploid_calls import DiploidCalls, diploid_calls
 from vcfzarr_sql.format.region_index import chunk_region_index
 from vcfzarr_sql.query.call_stats import ALLELE_DEPTH, DEPTH, summarise_call_stats
 from vcfzarr_sql.query.summarise import ChunkSummary, sample_chunks, summarise
@@ -95,36 +96,40 @@ def _column(block: dict[str, np.ndarray], array: ArraySpec) -> np.ndarray:
     return _absent(array, len(block[col.CONTIG]))
 
 
-def _summary(arrays: dict[str, ArraySpec], values: dict[str, np.ndarray]) -> ChunkSummary:
-    """The summary arrays' blocks of the chunk, from its alleles and genotypes in memory."""
+def _summary(arrays: dict[str, ArraySpec], values: dict[str, np.ndarray],
+             calls: DiploidCalls | None) -> ChunkSummary:
+    """The summary arrays' blocks of the chunk, from its alleles and genotypes in memory (and
+    their ``calls`` that are not ``0/0``)."""
     genotypes, phased = values[spec.CALL_GENOTYPE], values.get(spec.CALL_GENOTYPE_PHASED)
     samples_chunk, num_samples = arrays[spec.CALL_GENOTYPE].chunks[1], genotypes.shape[1]
-    calls = (
+    sample_calls = (
         (genotypes[:, lo : lo + samples_chunk],
          None if phased is None else phased[:, lo : lo + samples_chunk])
         for lo in sample_chunks(samples_chunk, num_samples)
     )
     variants_chunk = arrays[spec.VARIANT_ALLELE].chunks[0]
-    return summarise(values[spec.VARIANT_ALLELE], calls, num_samples, variants_chunk)
+    return summarise(values[spec.VARIANT_ALLELE], sample_calls, num_samples, variants_chunk, calls)
 
 
 def _write_call_stats(root: str, chunk_index: int, layouts: dict[str, ArrayLayout],
-                      values: dict[str, np.ndarray]) -> None:
+                      values: dict[str, np.ndarray], calls: DiploidCalls | None) -> None:
     """Write the chunk's row of each array of ``layouts`` (:mod:`vcfzarr_sql.query.call_stats`),
-    counted from its alleles, genotypes, and integer FORMAT/DP and AD in ``values``."""
+    counted from its alleles, genotypes (and their ``calls`` that are not ``0/0``), and
+    integer FORMAT/DP and AD in ``values``."""
     stats = summarise_call_stats(values[spec.VARIANT_ALLELE], values[spec.CALL_GENOTYPE],
                                  values.get(DEPTH), values.get(ALLELE_DEPTH),
-                                 layouts[sc.HWE_GENOTYPE_COUNTS].shape[1])
+                                 layouts[sc.HWE_GENOTYPE_COUNTS].shape[1], calls)
     for name, layout in layouts.items():
         write_rows(root, layout, chunk_index, stats.block(name))
 
 
 def _write_packed(
     root: str, packed: dict[str, ArrayLayout], chunk_index: int, genotypes: np.ndarray,
-    samples_chunk: int,
+    samples_chunk: int, calls: DiploidCalls | None,
 ) -> None:
-    """Variant chunk ``chunk_index`` of the packed genotype arrays, from its genotypes."""
-    rows, exact = packed_genotypes.pack_rows(genotypes, samples_chunk)
+    """Variant chunk ``chunk_index`` of the packed genotype arrays, from its genotypes (and
+    their ``calls`` that are not ``0/0``)."""
+    rows, exact = packed_genotypes.pack_rows(genotypes, samples_chunk, calls)
     write_rows(root, packed[packed_genotypes.PACKED], chunk_index, rows)
     write_rows(root, packed[packed_genotypes.PACKED_EXACT], chunk_index, exact)
 
@@ -158,6 +163,7 @@ def encode_variant_chunk(
         a.name in (spec.VARIANT_ALLELE, spec.CALL_GENOTYPE)
         or (a.name in (DEPTH, ALLELE_DEPTH) and a.kind == "int"))}
     summary = None
+    calls: DiploidCalls | None = None  # the genotypes' calls that are not 0/0, found once for every count
     for array in arrays:
         parts = [
             _values(array, _column(blocks[p.path], array)[p.start : p.stop], contig_ids, filter_ids)
@@ -165,19 +171,21 @@ def encode_variant_chunk(
         ]
         values = parts[0] if len(parts) == 1 else np.concatenate(parts)
         write_rows(root, array, chunk_index, values)
+        if array.name == spec.CALL_GENOTYPE and (call_stats or packed is not None or class_counts is not None):
+            calls = diploid_calls(values)
         if array.name in kept:
             by_name[array.name] = values
         if array.name in counted:
             for_stats[array.name] = values
             if call_stats and len(for_stats) == len(counted):
-                _write_call_stats(root, chunk_index, call_stats, for_stats)
+                _write_call_stats(root, chunk_index, call_stats, for_stats, calls)
                 for_stats.clear()
         if packed is not None and array.name == spec.CALL_GENOTYPE:
-            _write_packed(root, packed, chunk_index, values, array.chunks[1])
+            _write_packed(root, packed, chunk_index, values, array.chunks[1], calls)
         if class_counts is not None and array.name in summarised:
             for_summary[array.name] = values
             if len(for_summary) == len(summarised):  # (then the genotypes can go)
-                summary = _summary({a.name: a for a in arrays}, for_summary)
+                summary = _summary({a.name: a for a in arrays}, for_summary, calls)
                 for_summary.clear()
     per_record = {}
     if summary is not None and class_counts is not None:

@@ -45,8 +45,7 @@ def parse_genotypes(calls: Sequence[bytes], n_samples: int) -> tuple[np.ndarray,
             return None
         ploidy[i] = size
     width = int(ploidy.max()) if len(calls) else 1
-    alleles = np.full((len(calls), n_samples, width), spec.INT_FILL, dtype=np.int8)
-    phased = np.zeros((len(calls), n_samples), dtype=bool)
+    alleles = phased = None
     for p in np.unique(ploidy).tolist():
         rows = np.flatnonzero(ploidy == p)
         joined = b"\t".join([calls[i] for i in rows.tolist()]) + b"\t"
@@ -58,11 +57,16 @@ def parse_genotypes(calls: Sequence[bytes], n_samples: int) -> tuple[np.ndarray,
         if not (digit | (codes == np.uint8(_DOT - _ZERO + 256))).all() or not (raw[..., -1] == _TAB).all() \
                 or not (bar | (separators == _SLASH)).all():
             return None
+        codes += ~digit  # '.' (254) to -1 (255)
         values = codes.view(np.int8)
-        values[~digit] = spec.INT_MISSING
         calls_phased = bar.all(axis=-1) if p > 1 else np.zeros(values.shape[:2], dtype=bool)
         if len(rows) == len(calls):  # one ploidy: the block is this array
             return values, calls_phased
+        if alleles is None or phased is None:
+            alleles = np.full((len(calls), n_samples, width), spec.INT_FILL, dtype=np.int8)
+            phased = np.zeros((len(calls), n_samples), dtype=bool)
         alleles[rows, :, :p] = values
         phased[rows] = calls_phased
+    if alleles is None or phased is None:  # (no lines)
+        return np.full((0, n_samples, width), spec.INT_FILL, dtype=np.int8), np.zeros((0, n_samples), dtype=bool)
     return alleles, phased

@@ -231,7 +231,9 @@ class _PartitionReader:
         if genotypes is None and not self.result.block_sizes:
             raise NotPlainText("the first block is not GT-only")
         texts = lines if genotypes is None else [b"\t".join(c[:8]) for c in columns]
-        if not all(t.isascii() and t[:1] not in (b"", b"#") and not t.endswith(b"\r") for t in texts):
+        joined = b"\n".join(texts)  # (the checks of every line at once: texts hold no newline)
+        if (not joined.isascii() or not all(texts) or joined.startswith(b"#") or b"\n#" in joined
+                or b"\r\n" in joined or joined.endswith(b"\r")):
             raise NotPlainText("a blank, comment or non-ASCII line")
         try:
             variants = [parser.variant_from_string(t.decode()) for t in texts]

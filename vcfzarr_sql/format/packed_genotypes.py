@@ -26,6 +26,7 @@ from functools import cache
 import numpy as np
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.diploid_calls import CODES, DiploidCalls, code, diploid_calls
 
 PACKED = "summary_gt_packed"
 PACKED_EXACT = "summary_gt_packed_exact"
@@ -123,15 +124,26 @@ def _pack_slice(genotypes: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarr
     return _packed(codes), exact
 
 
-def pack_rows(genotypes: np.ndarray, samples_chunk_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`pack_chunks` of ``genotypes`` (records, all samples, ploidy) cut into sample chunks.
+def pack_rows(genotypes: np.ndarray, samples_chunk_size: int,
+              calls: DiploidCalls | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pack_chunks` of ``genotypes`` (records, all samples, ploidy) cut into sample
+    chunks; diploid calls of alleles up to 1 coded from those that are not ``0/0`` (``calls``,
+    their :func:`~vcfzarr_sql.format.diploid_calls.diploid_calls`, found here unless given).
 
     >>> rows, exact = pack_rows(np.ones((1, 40, 2), dtype=np.int8), 33)
     >>> rows.shape, rows[0, [7, 8, 9, 16, 17]].tolist(), exact.tolist()
     ((1, 24), [170, 2, 0, 170, 42], [1])
+    >>> g = np.array([[[0, 0], [0, 1], [1, 1], [-1, -1], [1, 0]]] * 2, dtype=np.int8)
+    >>> g[1, 2] = (0, -1)
+    >>> rows, exact = pack_rows(g, 3)
+    >>> rows[:, [0, 8]].tolist(), exact.tolist()
+    ([[36, 7], [52, 7]], [1, 0])
     """
     size = max(samples_chunk_size, 1)
     samples = genotypes.shape[1]
+    calls = calls if calls is not None else diploid_calls(genotypes)
+    if calls is not None:
+        return _pack_calls(calls, size)
     chunks = (genotypes[:, lo : lo + size] for lo in range(0, max(samples, 1), size))
     return pack_chunks(chunks, samples, size)
 
@@ -146,6 +158,33 @@ def pack_chunks(
     rows = np.concatenate([p for p, _ in parts], axis=1)
     exact = np.logical_and.reduce([e for _, e in parts]).astype(np.uint8)
     return rows[:, : packed_bytes(num_samples, samples_chunk_size)], exact
+
+
+def _pack_calls(calls: DiploidCalls, samples_chunk_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pack_rows` of diploid calls of alleles in FILL .. 1 from those not ``0/0``."""
+    records, samples = calls.records, calls.samples
+    chunks = -(-max(samples, 1) // samples_chunk_size)
+    codes = np.zeros((records, chunks * slots_per_chunk(samples_chunk_size)), dtype=np.uint8)
+    coded = _CALL_CODES[calls.codes]
+    inexact = coded == _NOT_EXACT
+    coded[inexact] = MISSING
+    codes[calls.rows, sample_slots(np.arange(samples), samples_chunk_size)[calls.cols]] = coded
+    exact = np.ones(records, dtype=np.uint8)
+    exact[calls.rows[inexact]] = 0
+    return _packed(codes)[:, : packed_bytes(samples, samples_chunk_size)], exact
+
+
+def _call_codes() -> np.ndarray:
+    """The code of each :func:`~vcfzarr_sql.format.diploid_calls.code` of a pair."""
+    codes = np.full(CODES, _NOT_EXACT, dtype=np.uint8)
+    for first in (0, 1):
+        for second in (0, 1):
+            codes[code(first, second)] = first + second
+    codes[code(spec.INT_MISSING, spec.INT_MISSING)] = MISSING
+    return codes
+
+
+_CALL_CODES = _call_codes()
 
 
 def _packed(codes: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format import summaries as sc
+from vcfzarr_sql.format.diploid_calls import DiploidCalls
 from vcfzarr_sql.query.stats_calls import Alleles, count_calls
 from vcfzarr_sql.query.stats_totals import SAMPLE_ROW, Totals
 from vcfzarr_sql.store.blocks import BatchBlocks
@@ -62,10 +63,12 @@ def counted_shapes(genotypes: tuple[int, ...], depth: tuple[int, ...] | None,
 
 
 def summarise_call_stats(alleles: np.ndarray, genotypes: np.ndarray, depth: np.ndarray | None,
-                         allele_depth: np.ndarray | None, variants_chunk_size: int) -> CallStats:
+                         allele_depth: np.ndarray | None, variants_chunk_size: int,
+                         calls: DiploidCalls | None = None) -> CallStats:
     """The :class:`CallStats` of one variant chunk: its ``variant_allele`` block, genotypes
     (records, samples, ploidy), integer FORMAT/DP (records, samples) and AD (records, samples,
-    values), None where absent, of every sample.
+    values), None where absent, of every sample (``calls``: the genotypes'
+    :func:`~vcfzarr_sql.format.diploid_calls.diploid_calls` when already found).
 
     >>> alleles = np.array([["A", "G"], ["C", "A"]], dtype=object)
     >>> genotypes = np.array([[[0, 1], [0, 0]], [[1, 1], [0, 1]]], dtype=np.int8)
@@ -77,7 +80,7 @@ def summarise_call_stats(alleles: np.ndarray, genotypes: np.ndarray, depth: np.n
     """
     samples = genotypes.shape[1]
     totals = Totals(samples, samples)
-    hwe = count_calls(totals, Alleles.of(alleles), genotypes, depth, allele_depth)
+    hwe = count_calls(totals, Alleles.of(alleles), genotypes, depth, allele_depth, calls)
     padded = np.zeros((variants_chunk_size, 3), np.int32)
     padded[: len(hwe)] = hwe
     return CallStats(totals.samples[_ROWS][None], totals.dp_calls[None],

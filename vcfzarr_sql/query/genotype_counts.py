@@ -13,6 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.diploid_calls import DiploidCalls
 from vcfzarr_sql.query.call_pairs import pair_table
 from vcfzarr_sql.query.hwe import hwe_tests
 
@@ -45,14 +46,19 @@ class CallCounts:
     ([[1, 1]], [[2, 2]], [[1, 0]], [4])
     """
 
-    def __init__(self, genotypes: np.ndarray, num_alleles: int):
+    def __init__(self, genotypes: np.ndarray, num_alleles: int, calls: DiploidCalls | None = None):
+        """``calls``: :func:`~vcfzarr_sql.format.diploid_calls.diploid_calls` of ``genotypes``
+        when already found."""
         self.genotypes = genotypes
         self.num_alleles = num_alleles
+        self.calls = calls
 
     @cached_property
     def _table(self) -> np.ndarray | None:
         """The pair table (None: ploidy above 2)."""
-        return pair_table(self.genotypes, self.num_alleles) if self.genotypes.shape[-1] <= 2 else None
+        if self.genotypes.shape[-1] > 2:
+            return None
+        return pair_table(self.genotypes, self.num_alleles, self.calls)
 
     @cached_property
     def alleles(self) -> AlleleCounts:
@@ -170,11 +176,13 @@ def _widened(counts: AlleleCounts, width: int) -> AlleleCounts:
 
 
 def genotype_counts(
-    genotypes: np.ndarray, phased: np.ndarray | None, num_alleles: int
+    genotypes: np.ndarray, phased: np.ndarray | None, num_alleles: int,
+    calls: DiploidCalls | None = None,
 ) -> GenotypeCounts:
     """The :class:`GenotypeCounts` of ``genotypes`` (records, samples, ploidy), ``phased``
-    (records, samples) or None, over at least ``num_alleles`` alleles."""
-    counts = CallCounts(genotypes, num_alleles)
+    (records, samples) or None, over at least ``num_alleles`` alleles (``calls``: as
+    :class:`CallCounts` takes them)."""
+    counts = CallCounts(genotypes, num_alleles, calls)
     return GenotypeCounts(counts.alleles, counts.missing(phased), genotypes.shape[1])
 
 

@@ -12,8 +12,8 @@ import functools
 import numpy as np
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.diploid_calls import DiploidCalls, code, diploid_calls
 from vcfzarr_sql.format.summaries import CLASSES
-from vcfzarr_sql.query.call_pairs import count_pairs, pair_values
 
 _NO_ALLELE = np.iinfo(np.int64).max
 
@@ -105,11 +105,13 @@ def call_classes(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     return classes
 
 
-def class_counts(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+def class_counts(genotypes: np.ndarray, kinds: np.ndarray, calls: DiploidCalls | None = None) -> np.ndarray:
     """Calls of each class of :data:`CLASSES` per sample, shape (classes, samples).
 
     Diploid chunks whose ALTs are all SNPs (the common case) are counted straight from the
-    allele pairs of the calls (:mod:`.call_pairs`); others through :func:`call_classes`.
+    allele pairs of the calls: those of alleles up to 1 from the calls that are not ``0/0``
+    (``calls``, :func:`~vcfzarr_sql.format.diploid_calls.diploid_calls` of ``genotypes``, found
+    here unless given); others through :func:`call_classes`.
 
     >>> g = np.array([[[0, 0], [0, 1], [1, 1], [0, -1], [1, -2], [-1, -2]]], dtype=np.int8)
     >>> class_counts(g, np.array([[0, 1]], dtype=np.int8))[:, :3].tolist()
@@ -118,8 +120,9 @@ def class_counts(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
     if genotypes.shape[-1] != 2 or (kinds == 2).any():
         classes = call_classes(genotypes, kinds)
         return np.stack([(classes == k).sum(axis=0, dtype=np.int64) for k in range(len(CLASSES))])
-    if int(genotypes.max(initial=0)) <= 1:
-        return _biallelic_counts(genotypes)
+    calls = calls if calls is not None else diploid_calls(genotypes)
+    if calls is not None:
+        return _biallelic_counts(calls)
     first, second = genotypes[..., 0], genotypes[..., 1]
     called = (first >= 0) & (second >= 0)
     same = first == second
@@ -140,17 +143,14 @@ def class_counts(genotypes: np.ndarray, kinds: np.ndarray) -> np.ndarray:
 _PAIRS = (((0, 0),), ((1, 1),), ((0, 1), (1, 0)), ((0, spec.INT_FILL),), ((1, spec.INT_FILL),))
 
 
-def _biallelic_counts(genotypes: np.ndarray) -> np.ndarray:
-    """:func:`class_counts` of diploid calls when no allele is above 1: one comparison per
-    allele pair (:func:`~.call_pairs.count_pairs`); every call not in a pair is missing."""
-    wanted = [pair for pairs in _PAIRS for pair in pairs]
-    per_pair = count_pairs(pair_values(genotypes), wanted, axis=0)
-    counts = np.zeros((len(CLASSES), genotypes.shape[1]), dtype=np.int64)
-    at = 0
+def _biallelic_counts(calls: DiploidCalls) -> np.ndarray:
+    """:func:`class_counts` of diploid calls whose alleles are all in FILL .. 1, from the calls
+    of each allele pair per sample; every call not in a pair of :data:`_PAIRS` is missing."""
+    per_pair = calls.per_sample
+    counts = np.zeros((len(CLASSES), calls.samples), dtype=np.int64)
     for k, pairs in enumerate(_PAIRS):
-        counts[k] = per_pair[at:at + len(pairs)].sum(axis=0)
-        at += len(pairs)
-    counts[-1] = genotypes.shape[0] - counts[:-1].sum(axis=0)
+        counts[k] = per_pair[[code(*pair) for pair in pairs]].sum(axis=0)
+    counts[-1] = calls.records - counts[:-1].sum(axis=0)
     return counts
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.diploid_calls import CODES, DiploidCalls, code, diploid_calls
 from vcfzarr_sql.query.stats_totals import HWE_BINS, MAX_INDEL, SAMPLE_ROW, Totals, depth_bins
 from vcfzarr_sql.query.variant_types import INDEL, SNP, allele_types
 
@@ -132,18 +133,25 @@ def _sum(mask: np.ndarray) -> np.ndarray:
 
 
 def count_calls(totals: Totals, alleles: Alleles, genotypes: np.ndarray | None,
-                depth: np.ndarray | None, allele_depth: np.ndarray | None) -> np.ndarray:
+                depth: np.ndarray | None, allele_depth: np.ndarray | None,
+                calls: DiploidCalls | None = None) -> np.ndarray:
     """Add the per-sample counts of a block of records to ``totals``: ``genotypes`` (records,
     selected samples, ploidy; None: no GT, nothing but depth counted), ``depth`` FORMAT/DP
     (records, samples; None: absent), ``allele_depth`` FORMAT/AD (records, samples, alleles;
     None: absent). Returns each record's (hom REF, REF/ALT het, other diploid) calls, HWE's
-    counts (:func:`count_hwe`; (records, 3) int64, zeros without genotypes)."""
+    counts (:func:`count_hwe`; (records, 3) int64, zeros without genotypes). ``calls``: the
+    :func:`~vcfzarr_sql.format.diploid_calls.diploid_calls` of ``genotypes`` when already found."""
     records = len(alleles.count)
     hwe = np.zeros((records, 3), np.int64)
     if genotypes is not None:
         simple = _simple_records(alleles, genotypes)
         if simple.any():
-            hwe[simple] = _count_simple(totals, alleles.rows(simple), genotypes[simple])
+            if calls is None or not simple.all():
+                calls = diploid_calls(genotypes if simple.all() else genotypes[simple])
+            if calls is None:  # (an allele below the fill value: counted as any call)
+                simple[:] = False
+            else:
+                hwe[simple] = _count_simple(totals, alleles.rows(simple), calls)
         if not simple.all():
             other = ~simple
             hwe[other] = _count_genotypes(totals, alleles.rows(other), genotypes[other],
@@ -179,42 +187,49 @@ def _simple_records(alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:
     return simple
 
 
-#: Calls of alleles (a, b) in -2..1 by their code 4a + b: each kind's codes (a haploid call
-#: is (allele, -2); every code not listed is a missing call).
-_CODES = {HOM_RR: (0,), HET_RA: (1, 4), HOM_AA: (5,), HAP_R: (-2,), HAP_A: (2,)}
+#: Each kind's allele pairs (a haploid call is (allele, -2); every pair not listed is a
+#: missing call), as :func:`~vcfzarr_sql.format.diploid_calls.code` codes them.
+_CODES = {HOM_RR: (code(0, 0),), HET_RA: (code(0, 1), code(1, 0)), HOM_AA: (code(1, 1),),
+          HAP_R: (code(0, -2),), HAP_A: (code(1, -2),)}
+
+#: Whether each code is a non-reference call (het or hom ALT).
+_NONREF = np.isin(np.arange(CODES), _CODES[HET_RA] + _CODES[HOM_AA])
 
 
-def _count_simple(totals: Totals, alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:
-    """The counts of records of :func:`_simple_records`: each call's kind from one int8 code
-    of its allele pair; transitions and transversions by record. Returns HWE's counts."""
+def _count_simple(totals: Totals, alleles: Alleles, calls: DiploidCalls) -> np.ndarray:
+    """The counts of records of :func:`_simple_records`, from their calls that are not ``0/0``
+    (``calls``): each kind's per sample and per record; singletons, transitions and
+    transversions by record. Returns HWE's counts."""
     s = totals.samples
-    code = genotypes[..., 0].astype(np.int8) * np.int8(4) + genotypes[..., 1].astype(np.int8)
-    of_kind = {}
-    for kind, codes in _CODES.items():
-        mask = code == codes[0]
-        for other in codes[1:]:
-            mask |= code == other
-        of_kind[kind] = mask
-    counted = np.zeros(code.shape[1], np.int64)
+    per_sample, per_record = calls.per_sample, calls.per_record
+    counted = np.zeros(calls.samples, np.int64)
     for kind, row in ((HOM_RR, "hom_ref"), (HET_RA, "het"), (HOM_AA, "hom_alt"), (HAP_R, "hap_ref"), (HAP_A, "hap_alt")):
-        sums = _sum(of_kind[kind])
+        sums = per_sample[list(_CODES[kind])].sum(axis=0)
         s[SAMPLE_ROW[row]] += sums
         counted += sums
-    s[SAMPLE_ROW["missing"]] += len(code) - counted
-    nonref = of_kind[HET_RA] | of_kind[HOM_AA]
-    n_ref = of_kind[HOM_RR].sum(axis=1, dtype=np.int64)
-    n_het = of_kind[HET_RA].sum(axis=1, dtype=np.int64)
-    n_alt = of_kind[HOM_AA].sum(axis=1, dtype=np.int64)
-    hwe = _count_records(totals, nonref, n_ref, n_het, n_alt)
+    s[SAMPLE_ROW["missing"]] += calls.records - counted
+    n_ref, n_alt = per_record[:, _CODES[HOM_RR][0]], per_record[:, _CODES[HOM_AA][0]]
+    n_het = per_record[:, list(_CODES[HET_RA])].sum(axis=1)
+    nonref = _NONREF[calls.codes]
+    rows, cols = calls.rows[nonref], calls.cols[nonref]
+
+    def nonref_calls(records: np.ndarray) -> np.ndarray:
+        """Per sample: its non-reference calls at ``records`` (bool per record)."""
+        return np.bincount(cols[records[rows]], minlength=calls.samples)
+
+    lonely = n_het + n_alt == 1  # (the one sample of a record with a non-reference call)
+    if lonely.any():
+        s[SAMPLE_ROW["singletons"]] += nonref_calls(lonely)
+    hwe = np.stack([n_ref, n_het, n_alt], axis=1)
     if alleles.types.shape[1] < 2:
         return hwe
     ref, base = alleles.bases[:, 0].astype(np.int16), alleles.bases[:, 1].astype(np.int16)
     snp = ((alleles.types[:, 1] & SNP) != 0) & (base >= 0)
     transition = snp & (np.abs(ref - base) == 2)
     if transition.any():
-        s[SAMPLE_ROW["ts"]] += _sum(nonref[transition])
+        s[SAMPLE_ROW["ts"]] += nonref_calls(transition)
     if (snp & ~transition).any():
-        s[SAMPLE_ROW["tv"]] += _sum(nonref[snp & ~transition])
+        s[SAMPLE_ROW["tv"]] += nonref_calls(snp & ~transition)
     return hwe
 
 

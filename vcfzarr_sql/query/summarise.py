@@ -13,6 +13,7 @@ import numpy as np
 
 from vcfzarr_sql.errors import VcfZarrError
 from vcfzarr_sql.format import spec, summaries
+from vcfzarr_sql.format.diploid_calls import DiploidCalls, diploid_calls
 from vcfzarr_sql.query import stored_counts
 from vcfzarr_sql.query.genotype_counts import GenotypeCounts, genotype_counts, hwe_per_allele
 from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
@@ -45,11 +46,14 @@ def summarise(
     calls: Iterable[tuple[np.ndarray, np.ndarray | None]],
     num_samples: int,
     variants_chunk_size: int,
+    diploid: DiploidCalls | None = None,
 ) -> ChunkSummary:
     """The :class:`ChunkSummary` of one variant chunk of a store with ``num_samples`` samples
     in variant chunks of ``variants_chunk_size`` records, from its ``variant_allele`` block and,
     one sample chunk at a time in sample order, its genotypes and their phasing (None when the
-    store has none).
+    store has none); ``diploid``: the :func:`~vcfzarr_sql.format.diploid_calls.diploid_calls`
+    of all its samples' genotypes when already found (else each sample chunk's are found here,
+    once for every count).
 
     >>> alleles = np.array([["A", "T"]], dtype=object)
     >>> genotypes = np.array([[[0, 1], [1, 1]]], dtype=np.int8)
@@ -62,10 +66,14 @@ def summarise(
     num_alleles = width - (alleles == spec.STR_FILL).sum(axis=1)  # ("" pads, as allele_kinds reads)
     total: GenotypeCounts | None = None
     classes = []
+    start = 0
     for genotypes, phased in calls:
-        counts = genotype_counts(genotypes, phased, width)
+        found = (diploid_calls(genotypes) if diploid is None
+                 else diploid.sample_slice(start, start + genotypes.shape[1]))
+        start += genotypes.shape[1]
+        counts = genotype_counts(genotypes, phased, width, found)
         total = counts if total is None else total.plus(counts)
-        classes.append(class_counts(genotypes, kinds))
+        classes.append(class_counts(genotypes, kinds, found))
     if total is None:
         raise VcfZarrError("summarise: no sample chunk of genotypes")
     allele_counts, call_counts = stored_counts.packed(total, width, num_alleles)

@@ -1,0 +1,121 @@
+"""The calls of a diploid chunk that are not ``0/0``, found in one pass over the genotypes and
+shared by every count made of them (pure numpy).
+
+In a cohort most calls are ``0/0``: :func:`diploid_calls` finds the others once (their record,
+sample and allele pair) and every summary of the chunk is then a ``bincount`` over those few:
+the calls of each allele pair per record (:attr:`DiploidCalls.per_record`) or per sample
+(:attr:`DiploidCalls.per_sample`), the packed genotypes
+(:mod:`vcfzarr_sql.format.packed_genotypes`). A pair ``(a, b)`` of alleles in ``-2 .. 1`` (fill,
+missing, REF, first ALT) has the code ``4 (a + 2) + (b + 2)`` (:func:`code`); ``0/0`` is
+:data:`HOM_REF`, the calls left over.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from vcfzarr_sql.format import spec
+
+#: Codes per call: pairs of alleles in FILL .. 1.
+CODES = 16
+_LOW = spec.INT_FILL
+
+
+def code(first: int, second: int) -> int:
+    """The code of the allele pair ``(first, second)``.
+
+    >>> code(0, 0), code(0, 1), code(-1, -1), code(1, -2)
+    (10, 11, 5, 12)
+    """
+    return 4 * (first - _LOW) + (second - _LOW)
+
+
+HOM_REF = code(0, 0)
+
+
+@dataclass(frozen=True)
+class DiploidCalls:
+    """The calls of a (records, samples) chunk that are not ``0/0``: ``rows``, ``cols`` and
+    ``codes`` (:func:`code`), intp, in no particular order."""
+
+    records: int
+    samples: int
+    rows: np.ndarray
+    cols: np.ndarray
+    codes: np.ndarray
+
+    @cached_property
+    def per_record(self) -> np.ndarray:
+        """Calls of each code per record, (records, :data:`CODES`) int64 (computed once: do not
+        change it).
+
+        >>> calls = diploid_calls(np.array([[[0, 1], [0, 0], [-1, -1]]], dtype=np.int8))
+        >>> counts = calls.per_record
+        >>> counts[0, [code(0, 1), HOM_REF, code(-1, -1)]].tolist(), int(counts.sum())
+        ([1, 1, 1], 3)
+        """
+        counts = np.bincount(self.rows * CODES + self.codes, minlength=self.records * CODES)
+        counts = counts.reshape(self.records, CODES)
+        counts[:, HOM_REF] = self.samples - counts.sum(axis=1)
+        return counts
+
+    @cached_property
+    def per_sample(self) -> np.ndarray:
+        """Calls of each code per sample, (:data:`CODES`, samples) int64 (computed once: do not
+        change it).
+
+        >>> calls = diploid_calls(np.array([[[0, 1]], [[1, 1]]], dtype=np.int8))
+        >>> calls.per_sample[[code(0, 1), code(1, 1), HOM_REF], 0].tolist()
+        [1, 1, 0]
+        """
+        counts = np.bincount(self.codes * self.samples + self.cols, minlength=CODES * self.samples)
+        counts = counts.reshape(CODES, self.samples)
+        counts[HOM_REF] = self.records - counts.sum(axis=0)
+        return counts
+
+    def sample_slice(self, start: int, stop: int) -> DiploidCalls:
+        """The calls of samples ``start .. stop - 1`` (numbered from 0 in the slice).
+
+        >>> calls = diploid_calls(np.array([[[0, 1], [1, 1], [0, 0]]], dtype=np.int8))
+        >>> part = calls.sample_slice(1, 3)
+        >>> part.samples, part.cols.tolist(), part.codes.tolist()
+        (2, [0], [15])
+        """
+        stop = min(stop, self.samples)
+        if start == 0 and stop == self.samples:
+            return self
+        kept = (self.cols >= start) & (self.cols < stop)
+        return DiploidCalls(self.records, stop - start, self.rows[kept], self.cols[kept] - start,
+                            self.codes[kept])
+
+
+def diploid_calls(genotypes: np.ndarray) -> DiploidCalls | None:
+    """The :class:`DiploidCalls` of ``genotypes`` (records, samples, 2), integers; None when a
+    call holds an allele outside ``-2 .. 1`` or the calls are not diploid.
+
+    >>> calls = diploid_calls(np.array([[[0, 0], [1, 0]], [[0, 0], [0, -2]]], dtype=np.int8))
+    >>> calls.rows.tolist(), calls.cols.tolist(), calls.codes.tolist()
+    ([0, 1], [1, 1], [14, 8])
+    >>> diploid_calls(np.array([[[0, 2]]], dtype=np.int8)) is None
+    True
+    """
+    if genotypes.ndim != 3 or genotypes.shape[-1] != 2 or genotypes.dtype.kind not in "iu":
+        return None
+    records, samples = genotypes.shape[:2]
+    if genotypes.dtype == np.int8:  # (a call's two bytes as one int16: 0 is 0/0)
+        pairs = np.ascontiguousarray(genotypes).view("<i2")[..., 0]
+        where = np.flatnonzero(pairs != 0)
+        values = pairs.ravel()[where]
+        first = (values << 8 >> 8).astype(np.intp)  # (the low byte, sign-extended)
+        second = (values >> 8).astype(np.intp)
+    else:
+        flat = genotypes.reshape(-1, 2)
+        where = np.flatnonzero((flat[:, 0] != 0) | (flat[:, 1] != 0))
+        first, second = flat[where, 0].astype(np.intp), flat[where, 1].astype(np.intp)
+    if len(where) and (min(first.min(), second.min()) < _LOW or max(first.max(), second.max()) > 1):
+        return None
+    rows, cols = np.divmod(where, max(samples, 1))
+    return DiploidCalls(records, samples, rows, cols, 4 * (first - _LOW) + (second - _LOW))
