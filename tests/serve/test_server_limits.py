@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -217,3 +218,33 @@ def test_a_long_statement_does_not_hold_the_gil(serving, data_dir) -> None:  # n
     with _connect(server.port) as con, longest_gil_hold() as gaps:
         assert con.execute(statement).fetchone() == (10,)
     assert max(gaps) < 1.5, f"the GIL was held {max(gaps):.1f} s"
+
+
+def test_a_session_process_that_stops_reading_is_killed_not_waited_for(serving, data_dir) -> None:  # noqa: F811
+    """A session's process that does not read what the server tells it (stopped here; a
+    statement holding its GIL, or a hostile process) once filled its control pipe, and the
+    server's next word to it blocked holding the session's lock: the watchdog, cancel
+    requests and ``server_close()`` waited for it for ever. Now the full pipe kills it."""
+    server = serving(data_dirs=[data_dir])
+    with _connect(server.port) as victim, _connect(server.port) as caller:
+        [(victim_pid,)] = victim.execute("SELECT pg_backend_pid()").fetchall()
+        [handle] = [s for s in server.sessions.values() if s.key[0] == victim_pid]
+        os_pid = handle._pid
+        os.kill(os_pid, signal.SIGSTOP)
+        try:
+            done = threading.Event()
+
+            def flood() -> None:
+                with contextlib.suppress(psycopg.Error):
+                    caller.execute(f"SELECT count(pg_cancel_backend({victim_pid})) FROM range(5000)")
+                done.set()
+
+            threading.Thread(target=flood, daemon=True).start()
+            assert done.wait(60), "the server waited on a session process that does not read"
+            assert _wait_for(lambda: not os.path.exists(f"/proc/{os_pid}") or
+                             open(f"/proc/{os_pid}/stat").read().split()[2] == "Z", 10)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(os_pid, signal.SIGCONT)
+        with _connect(server.port) as other:
+            assert other.execute("SELECT 42").fetchone() == (42,)

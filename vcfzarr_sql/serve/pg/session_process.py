@@ -65,9 +65,11 @@ log = logging.getLogger("vcfzarr_sql.serve.pg")
 
 #: Seconds a session told to end has to exit before it is killed.
 KILL_WAIT = 1.0
-#: Longest message either side reads (and longest log message sent, in characters).
+#: Longest message either side reads (and longest log message sent, in UTF-8 bytes).
 _MAX_MESSAGE = 1 << 13
 _MAX_LOGGED = 1 << 11
+#: The loggers whose records a session's process sends (the server logs no other name).
+_LOGGERS = frozenset({"vcfzarr_sql.serve.pg"})
 #: Seconds between two looks of a session's process at its memory cap and at its server.
 _PERIOD = 0.2
 
@@ -159,11 +161,15 @@ class Host(Protocol):
 
 
 def _send(pipe: multiprocessing.connection.Connection, *message: object) -> None:
-    pipe.send_bytes(json.dumps(message).encode())
+    pipe.send_bytes(json.dumps(message, ensure_ascii=False, allow_nan=False).encode())
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"not a number: {name}")
 
 
 def _receive(pipe: multiprocessing.connection.Connection) -> list:
-    message = json.loads(pipe.recv_bytes(_MAX_MESSAGE))
+    message = json.loads(pipe.recv_bytes(_MAX_MESSAGE), parse_constant=_no_constant)
     if not isinstance(message, list) or not message or not isinstance(message[0], str):
         raise EOFError(f"not a message: {message!r}")
     return message
@@ -190,7 +196,6 @@ class SessionProcess:
         self._pid: int | None = None
         self._control: multiprocessing.connection.Connection | None = None
         self._dropped = False
-        self._kill_at: float | None = None
         #: Its memory when the server's was last measured (:meth:`memory_bytes`).
         self.measured = 0
         self._room = 0
@@ -241,15 +246,27 @@ class SessionProcess:
             target=_session_main, name=f"vcfzarr-sql session {self.key[0]}", daemon=True,
             args=(self._sock, there, control_there, self._setup, self.key, self.peer, self.connected_at))
         try:
-            with self._lock:
-                process.start()
-                self._pid, self._control = process.pid, control_here
-        except OSError as err:  # no process to be had (the machine's limits)
+            process.start()
+        except (OSError, EOFError) as err:  # no process to be had (the machine's limits)
             log.warning("no process for a session from %s: %s", self.peer, err)
+            self._sock.settimeout(1)
+            with contextlib.suppress(OSError):
+                self._sock.sendall(protocol.error_response(
+                    "FATAL", "53300", "could not start a process for the connection"))
+            here.close()
+            control_here.close()
             return
         finally:
             there.close()
             control_there.close()
+        # (a write the process does not read fails at once: a process that stops reading is
+        # killed, never waited for with the lock held, :meth:`_tell`)
+        os.set_blocking(control_here.fileno(), False)
+        with self._lock:
+            self._pid, self._control = process.pid, control_here
+            dropped = self._dropped
+        if dropped:  # (while it started)
+            self._tell("drop")
         try:
             self._answer(here, host, process)
         finally:
@@ -267,16 +284,15 @@ class SessionProcess:
                 process: multiprocessing.process.BaseProcess) -> None:
         """Answer the process's calls until it exits (killing it once told to end and late)."""
         while True:
-            if self._kill_at is not None and time.monotonic() > self._kill_at:
-                process.kill()
-                return
             try:
                 if not calls.poll(_PERIOD):
+                    if process.exitcode is not None:
+                        return
                     continue
                 name, *args = _receive(calls)
                 answer = self._call(host, name, args)
-            except (EOFError, OSError, ValueError, TypeError):  # gone, or not our session's word
-                return
+            except (EOFError, OSError, ValueError, TypeError, LookupError, ArithmeticError):
+                return  # gone, or not our session's word
             if answer is not None:
                 _send(calls, "answer", answer)
 
@@ -302,7 +318,7 @@ class SessionProcess:
         elif name == "signal":
             return host.signal_backend(self.key, int(args[0]), bool(args[1]))
         elif name == "log":  # (answered: logged before the session goes on)
-            if str(args[0]).startswith(log.name.split(".")[0] + "."):
+            if str(args[0]) in _LOGGERS:  # (our loggers only: no new logger for each name)
                 logging.getLogger(str(args[0])).log(int(args[1]), "%s", str(args[2]))
             return True
         else:
@@ -310,15 +326,30 @@ class SessionProcess:
         return None
 
     def _tell(self, *message: object) -> bool:
-        """Send ``message`` to the process (False: it is not running)."""
+        """Send ``message`` to the process (False: it is not running). A process whose
+        control pipe is full has stopped doing what it is told: it is killed."""
         with self._lock:
             if self._control is None:
                 return False
             try:
                 _send(self._control, *message)
                 return True
+            except BlockingIOError:
+                self._kill()
+                return False
             except OSError:
                 return False
+
+    def _kill(self) -> None:
+        """Kill the process, if it is still this session's (the lock held: its pid is not
+        reaped, so not reused, before :meth:`_run` lets go of it)."""
+        if self._pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(self._pid, signal.SIGKILL)
+
+    def _kill_late(self) -> None:
+        with self._lock:
+            self._kill()
 
     # -- what the server and its watchdog do to a session ----------------------------------------
 
@@ -351,7 +382,9 @@ class SessionProcess:
     def end(self, sqlstate: str, message: str) -> None:
         """Tell the client a FATAL error and end the process, whatever it is doing (it is
         killed if it has not exited :data:`KILL_WAIT` seconds later)."""
-        self._kill_at = time.monotonic() + KILL_WAIT
+        timer = threading.Timer(KILL_WAIT, self._kill_late)
+        timer.daemon = True
+        timer.start()
         self._tell("end", sqlstate, message)
 
     def memory_bytes(self) -> int:
@@ -410,7 +443,8 @@ class _ServersLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         with contextlib.suppress(OSError, ValueError):
-            self._server.ask("log", record.name, record.levelno, self.format(record)[:_MAX_LOGGED])
+            text = self.format(record).encode()[:_MAX_LOGGED].decode(errors="ignore")
+            self._server.ask("log", record.name, record.levelno, text)
 
 
 class _ServersThrottle(LoginThrottle):
@@ -468,8 +502,10 @@ def _obey(control: multiprocessing.connection.Connection, session: ClientSession
                 continue
             name, *args = _receive(control)
         except (EOFError, OSError, ValueError):  # the server is gone
-            session.end("57P01", "terminating connection due to server shutdown")
-            os._exit(1)
+            try:
+                session.end("57P01", "terminating connection due to server shutdown")
+            finally:
+                os._exit(1)
         if name == "interrupt":
             session.interrupt(str(args[0]))
         elif name == "drop":
@@ -481,6 +517,8 @@ def _obey(control: multiprocessing.connection.Connection, session: ClientSession
         elif name == "room":
             room = max(int(args[0]), 0) if max_memory else None
         elif name == "end":
-            session.end(str(args[0]), str(args[1]))
-            os._exit(1)  # (a thread inside DuckDB may never return)
+            try:
+                session.end(str(args[0]), str(args[1]))
+            finally:
+                os._exit(1)  # (a thread inside DuckDB may never return)
 
