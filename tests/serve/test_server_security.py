@@ -417,3 +417,16 @@ def test_wire_protocol_fuzz(fuzzed_server, caplog, startup: bytes, messages: lis
     with _connect(fuzzed_server, connect_timeout=5) as con:
         assert con.execute("SELECT 1").fetchone() == (1,)
     assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]  # no bug of ours
+
+
+def test_a_failed_login_with_a_long_non_ascii_user_name_is_logged(serving, data_dir, caplog) -> None:  # noqa: F811
+    """A session's process sends its log records to the server; JSON's escapes made a record
+    of a long non-ASCII user name three times its length, past the message limit, and the
+    server dropped it: a guess under such a name left no line in the server's log."""
+    server = serving(data_dirs=[data_dir], password=PASSWORD)
+    user = "\N{GRINNING FACE}" * 700
+    with caplog.at_level(logging.WARNING, logger="vcfzarr_sql.serve.pg"):
+        with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+            psycopg.connect(host="127.0.0.1", port=server.port, user=user, dbname="any",
+                            password="guess", connect_timeout=10)
+    assert any(r.getMessage().startswith('failed login for user "\N{GRINNING FACE}') for r in caplog.records)
