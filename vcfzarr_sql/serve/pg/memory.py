@@ -28,7 +28,6 @@ that DuckDB can interrupt ends with a clear message before allocations start fai
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import os
 import re
@@ -105,7 +104,7 @@ def cap_process_memory(limit: int, used: int | None = None) -> None:
 def one_malloc_arena() -> bool:
     """Make glibc's ``malloc`` use one arena from now on (False: not glibc)."""
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = ctypes.CDLL(None)  # (the process's symbols, libc's among them: no ldconfig run)
         return bool(libc.mallopt(_M_ARENA_MAX, 1))
     except (OSError, AttributeError):
         return False
