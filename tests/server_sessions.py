@@ -131,6 +131,29 @@ def serve_process(*args: str, ignore_sigint: bool = False) -> Iterator[tuple[sub
         process.wait(60)
 
 
+def process_tree_memory(pid: int) -> int:
+    """Bytes process ``pid`` and its descendants take (proportional set sizes)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        todo += children.get(current, [])
+        try:
+            with open(f"/proc/{current}/smaps_rollup") as f:
+                total += sum(int(line.split()[1]) * 1024 for line in f if line.startswith("Pss:"))
+        except OSError:
+            pass
+    return total
+
+
 @contextlib.contextmanager
 def longest_gil_hold() -> Iterator[list[float]]:
     """A thread that wakes every 10 ms while the block runs; yields the list its gaps go to

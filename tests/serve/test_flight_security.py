@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
-from server_sessions import longest_gil_hold
+from server_sessions import longest_gil_hold, process_tree_memory, serve_process
 
 pytest.importorskip("google.protobuf")
 if TYPE_CHECKING:
@@ -188,6 +188,57 @@ def test_statement_timeout_cancels_flight_queries(flight_serving, tmp_path) -> N
     assert time.monotonic() - started < 1 + 15
     info = client.get_flight_info(_query("SELECT 42 AS answer"), options)
     assert client.do_get(info.endpoints[0].ticket, options).read_all().to_pylist() == [{"answer": 42}]
+
+
+def test_a_value_that_cannot_be_interrupted_ends_its_statement_in_time(flight_serving, tmp_path) -> None:
+    """Issue 23 item 1 on Flight SQL: DuckDB's interrupt() does not stop repeat(), which ran
+    far past the statement timeout in a thread of the server; its worker process is ended once
+    it has spent 1.5 s of CPU after the interrupt (at most 5 s later), and the server goes on."""
+    server, client = flight_serving(data_dirs=[tmp_path], memory_limit="300MB",
+                                    limits=Limits(statement_timeout=1))
+    options = flight.FlightCallOptions()
+    info = client.get_flight_info(_query("SELECT 1 AS one"), options)  # (a worker waits now)
+    assert client.do_get(info.endpoints[0].ticket, options).read_all().to_pylist() == [{"one": 1}]
+    started = time.monotonic()
+    with pytest.raises(flight.FlightCancelledError, match="could not be stopped"):
+        info = client.get_flight_info(_query("SELECT length(repeat('x', 2000000000)) AS n"), options)
+        client.do_get(info.endpoints[0].ticket, options).read_all()
+    took = time.monotonic() - started
+    assert took < 1 + 7, f"{took:.1f} s"
+    info = client.get_flight_info(_query("SELECT 42 AS answer"), options)
+    assert client.do_get(info.endpoints[0].ticket, options).read_all().to_pylist() == [{"answer": 42}]
+
+
+def test_statements_allocating_at_once_stay_within_the_servers_memory(tmp_path) -> None:
+    """Issue 23 item 1 on Flight SQL: three statements building values at once, each of which
+    fits the cap but no two together, all fail (in threads of the server, some ran to their
+    end), and the server and its workers stay within the cap, give or take what they
+    allocate before the watchdog ends the largest (as the PostgreSQL server's test)."""
+    cap = 1_900_000_000  # (3 x --memory-limit + 1GB)
+    with serve_process("--protocol", "flight-sql", "--data-dir", str(tmp_path),
+                       "--memory-limit", "300MB") as (process, port):
+        client = flight.FlightClient(f"grpc://127.0.0.1:{port}")
+        failed: list[BaseException] = []
+
+        def build() -> None:
+            try:
+                query = f"SELECT length(repeat('{'x' * 64}', {10**9 // 64})) AS n"  # (64 at a time: fast)
+                info = client.get_flight_info(_query(query))
+                client.do_get(info.endpoints[0].ticket).read_all()
+            except flight.FlightError as err:
+                failed.append(err)
+
+        threads = [threading.Thread(target=build) for _ in range(3)]
+        peak = 0
+        for thread in threads:
+            thread.start()
+        while any(thread.is_alive() for thread in threads):
+            peak = max(peak, process_tree_memory(process.pid))
+            time.sleep(0.02)
+        assert len(failed) == 3, failed
+        assert peak < 1.5 * cap, f"{peak >> 20} MiB"
+        info = client.get_flight_info(_query("SELECT 42 AS answer"))
+        assert client.do_get(info.endpoints[0].ticket).read_all().to_pylist() == [{"answer": 42}]
 
 
 def test_idle_statements_are_closed_by_the_idle_timeout(flight_serving, tmp_path) -> None:

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from server_sessions import _wait_for, data_dir, longest_gil_hold, serve_process, serving  # noqa: F401 (fixtures)
+from server_sessions import (  # noqa: F401 (fixtures)
+    _wait_for,
+    data_dir,
+    longest_gil_hold,
+    process_tree_memory,
+    serve_process,
+    serving,
+)
 
 from vcfzarr_sql.engine.saved_calls import sidecar
 from vcfzarr_sql.serve.pg import Limits
@@ -69,29 +76,6 @@ def test_a_value_that_cannot_be_interrupted_ends_its_session_in_time(serving, da
         assert other.execute("SELECT 42").fetchone() == (42,)
 
 
-def _server_memory(pid: int) -> int:
-    """Bytes process ``pid`` and its descendants take (proportional set sizes)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(parent, []).append(int(entry))
-    total, todo = 0, [pid]
-    while todo:
-        current = todo.pop()
-        todo += children.get(current, [])
-        try:
-            with open(f"/proc/{current}/smaps_rollup") as f:
-                total += sum(int(line.split()[1]) * 1024 for line in f if line.startswith("Pss:"))
-        except OSError:
-            pass
-    return total
-
-
 def test_sessions_allocating_at_once_stay_within_the_servers_memory(data_dir) -> None:  # noqa: F811
     """Issue 23 item 1: three sessions building values at once, each of which fits the cap
     but no two together, were not all refused (two of three 1 GB values ran to their end
@@ -115,7 +99,7 @@ def test_sessions_allocating_at_once_stay_within_the_servers_memory(data_dir) ->
         for thread in threads:
             thread.start()
         while any(thread.is_alive() for thread in threads):
-            peak = max(peak, _server_memory(process.pid))
+            peak = max(peak, process_tree_memory(process.pid))
             time.sleep(0.02)
         assert len(failed) == 3, failed
         assert peak < 1.5 * cap, f"{peak >> 20} MiB"

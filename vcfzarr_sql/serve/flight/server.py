@@ -32,16 +32,17 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
 from vcfzarr_sql import __version__
-from vcfzarr_sql.engine.connection import Connection
+from vcfzarr_sql.errors import VcfZarrError
+from vcfzarr_sql.serve import workers
 from vcfzarr_sql.serve.flight import Flight_pb2, catalog
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql
 from vcfzarr_sql.serve.flight.auth import HandshakeAccepted, PasswordAuth, client_of
 from vcfzarr_sql.serve.flight.errors import answered, answering
-from vcfzarr_sql.serve.pg import watchdog
+from vcfzarr_sql.serve.flight.worker import QUERIES, Executor, Pool, Runner, Worker, WorkerSetup
+from vcfzarr_sql.serve.pg import memory, watchdog
 from vcfzarr_sql.serve.pg.config import Limits
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase
 from vcfzarr_sql.serve.pg.sqlstate import PgError
-from vcfzarr_sql.serve.pg.statements import UNPARSED, refuse_relation_names, split
 
 __all__ = ["FlightSqlServer", "pack", "unpack", "unpack_as"]
 
@@ -49,17 +50,10 @@ M = TypeVar("M", bound=Message)
 
 log = logging.getLogger("vcfzarr_sql.serve.flight")
 
-#: Rows per Arrow record batch streamed to the client.
-BATCH_ROWS = 1 << 16
-
 #: Statements (prepared, or queries not yet fetched) one client may have open at once.
 MAX_STATEMENTS_PER_CLIENT = 32
 #: Statements open at once on the server, per client ``Limits.max_connections`` allows.
 STATEMENTS_PER_CONNECTION = 4
-
-#: Statement types that return rows (anything else is an update, run when it is executed).
-_QUERIES = {"SELECT", "EXPLAIN", "PRAGMA", "CALL", "SHOW", "RELATION"}
-
 
 def pack(message: Message) -> bytes:
     """``message`` wrapped in ``google.protobuf.Any``, as Flight SQL sends commands.
@@ -98,89 +92,53 @@ def unpack(data: bytes) -> Message:
 
 @dataclass
 class _Statement:
-    """A statement (prepared or not) on its own connection, of ``client`` (see
+    """A statement (prepared or not) of ``client`` (see
     :func:`~vcfzarr_sql.serve.flight.auth.client_of`); ``parameters``: rows bound by DoPut."""
 
     query: str
-    con: Connection
     kind: str  # DuckDB's statement type
     client: str
     parameter_count: int = 0  # the highest $n
-    parameters: list[list[object]] = field(default_factory=lambda: [[]])
-    reader: pa.RecordBatchReader | None = None
-    busy: bool = False  # running or streaming: closing interrupts it and waits for its end
+    parameters: pa.Table | None = None
+    #: The runner holding its rows, from when it runs until they are fetched.
+    runner: Runner | None = None
+    schema: pa.Schema | None = None  # (of those rows)
+    busy: bool = False  # running or streaming: closing interrupts it, its end closes it
     closed: bool = False
     used: float = field(default_factory=time.monotonic)  # when a call last named it
     lock: threading.Lock = field(default_factory=threading.Lock)
-    #: What the watchdog reads (:class:`~vcfzarr_sql.serve.pg.watchdog.Watched`).
-    connected_at: float = field(default_factory=time.monotonic)
-    logged_in: bool = True
-    busy_since: float | None = None
-    cancel_reason: str | None = None
 
     @property
     def is_query(self) -> bool:
-        return self.kind in _QUERIES
+        return self.kind in QUERIES
 
-    def run(self) -> pa.RecordBatchReader:
-        """Run it with its first parameter row: its rows (an empty reader for an update)."""
-        if len(self.parameters) > 1 and self.is_query:
-            raise flight.FlightServerError("a query takes one row of parameters; bind one row")
-        reader = self.con.rows(self.query, self.parameters[0] or None, batch_rows=BATCH_ROWS)
-        return pa.RecordBatchReader.from_batches(pa.schema([]), []) if reader is None else reader
-
-    def schema(self) -> pa.Schema:
-        """The schema of its rows, without running it (parameters NULL when none are bound)."""
-        if not self.is_query:
-            return pa.schema([])
-        if self.kind != "SELECT":  # PRAGMA, SHOW...: cheap, and not a subquery
-            with self.run() as reader:
-                return reader.schema
-        bound = self.parameters[0] or [None] * self.parameter_count
-        reader = self.con.rows(f"SELECT * FROM ({self.query}) LIMIT 0", bound or None)
-        assert reader is not None  # (a SELECT)
-        with reader:
-            return reader.schema
-
-    def fileno(self) -> None:
-        """No socket of its own (gRPC's calls have none the server sees)."""
-        return None
-
-    def interrupt(self, reason: str = "user request") -> None:
-        """Cancel its running query (from another thread)."""
-        self.cancel_reason = reason
-        with contextlib.suppress(duckdb.Error):  # closed meanwhile
-            self.con.duckdb_connection.interrupt()
-
-    def drop(self) -> None:
-        """(Statements are never logging in.)"""
-
-    def close(self) -> None:
-        """Free its connection (now, or when the stream reading it ends)."""
+    def close(self, pool: Pool) -> None:
+        """Give back its runner (now, or when the call using it ends)."""
         with self.lock:
             self.closed = True
-            if self.busy:
-                self.con.duckdb_connection.interrupt()
-                return
-        if self.reader is not None:
-            self.reader.close()
-        self.con.close()
+            runner, busy = self.runner, self.busy
+            if not busy:
+                self.runner = None
+        if busy and runner is not None:
+            runner.interrupt()
+        elif runner is not None:
+            pool.give_back(runner)
 
 
 class _Statements:
     """Open statements by handle: at most ``limit`` per client, ``clients`` clients with
     statements open and ``total`` statements in all; each closed once unused for
-    ``idle_timeout`` seconds unless it is running. Running ones (open or not: a
-    fetched query's stream) are in :meth:`running_now` for the watchdog."""
+    ``idle_timeout`` seconds unless it is running; closed ones give their runners back to
+    ``pool``."""
 
-    def __init__(self, limit: int = MAX_STATEMENTS_PER_CLIENT, idle_timeout: float = math.inf,
+    def __init__(self, pool: Pool, limit: int = MAX_STATEMENTS_PER_CLIENT, idle_timeout: float = math.inf,
                  clients: int = Limits.max_connections, total: int | None = None):
+        self.pool = pool
         self.limit = limit
         self.idle_timeout = idle_timeout
         self.clients = clients
         self.total = STATEMENTS_PER_CONNECTION * clients if total is None else total
         self._open: dict[bytes, _Statement] = {}
-        self._running: dict[int, _Statement] = {}
         self._lock = threading.Lock()
 
     def add(self, statement: _Statement) -> bytes:
@@ -199,21 +157,6 @@ class _Statements:
             handle = secrets.token_bytes(16)
             self._open[handle] = statement
         return handle
-
-    def started(self, statement: _Statement) -> None:
-        """``statement`` runs (or streams) now."""
-        with self._lock:
-            self._running[id(statement)] = statement
-
-    def ended(self, statement: _Statement) -> None:
-        with self._lock:
-            self._running.pop(id(statement), None)
-
-    def running_now(self) -> list[_Statement]:
-        """The statements running or streaming now (idle ones closed first)."""
-        self.close_idle()
-        with self._lock:
-            return list(self._running.values())
 
     def get(self, handle: bytes) -> _Statement | None:
         """The statement of ``handle`` (None: unknown or closed), now used."""
@@ -238,7 +181,7 @@ class _Statements:
         with self._lock:
             statements, self._open = list(self._open.values()), {}
         for statement in statements:
-            statement.close()
+            statement.close(self.pool)
 
     def close_idle(self) -> None:
         """Close the statements unused for ``idle_timeout`` seconds, unless running."""
@@ -249,7 +192,7 @@ class _Statements:
             for handle in idle:
                 del self._open[handle]
         for statement in idle.values():
-            statement.close()
+            statement.close(self.pool)
 
 
 class FlightSqlServer(flight.FlightServerBase):
@@ -268,32 +211,54 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def __init__(self, location: str, sessions: LockedDatabase, *, password: str | None = None,
                  tls_certificates: list[flight.CertKeyPair] | None = None,
-                 limits: Limits | None = None):
+                 limits: Limits | None = None, processes: bool = True):
         self.sessions = sessions
         self.limits = limits or Limits()
-        self._statements = _Statements(idle_timeout=self.limits.idle_timeout or math.inf,
+        policy = sessions.policy
+        #: Whether statements run in worker processes (not for a shared writable database).
+        self.processes = processes and not (policy.writable and policy.database is not None)
+        if self.processes:
+            workers.start_forkserver()
+            setup = WorkerSetup(policy, self.limits.max_memory)
+            self._pool = Pool(lambda: Worker(setup))
+        else:
+            self._pool = Pool(lambda: Executor(sessions))
+        self._used = 0  # (bytes, at the watchdog's last look)
+        self._statements = _Statements(self._pool, idle_timeout=self.limits.idle_timeout or math.inf,
                                        clients=self.limits.max_connections)
         super().__init__(location, tls_certificates=tls_certificates or [],
                          auth_handler=HandshakeAccepted(), middleware={"auth": PasswordAuth(password)})
         self._stop_watching = threading.Event()
         threading.Thread(target=watchdog.watch, name="vcfzarr-sql flight watchdog", daemon=True,
-                         args=(self._statements.running_now, self.limits, self._stop_watching)).start()
+                         args=(self._watched, self.limits, self._stop_watching, self.memory_used)).start()
+
+    def _watched(self) -> list[Runner]:
+        """What the watchdog looks at: every runner (idle statements closed first)."""
+        self._statements.close_idle()
+        return self._pool.all()
+
+    def memory_used(self) -> int:
+        """Bytes the server takes now: this process's resident memory, and with worker
+        processes, the proportional memory of this process, of their parent and of each."""
+        if not self.processes:
+            return memory.resident_bytes()
+        self._used = memory.proportional_bytes() + workers.forkserver_bytes() + sum(
+            runner.memory_bytes() for runner in self._pool.all() if isinstance(runner, Worker))
+        return self._used
+
+    def _room(self, runner: Worker) -> int:
+        """The memory a worker may take for a statement it starts: its own and its share of
+        what the cap left free at the watchdog's last look (as the watchdog shares it)."""
+        busy = sum(other.busy_since is not None for other in self._pool.all())
+        return runner.measured + max(self.limits.max_memory - self._used, 0) // (2 + busy)
 
     # -- statements --------------------------------------------------------------------------
 
     def _new_statement(self, context: flight.ServerCallContext, query: str) -> tuple[bytes, _Statement]:
-        con = self.sessions.connect()
-        try:
-            parsed = split(con.duckdb_connection, query)
-            if len(parsed) != 1 or parsed[0].kind == UNPARSED:
-                con.duckdb_connection.extract_statements(query)  # raises DuckDB's syntax error
-                raise flight.FlightServerError(f"one statement expected, got {len(parsed)}")
-            refuse_relation_names(parsed[0])
-            statement = _Statement(query, con, parsed[0].kind, client_of(context), parsed[0].parameters)
-            return self._statements.add(statement), statement
-        except BaseException:
-            con.close()
-            raise
+        with self._borrowed(context) as runner:
+            kind, count = runner.prepare(query)
+        statement = _Statement(query, kind, client_of(context), count)
+        return self._statements.add(statement), statement
 
     def _statement(self, handle: bytes) -> _Statement:
         statement = self._statements.get(handle)
@@ -304,25 +269,47 @@ class FlightSqlServer(flight.FlightServerBase):
     def _close(self, handle: bytes) -> None:
         statement = self._statements.pop(handle)
         if statement is not None:
-            statement.close()
+            statement.close(self._pool)
+
+    def _schema(self, context: flight.ServerCallContext, statement: _Statement) -> pa.Schema:
+        """The schema of the statement's rows, without running it."""
+        with self._busy(statement), self._borrowed(context) as runner:
+            return runner.schema(statement.query, statement.kind, statement.parameter_count,
+                                 statement.parameters)
+
+    def _update(self, context: flight.ServerCallContext, statement: _Statement) -> int:
+        """Run an update once per bound parameter row: the rows changed (-1: not known)."""
+        with self._busy(statement), self._borrowed(context) as runner:
+            return runner.update(statement.query, statement.parameters)
+
+    def _start(self, context: flight.ServerCallContext, statement: _Statement) -> pa.Schema:
+        """Run the statement: its rows wait on its runner (an empty stream for an update)."""
+        with self._busy(statement):
+            runner = statement.runner or self._pool.take()
+            statement.runner = runner
+            try:
+                with self._watching(context, runner):
+                    statement.schema = runner.run(statement.query, statement.kind, statement.parameters)
+            except BaseException:
+                statement.runner = None
+                self._pool.give_back(runner)
+                raise
+        return statement.schema
 
     def _catalog_table(self, command: Message) -> pa.Table:
         """The answer to a catalog command, read on a connection of its own."""
-        session = self.sessions.connect()
-        con = session.duckdb_connection
-        try:
-            if isinstance(command, sql.CommandGetCatalogs):
-                return catalog.catalogs(con)
-            if isinstance(command, sql.CommandGetDbSchemas):
-                return catalog.db_schemas(con, _optional(command, "catalog"),
-                                          _optional(command, "db_schema_filter_pattern"))
-            if isinstance(command, sql.CommandGetTables):
-                return catalog.tables(con, _optional(command, "catalog"),
-                                      _optional(command, "db_schema_filter_pattern"),
-                                      _optional(command, "table_name_filter_pattern"),
-                                      list(command.table_types), include_schema=command.include_schema)
-        finally:
-            session.close()
+        if isinstance(command, sql.CommandGetCatalogs):
+            return self._catalog("catalogs", {})
+        if isinstance(command, sql.CommandGetDbSchemas):
+            return self._catalog("db_schemas", {
+                "catalog": _optional(command, "catalog"),
+                "pattern": _optional(command, "db_schema_filter_pattern")})
+        if isinstance(command, sql.CommandGetTables):
+            return self._catalog("tables", {
+                "catalog": _optional(command, "catalog"),
+                "schema_pattern": _optional(command, "db_schema_filter_pattern"),
+                "table_pattern": _optional(command, "table_name_filter_pattern"),
+                "table_types": list(command.table_types), "include_schema": command.include_schema})
         if isinstance(command, sql.CommandGetTableTypes):
             return catalog.table_types()
         if isinstance(command, sql.CommandGetPrimaryKeys):
@@ -333,6 +320,10 @@ class FlightSqlServer(flight.FlightServerBase):
         if isinstance(command, sql.CommandGetSqlInfo):
             return catalog.sql_info(self._sql_info(), list(command.info))
         raise flight.FlightServerError(f"{type(command).__name__} is not supported")
+
+    def _catalog(self, name: str, arguments: dict) -> pa.Table:
+        with self._borrowed(None) as runner:
+            return runner.catalog(name, arguments)
 
     def _sql_info(self) -> dict[int, str | bool | int]:
         return {
@@ -362,13 +353,12 @@ class FlightSqlServer(flight.FlightServerBase):
             schema = self._catalog_table(command).schema
             return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(descriptor.command, [])], -1, -1)
         try:
-            with self._running(context, statement):
-                statement.reader = statement.run()  # DuckDB starts; DoGet streams its batches
+            schema = self._start(context, statement)  # DuckDB starts; DoGet streams its batches
         except BaseException:
             if isinstance(command, sql.CommandStatementQuery):  # (no ticket will fetch it)
                 self._close(handle)
             raise
-        return flight.FlightInfo(statement.reader.schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
+        return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
 
     @answering
     def get_schema(self, context: flight.ServerCallContext,
@@ -377,11 +367,11 @@ class FlightSqlServer(flight.FlightServerBase):
         if isinstance(command, sql.CommandStatementQuery):
             handle, statement = self._new_statement(context, command.query)
             try:
-                return flight.SchemaResult(statement.schema())
+                return flight.SchemaResult(self._schema(context, statement))
             finally:
                 self._close(handle)
         if isinstance(command, sql.CommandPreparedStatementQuery):
-            return flight.SchemaResult(self._statement(command.prepared_statement_handle).schema())
+            return flight.SchemaResult(self._schema(context, self._statement(command.prepared_statement_handle)))
         return flight.SchemaResult(self._catalog_table(command).schema)
 
     @answering
@@ -394,14 +384,13 @@ class FlightSqlServer(flight.FlightServerBase):
         else:
             return flight.RecordBatchStream(self._catalog_table(command))
         statement = self._statement(handle)
-        reader, statement.reader = statement.reader, None
-        if reader is None:
-            with self._running(context, statement):
-                reader = statement.run()
+        schema = statement.schema
+        if statement.runner is None or schema is None:  # (not run yet, or its rows fetched)
+            schema = self._start(context, statement)
         if isinstance(command, sql.TicketStatementQuery):
             self._statements.pop(handle)  # tickets are single-use: the statement ends with its stream
-            statement.closed = True
-        return flight.GeneratorStream(reader.schema, answered(self._streamed(reader, statement, context)))
+        return flight.GeneratorStream(schema, answered(self._streamed(
+            context, statement, single_use=isinstance(command, sql.TicketStatementQuery))))
 
     @answering
     def do_put(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor,
@@ -410,21 +399,19 @@ class FlightSqlServer(flight.FlightServerBase):
         if isinstance(command, sql.CommandStatementUpdate):
             handle, statement = self._new_statement(context, command.query)
             try:
-                with self._running(context, statement):
-                    count = _update(statement)
+                count = self._update(context, statement)
             finally:
                 self._close(handle)
         elif isinstance(command, (sql.CommandPreparedStatementQuery, sql.CommandPreparedStatementUpdate)):
             statement = self._statement(command.prepared_statement_handle)
             rows = reader.read_all()
-            statement.parameters = [list(row.values()) for row in rows.to_pylist()] or [[]]
+            statement.parameters = rows if rows.num_rows else None
             if isinstance(command, sql.CommandPreparedStatementQuery):
                 result = sql.DoPutPreparedStatementResult(
                     prepared_statement_handle=command.prepared_statement_handle)
                 writer.write(pa.py_buffer(result.SerializeToString()))
                 return
-            with self._running(context, statement):
-                count = _update(statement)
+            count = self._update(context, statement)
         else:
             raise flight.FlightServerError(f"{type(command).__name__} is not supported")
         writer.write(pa.py_buffer(sql.DoPutUpdateResult(record_count=count).SerializeToString()))
@@ -442,8 +429,8 @@ class FlightSqlServer(flight.FlightServerBase):
             request = unpack_as(body, sql.ActionCreatePreparedStatementRequest)
             handle, statement = self._new_statement(context, request.query)
             try:
-                schema = statement.schema().serialize().to_pybytes()
-            except (duckdb.Error, ValueError):  # known once parameters are bound (vcf_zarr(?))
+                schema = self._schema(context, statement).serialize().to_pybytes()
+            except (duckdb.Error, VcfZarrError):  # known once parameters are bound (vcf_zarr(?))
                 schema = b""
             result = sql.ActionCreatePreparedStatementResult(
                 prepared_statement_handle=handle, dataset_schema=schema, is_update=not statement.is_query)
@@ -473,7 +460,9 @@ class FlightSqlServer(flight.FlightServerBase):
                 getattr(command, "prepared_statement_handle", None)
             statement = self._statements.get(handle or b"")
             if statement is not None:
-                statement.interrupt()
+                runner = statement.runner
+                if runner is not None:
+                    runner.interrupt()
                 cancelled = True
         return cancelled
 
@@ -482,68 +471,84 @@ class FlightSqlServer(flight.FlightServerBase):
         return self._statements.running()
 
     def shutdown(self) -> None:
+        """Stop serving; running statements end (at once with worker processes)."""
         self._stop_watching.set()
-        super().shutdown()
         self._statements.close_all()
+        if self.processes:  # (their calls fail now: nothing keeps the server waiting)
+            self._pool.close()
+        super().shutdown()
+        self._pool.close()
         self.sessions.close()
 
     @contextlib.contextmanager
-    def _running(self, context: flight.ServerCallContext, statement: _Statement) -> Iterator[None]:
-        """While the block uses the statement's connection: DuckDB is interrupted as soon as
-        the client cancels the call or the watchdog says so (the statement timeout...), and a
-        close asked meanwhile happens at the end."""
+    def _busy(self, statement: _Statement) -> Iterator[None]:
+        """While a call uses the statement (one at a time): a close asked meanwhile
+        interrupts it and happens at the end."""
+        with statement.lock:
+            if statement.busy:
+                raise flight.FlightServerError("the statement is running: wait for its end")
+            statement.busy = True
+        try:
+            yield
+        finally:
+            with statement.lock:
+                statement.busy = False
+                runner = statement.runner if statement.closed else None
+                if runner is not None:
+                    statement.runner = None
+            if runner is not None:
+                self._pool.give_back(runner)
+
+    @contextlib.contextmanager
+    def _borrowed(self, context: flight.ServerCallContext | None) -> Iterator[Runner]:
+        """A runner of the pool for the block (:meth:`_watching` it)."""
+        runner = self._pool.take()
+        try:
+            with self._watching(context, runner):
+                yield runner
+        finally:
+            self._pool.give_back(runner)
+
+    @contextlib.contextmanager
+    def _watching(self, context: flight.ServerCallContext | None, runner: Runner) -> Iterator[None]:
+        """While the block uses ``runner``: busy for the watchdog (the statement timeout...),
+        and interrupted as soon as the client cancels the call."""
         finished = threading.Event()
 
         def watch() -> None:
             while not finished.wait(0.1):
-                if context.is_cancelled():
-                    statement.interrupt()
+                if context is not None and context.is_cancelled():
+                    runner.interrupt()
                     return
 
-        with statement.lock:
-            statement.busy = True
-        statement.cancel_reason = None
-        statement.busy_since = time.monotonic()
-        self._statements.started(statement)
-        threading.Thread(target=watch, daemon=True).start()
+        if isinstance(runner, Worker) and self.limits.max_memory:
+            runner.start_with(self._room(runner))
+        runner.busy_since = time.monotonic()
+        if context is not None:
+            threading.Thread(target=watch, daemon=True).start()
         try:
             yield
-        except duckdb.InterruptException:
-            if statement.cancel_reason is None:
-                raise
-            raise PgError("57014", f"canceling statement due to {statement.cancel_reason}") from None
         finally:
             finished.set()
-            self._statements.ended(statement)
-            statement.busy_since = None
-            with statement.lock:
-                statement.busy = False
-                closed = statement.closed
-            if closed:
-                statement.close()
+            runner.busy_since = None
 
-    def _streamed(self, reader: pa.RecordBatchReader, statement: _Statement,
-                  context: flight.ServerCallContext) -> Iterator[pa.RecordBatch]:
-        """The reader's batches, DuckDB interrupted if the client cancels."""
-        with self._running(context, statement):
+    def _streamed(self, context: flight.ServerCallContext, statement: _Statement, *,
+                  single_use: bool) -> Iterator[pa.RecordBatch]:
+        """The statement's rows, batch by batch, from its runner (then given back)."""
+        with self._busy(statement):
+            runner = statement.runner
             try:
-                yield from reader
+                if runner is not None:
+                    with self._watching(context, runner):
+                        while (batch := runner.next()) is not None:
+                            yield batch
             finally:
-                reader.close()
+                with statement.lock:
+                    statement.runner, statement.schema = None, None
+                    statement.closed = statement.closed or single_use
+                if runner is not None:
+                    self._pool.give_back(runner)
 
 
 def _optional(message: Message, name: str) -> str | None:
     return getattr(message, name) if message.HasField(name) else None
-
-
-def _update(statement: _Statement) -> int:
-    """Run an update once per bound parameter row: the rows changed (-1: not known)."""
-    total = 0
-    for row in statement.parameters:
-        rows = statement.con.execute(statement.query, row or None).fetchall()
-        description = statement.con.duckdb_connection.description
-        if not description or description[0][0] != "Count":
-            total = -1
-        elif total >= 0 and rows:  # DDL: a Count column without rows
-            total += rows[0][0]
-    return total

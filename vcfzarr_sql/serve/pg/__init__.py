@@ -33,6 +33,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from vcfzarr_sql.serve import workers
 from vcfzarr_sql.serve.pg import memory, protocol, rows, session_process, watchdog
 from vcfzarr_sql.serve.pg.config import Limits, Security, ServerConfigError, check_exposure
 from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, LockedDatabase, SessionPolicy
@@ -159,7 +160,7 @@ class PgServer(socketserver.ThreadingTCPServer):
         each session's."""
         if self.setup is None:
             return memory.resident_bytes()
-        return memory.proportional_bytes() + session_process.forkserver_bytes() + sum(
+        return memory.proportional_bytes() + workers.forkserver_bytes() + sum(
             session.memory_bytes() for session in self._sessions()
             if isinstance(session, SessionProcess))
 
@@ -240,7 +241,7 @@ class PgServer(socketserver.ThreadingTCPServer):
         for session in self._sessions():  # (a process whose statement does not stop)
             if isinstance(session, SessionProcess):
                 session.end("57P01", "terminating connection due to server shutdown")
-        deadline = time.monotonic() + session_process.KILL_WAIT + 0.5
+        deadline = time.monotonic() + workers.KILL_WAIT + 0.5
         while self._sessions() and time.monotonic() < deadline:
             time.sleep(0.05)
         self.database.close()
@@ -273,7 +274,7 @@ def make_server(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *,
     limits = limits or Limits()
     setup = None
     if processes and not (policy.writable and policy.database is not None):
-        session_process.start_forkserver()
+        workers.start_forkserver()
         setup = session_process.Setup(policy, limits, security.secret, security.tls_files)
     else:
         rows.warm_up()

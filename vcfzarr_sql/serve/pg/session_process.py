@@ -1,14 +1,10 @@
 """A client's session in a process of its own, so that the server can always end it.
 
-DuckDB's ``interrupt()`` does not stop a value built inside one scalar call
-(``repeat('x', 1000000000)`` runs about 20 s past it), and its ``memory_limit`` does not count
-such a value. A thread cannot be killed; a process can. So each connection of a server whose
-sessions have DuckDB instances of their own is served by a process of its own, forked from a
-clean parent that has loaded the session modules (multiprocessing's forkserver, started once per
-server process and gone with it: the server itself, with its threads and DuckDB instances, is
-never forked). The child runs the same :class:`~.session.ClientSession` (TLS, password,
-protocol, its own locked-down DuckDB); what needs the whole server goes over a pipe as small
-JSON messages (never pickles: the server trusts nothing a session's process says):
+Each connection of a server whose sessions have DuckDB instances of their own is served by a
+process forked from the servers' preloaded forkserver (:mod:`vcfzarr_sql.serve.workers`: why
+a process, and how it starts). The child runs the same :class:`~.session.ClientSession` (TLS,
+password, protocol, its own locked-down DuckDB); what needs the whole server goes over a pipe
+as small JSON messages (never pickles: the server trusts nothing a session's process says):
 
 - session -> server: ``admit`` (``--max-connections``), the login throttle's ``wait``,
   ``failed`` and ``succeeded`` (for the server's address, not one the child names);
@@ -33,28 +29,20 @@ space beyond it fails at once with DuckDB's ``Out of Memory Error``.
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import logging
-import multiprocessing
 import multiprocessing.connection
-import multiprocessing.context
-import multiprocessing.forkserver
-import multiprocessing.popen_forkserver
 import multiprocessing.process
-import multiprocessing.reduction
-import multiprocessing.util
 import os
 import select
 import signal
 import socket
 import struct
-import sys
 import threading
 import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from vcfzarr_sql.serve import workers
 from vcfzarr_sql.serve.pg import memory, protocol
 from vcfzarr_sql.serve.pg.auth import LoginThrottle, ScramSecret
 from vcfzarr_sql.serve.pg.config import Limits, Security, tls_context
@@ -64,79 +52,13 @@ from vcfzarr_sql.serve.pg.session import ClientSession
 log = logging.getLogger("vcfzarr_sql.serve.pg")
 
 #: Seconds a session told to end has to exit before it is killed.
-KILL_WAIT = 1.0
-#: Longest message either side reads (and longest log message sent, in UTF-8 bytes).
-_MAX_MESSAGE = 1 << 13
+KILL_WAIT = workers.KILL_WAIT
+#: Longest log message sent, in UTF-8 bytes.
 _MAX_LOGGED = 1 << 11
 #: The loggers whose records a session's process sends (the server logs no other name).
 _LOGGERS = frozenset({"vcfzarr_sql.serve.pg"})
 #: Seconds between two looks of a session's process at its memory cap and at its server.
 _PERIOD = 0.2
-
-_CONTEXT = multiprocessing.get_context("forkserver")
-
-
-def start_forkserver() -> None:
-    """Start the parent of the sessions' processes, with the session modules loaded (once per
-    process; it exits with this process)."""
-    _CONTEXT.set_forkserver_preload(["vcfzarr_sql.serve.pg.session_preload"])
-    multiprocessing.forkserver.ensure_running()
-
-
-def forkserver_bytes() -> int:
-    """The memory the parent of the sessions' processes takes (proportional, as theirs)."""
-    pid = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_forkserver_pid", None)
-    return memory.proportional_bytes(pid) if isinstance(pid, int) else 0
-
-
-class _Popen(multiprocessing.popen_forkserver.Popen):
-    """The forkserver's start, with none of this process's main module: multiprocessing has
-    its child import the main script again (a server started from a script without a
-    ``__main__`` guard would start itself again; the console script would load the whole
-    CLI in every session's process). A session's process needs only the path to modules."""
-
-    def _launch(self, process_obj: multiprocessing.process.BaseProcess) -> None:
-        # (multiprocessing.popen_forkserver.Popen._launch, with our preparation data)
-        buf = io.BytesIO()
-        multiprocessing.context.set_spawning_popen(self)
-        try:
-            multiprocessing.reduction.dump(_preparation_data(process_obj.name), buf)
-            multiprocessing.reduction.dump(process_obj, buf)
-        finally:
-            multiprocessing.context.set_spawning_popen(None)
-        self.sentinel, w = multiprocessing.forkserver.connect_to_new_process(
-            self._fds)  # type: ignore[attr-defined]  # (as multiprocessing has it)
-        parent_w = os.dup(w)  # the child's sentinel of this process
-        self.finalizer = multiprocessing.util.Finalize(
-            self, multiprocessing.util.close_fds,  # type: ignore[attr-defined]  # (it has)
-            (parent_w, self.sentinel))
-        with open(w, "wb", closefd=True) as f:
-            f.write(buf.getbuffer())
-        self.pid = multiprocessing.forkserver.read_signed(self.sentinel)
-
-
-def _preparation_data(name: str) -> dict[str, object]:
-    return {"name": name, "sys_path": sys.path, "dir": os.getcwd(), "start_method": "forkserver",
-            "authkey": bytes(multiprocessing.process.current_process().authkey)}
-
-
-#: Whether this Python's forkserver start is the one :class:`_Popen` copies (3.11 to 3.13 were
-#: read; on any other, or where a name it uses is missing, the stdlib's own start is used: it
-#: works the same, at the cost of the main module imported again in each session's process).
-_OWN_LAUNCH = sys.version_info[:2] in ((3, 11), (3, 12), (3, 13)) and all(
-    hasattr(multiprocessing.forkserver, name) for name in ("connect_to_new_process", "read_signed")) \
-    and hasattr(multiprocessing.context, "set_spawning_popen")
-
-
-class _Process(multiprocessing.process.BaseProcess):
-    _start_method = "forkserver"
-
-    @staticmethod
-    def _Popen(process_obj: multiprocessing.process.BaseProcess) -> multiprocessing.popen_forkserver.Popen:
-        if _OWN_LAUNCH:
-            return _Popen(process_obj)
-        return multiprocessing.popen_forkserver.Popen(process_obj)
-
 
 @dataclass(frozen=True)
 class Setup:
@@ -158,21 +80,6 @@ class Host(Protocol):
     def cancel(self, key: tuple[int, int]) -> None: ...
 
     def signal_backend(self, caller_key: tuple[int, int], pid: int, terminate: bool) -> bool: ...
-
-
-def _send(pipe: multiprocessing.connection.Connection, *message: object) -> None:
-    pipe.send_bytes(json.dumps(message, ensure_ascii=False, allow_nan=False).encode())
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"not a number: {name}")
-
-
-def _receive(pipe: multiprocessing.connection.Connection) -> list:
-    message = json.loads(pipe.recv_bytes(_MAX_MESSAGE), parse_constant=_no_constant)
-    if not isinstance(message, list) or not message or not isinstance(message[0], str):
-        raise EOFError(f"not a message: {message!r}")
-    return message
 
 
 class SessionProcess:
@@ -240,9 +147,9 @@ class SessionProcess:
         return False
 
     def _run(self, host: Host) -> None:
-        here, there = _CONTEXT.Pipe()
-        control_there, control_here = _CONTEXT.Pipe(duplex=False)
-        process = _Process(
+        here, there = workers.CONTEXT.Pipe()
+        control_there, control_here = workers.CONTEXT.Pipe(duplex=False)
+        process = workers.Process(
             target=_session_main, name=f"vcfzarr-sql session {self.key[0]}", daemon=True,
             args=(self._sock, there, control_there, self._setup, self.key, self.peer, self.connected_at))
         try:
@@ -289,12 +196,12 @@ class SessionProcess:
                     if process.exitcode is not None:
                         return
                     continue
-                name, *args = _receive(calls)
+                name, *args = workers.receive(calls)
                 answer = self._call(host, name, args)
             except (EOFError, OSError, ValueError, TypeError, LookupError, ArithmeticError):
                 return  # gone, or not our session's word
             if answer is not None:
-                _send(calls, "answer", answer)
+                workers.send(calls, "answer", answer)
 
     def _call(self, host: Host, name: str, args: list) -> bool | None:
         """What the server says to the call ``name(*args)`` (None: nothing, a notice)."""
@@ -332,7 +239,7 @@ class SessionProcess:
             if self._control is None:
                 return False
             try:
-                _send(self._control, *message)
+                workers.send(self._control, *message)
                 return True
             except BlockingIOError:
                 self._kill()
@@ -395,15 +302,7 @@ class SessionProcess:
 
     def cpu_seconds(self) -> float:
         """The CPU time the process has spent."""
-        pid = self._pid
-        if pid is None:
-            return 0.0
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):  # gone
-            return 0.0
+        return workers.cpu_seconds(self._pid)
 
     def limit_memory(self, room: int) -> None:
         """Let the process take at most ``room`` bytes from now on (told when it changed by
@@ -424,12 +323,12 @@ class _Server:
 
     def tell(self, *message: object) -> None:
         with self._lock:
-            _send(self._calls, *message)
+            workers.send(self._calls, *message)
 
     def ask(self, *message: object) -> bool:
         with self._lock:
-            _send(self._calls, *message)
-            name, *answer = _receive(self._calls)
+            workers.send(self._calls, *message)
+            name, *answer = workers.receive(self._calls)
             return name == "answer" and answer == [True]
 
 
@@ -500,7 +399,7 @@ def _obey(control: multiprocessing.connection.Connection, session: ClientSession
         try:
             if not control.poll(_PERIOD):
                 continue
-            name, *args = _receive(control)
+            name, *args = workers.receive(control)
         except (EOFError, OSError, ValueError):  # the server is gone
             try:
                 session.end("57P01", "terminating connection due to server shutdown")

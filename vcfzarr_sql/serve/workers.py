@@ -1,0 +1,151 @@
+"""Processes a server can always end, forked from one preloaded parent.
+
+DuckDB's ``interrupt()`` does not stop a value built inside one scalar call
+(``repeat('x', 1000000000)`` runs about 20 s past it), and its ``memory_limit`` does not count
+such a value. A thread cannot be killed; a process can. So both servers run their sessions'
+statements in processes of their own (a PostgreSQL session, :mod:`.pg.session_process`; a
+Flight SQL statement, :mod:`.flight.worker`), forked from a clean parent that has loaded the
+modules they need (multiprocessing's forkserver, started once per server process and gone with
+it: the server itself, with its threads and DuckDB instances, is never forked).
+
+Server and process talk in small JSON messages (:func:`send`, :func:`receive`): never pickles,
+as the server trusts nothing such a process says. What a process costs is read from ``/proc``:
+its memory (:func:`.pg.memory.proportional_bytes`) and its CPU time (:func:`cpu_seconds`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import multiprocessing
+import multiprocessing.connection
+import multiprocessing.context
+import multiprocessing.forkserver
+import multiprocessing.popen_forkserver
+import multiprocessing.process
+import multiprocessing.reduction
+import multiprocessing.util
+import os
+import sys
+
+from vcfzarr_sql.serve.pg import memory
+
+__all__ = ["CONTEXT", "KILL_WAIT", "MAX_MESSAGE", "Process", "cpu_seconds", "decode", "encode",
+           "forkserver_bytes", "receive", "send", "start_forkserver"]
+
+#: Seconds a process told to end has to exit before it is killed.
+KILL_WAIT = 1.0
+#: Longest JSON message either side reads.
+MAX_MESSAGE = 1 << 13
+#: The modules the forkserver loads once, for every process it forks (both servers').
+PRELOAD = ["vcfzarr_sql.serve.pg.session_preload", "vcfzarr_sql.serve.flight.worker"]
+
+CONTEXT = multiprocessing.get_context("forkserver")
+
+
+def start_forkserver() -> None:
+    """Start the parent of the servers' processes, with their modules loaded (once per
+    process; it exits with this process)."""
+    CONTEXT.set_forkserver_preload(PRELOAD)
+    multiprocessing.forkserver.ensure_running()
+
+
+def forkserver_bytes() -> int:
+    """The memory the parent of the servers' processes takes (proportional, as theirs)."""
+    pid = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_forkserver_pid", None)
+    return memory.proportional_bytes(pid) if isinstance(pid, int) else 0
+
+
+def cpu_seconds(pid: int | None) -> float:
+    """The CPU time process ``pid`` has spent (0 when it is gone or None)."""
+    if pid is None:
+        return 0.0
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):  # gone
+        return 0.0
+
+
+def encode(*message: object) -> bytes:
+    """``message`` as one JSON list in UTF-8 (NaN and infinities refused).
+
+    >>> decode(encode("interrupt", "statement timeout"))
+    ['interrupt', 'statement timeout']
+    """
+    return json.dumps(message, ensure_ascii=False, allow_nan=False).encode()
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"not a number: {name}")
+
+
+def decode(data: bytes) -> list:
+    """The message of :func:`encode`: a non-empty JSON list whose first item, a string, names
+    it (EOFError: anything else; ValueError: not JSON)."""
+    message = json.loads(data, parse_constant=_no_constant)
+    if not isinstance(message, list) or not message or not isinstance(message[0], str):
+        raise EOFError(f"not a message: {message!r}")
+    return message
+
+
+def send(pipe: multiprocessing.connection.Connection, *message: object) -> None:
+    """Send ``message`` (:func:`encode`)."""
+    pipe.send_bytes(encode(*message))
+
+
+def receive(pipe: multiprocessing.connection.Connection) -> list:
+    """The next message (:func:`decode`; EOFError: the other side is gone)."""
+    return decode(pipe.recv_bytes(MAX_MESSAGE))
+
+
+class _Popen(multiprocessing.popen_forkserver.Popen):
+    """The forkserver's start, with none of this process's main module: multiprocessing has
+    its child import the main script again (a server started from a script without a
+    ``__main__`` guard would start itself again; the console script would load the whole
+    CLI in every process). A server's process needs only the path to modules."""
+
+    def _launch(self, process_obj: multiprocessing.process.BaseProcess) -> None:
+        # (multiprocessing.popen_forkserver.Popen._launch, with our preparation data)
+        buf = io.BytesIO()
+        multiprocessing.context.set_spawning_popen(self)
+        try:
+            multiprocessing.reduction.dump(_preparation_data(process_obj.name), buf)
+            multiprocessing.reduction.dump(process_obj, buf)
+        finally:
+            multiprocessing.context.set_spawning_popen(None)
+        self.sentinel, w = multiprocessing.forkserver.connect_to_new_process(
+            self._fds)  # type: ignore[attr-defined]  # (as multiprocessing has it)
+        parent_w = os.dup(w)  # the child's sentinel of this process
+        self.finalizer = multiprocessing.util.Finalize(
+            self, multiprocessing.util.close_fds,  # type: ignore[attr-defined]  # (it has)
+            (parent_w, self.sentinel))
+        with open(w, "wb", closefd=True) as f:
+            f.write(buf.getbuffer())
+        self.pid = multiprocessing.forkserver.read_signed(self.sentinel)
+
+
+def _preparation_data(name: str) -> dict[str, object]:
+    return {"name": name, "sys_path": sys.path, "dir": os.getcwd(), "start_method": "forkserver",
+            "authkey": bytes(multiprocessing.process.current_process().authkey)}
+
+
+#: Whether this Python's forkserver start is the one :class:`_Popen` copies (3.11 to 3.13 were
+#: read; on any other, or where a name it uses is missing, the stdlib's own start is used: it
+#: works the same, at the cost of the main module imported again in each process).
+_OWN_LAUNCH = sys.version_info[:2] in ((3, 11), (3, 12), (3, 13)) and all(
+    hasattr(multiprocessing.forkserver, name) for name in ("connect_to_new_process", "read_signed")) \
+    and hasattr(multiprocessing.context, "set_spawning_popen")
+
+
+class Process(multiprocessing.process.BaseProcess):
+    """A process forked by the forkserver (:func:`start_forkserver` first)."""
+
+    _start_method = "forkserver"
+
+    @staticmethod
+    def _Popen(process_obj: multiprocessing.process.BaseProcess) -> multiprocessing.popen_forkserver.Popen:
+        if _OWN_LAUNCH:
+            return _Popen(process_obj)
+        return multiprocessing.popen_forkserver.Popen(process_obj)
