@@ -1,11 +1,12 @@
-"""The watchdog's decisions (serve/pg/watchdog.py) on sessions it can end, with a fake clock and
+"""The watchdog's decisions (serve/watchdog.py) on sessions it can end, with a fake clock and
 fake sessions: no server, no process."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from vcfzarr_sql.serve.pg import Limits, watchdog
+from vcfzarr_sql.serve import watchdog
+from vcfzarr_sql.serve.pg import Limits
 
 
 @dataclass

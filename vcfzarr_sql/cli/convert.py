@@ -71,7 +71,7 @@ def command(paths: tuple[str, ...], variants_chunk_size: int, samples_chunk_size
     metadata and chunks (a file you put inside, a link): move that out first.
     """
     from vcfzarr_sql.converter import convert
-    from vcfzarr_sql.serve.pg.memory import parse_size
+    from vcfzarr_sql.serve.memory import parse_size
 
     inputs, output = _inputs_and_output(paths)
 

@@ -11,10 +11,10 @@ from typing import TypedDict
 import click
 
 from vcfzarr_sql.cli import options
+from vcfzarr_sql.serve.memory import MemorySizeError, default_cap, parse_size
 from vcfzarr_sql.serve.pg import DEFAULT_HOST, DEFAULT_PORT, Limits, make_server
 from vcfzarr_sql.serve.pg.auth import PASSWORD_ENV, read_password
 from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT
-from vcfzarr_sql.serve.pg.memory import MemorySizeError, default_cap, parse_size
 
 
 class _Served(TypedDict):

@@ -10,7 +10,7 @@ it: the server itself, with its threads and DuckDB instances, is never forked).
 
 Server and process talk in small JSON messages (:func:`send`, :func:`receive`): never pickles,
 as the server trusts nothing such a process says. What a process costs is read from ``/proc``:
-its memory (:func:`.pg.memory.proportional_bytes`) and its CPU time (:func:`cpu_seconds`).
+its memory (:func:`.memory.proportional_bytes`) and its CPU time (:func:`cpu_seconds`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import multiprocessing.util
 import os
 import sys
 
-from vcfzarr_sql.serve.pg import memory
+from vcfzarr_sql.serve import memory
 
 __all__ = ["CONTEXT", "KILL_WAIT", "MAX_MESSAGE", "Process", "cpu_seconds", "decode", "encode",
            "forkserver_bytes", "receive", "send", "start_forkserver"]

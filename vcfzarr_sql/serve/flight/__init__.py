@@ -34,7 +34,8 @@ def make_flight_server(host: str = "127.0.0.1", port: int = DEFAULT_FLIGHT_PORT,
                        database: str | None = None, writable: bool = False,
                        memory_limit: str = DEFAULT_MEMORY_LIMIT, password: str | None = None,
                        tls_cert: str | Path | None = None, tls_key: str | Path | None = None,
-                       insecure: bool = False, limits: Limits | None = None) -> FlightSqlServer:
+                       insecure: bool = False, limits: Limits | None = None,
+                       processes: bool = True) -> FlightSqlServer:
     """A Flight SQL server listening on ``host:port`` (``port=0``: a free one, see ``.port``);
     ``serve()`` blocks until ``shutdown()``.
 
@@ -45,7 +46,8 @@ def make_flight_server(host: str = "127.0.0.1", port: int = DEFAULT_FLIGHT_PORT,
     speaks ``grpc+tls``; with ``password`` clients must log in. A ``host`` other machines reach
     needs TLS and a password unless ``insecure``. ``limits``: the PostgreSQL server's
     :class:`~vcfzarr_sql.serve.pg.config.Limits` (``max_connections``: clients with statements
-    open).
+    open). ``processes``: each statement in a worker process (:mod:`.worker`; not for a
+    ``writable`` database, whose statements share one DuckDB instance: they are threads).
     """
     if (tls_cert is None) != (tls_key is None):
         raise ServerConfigError("TLS needs both a certificate and its key")
@@ -59,4 +61,4 @@ def make_flight_server(host: str = "127.0.0.1", port: int = DEFAULT_FLIGHT_PORT,
                            database=None if database in (None, ":memory:") else database,
                            writable=writable, memory_limit=memory_limit)
     return FlightSqlServer(f"{scheme}://{host}:{port}", LockedDatabase(policy), password=password,
-                           tls_certificates=certificates, limits=limits)
+                           tls_certificates=certificates, limits=limits, processes=processes)

@@ -1,13 +1,16 @@
 """An Arrow Flight SQL server over vcfzarr-sql's DuckDB sessions: results leave as Arrow record
-batches, straight from DuckDB's Arrow reader.
+batches from DuckDB's Arrow reader (in a worker process, sent to the server as Arrow IPC bytes).
 
-Every statement runs on its own connection (a locked-down session of
-:class:`~vcfzarr_sql.serve.pg.lockdown.LockedDatabase`), so clients and their statements never
-wait on each other and one can be cancelled alone; tables and views created by one statement
-are there for the next only in a shared writable database (``--database FILE --writable``).
-The PostgreSQL server's :class:`~vcfzarr_sql.serve.pg.config.Limits` hold here too, counted
-per client (user and address): clients with open statements, statement and idle timeouts, and
-the memory of the whole process, kept by the same watchdog (:mod:`~vcfzarr_sql.serve.pg.watchdog`).
+Every statement runs on a connection of its own (a locked-down session of
+:class:`~vcfzarr_sql.serve.pg.lockdown.LockedDatabase`) in a worker process
+(:mod:`~vcfzarr_sql.serve.flight.worker`), so clients and their statements never wait on each
+other, one can be cancelled alone, and one DuckDB cannot interrupt can be ended; tables and
+views created by one statement are there for the next only in a shared writable database
+(``--database FILE --writable``, whose statements are threads of the server). The PostgreSQL
+server's :class:`~vcfzarr_sql.serve.pg.config.Limits` hold here too, counted per client (user
+and address): clients with open statements, statement and idle timeouts, and the memory of
+the whole server, its workers included, kept by the same watchdog
+(:mod:`~vcfzarr_sql.serve.watchdog`).
 
 Flight SQL messages are protobufs (``google.protobuf.Any`` around the Flight SQL commands) read
 and written with the classes ``protoc`` generated from Apache Arrow's ``FlightSql.proto``.
@@ -33,13 +36,12 @@ from google.protobuf.message import DecodeError, Message
 
 from vcfzarr_sql import __version__
 from vcfzarr_sql.errors import VcfZarrError
-from vcfzarr_sql.serve import workers
+from vcfzarr_sql.serve import memory, watchdog, workers
 from vcfzarr_sql.serve.flight import Flight_pb2, catalog
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql
 from vcfzarr_sql.serve.flight.auth import HandshakeAccepted, PasswordAuth, client_of
 from vcfzarr_sql.serve.flight.errors import answered, answering
 from vcfzarr_sql.serve.flight.worker import QUERIES, Executor, Pool, Runner, Worker, WorkerSetup
-from vcfzarr_sql.serve.pg import memory, watchdog
 from vcfzarr_sql.serve.pg.config import Limits
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase
 from vcfzarr_sql.serve.pg.sqlstate import PgError
@@ -197,8 +199,10 @@ class _Statements:
 
 class FlightSqlServer(flight.FlightServerBase):
     """Flight SQL at ``location`` (``grpc://host:port`` or ``grpc+tls://``) over ``sessions``,
-    whose ``connect()`` gives each statement and catalog call its connection (the session
-    policy: which database, which files; ``close()`` at shutdown).
+    whose policy (which database, which files) each statement's connection follows: in a
+    worker process (:class:`~.worker.Worker`) unless ``processes`` is False or the database
+    is shared and writable, else on ``sessions.connect()`` in a thread (``close()`` at
+    shutdown).
 
     ``password``: clients must log in with it (any user name). ``tls_certificates``: a list of
     :class:`pyarrow.flight.CertKeyPair` for a ``grpc+tls`` location. ``limits``: the

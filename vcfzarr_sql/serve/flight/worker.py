@@ -19,8 +19,8 @@ never code):
 
 A control pipe, which the server never waits on (a worker whose pipe is full is killed),
 carries ``interrupt(reason)`` and ``room(bytes)`` (the memory the worker may take, kept by the
-kernel: :func:`~vcfzarr_sql.serve.pg.memory.cap_process_memory`). The watchdog
-(:mod:`~vcfzarr_sql.serve.pg.watchdog`) sees each worker as a session it can end: it
+kernel: :func:`~vcfzarr_sql.serve.memory.cap_process_memory`). The watchdog
+(:mod:`~vcfzarr_sql.serve.watchdog`) sees each worker as a session it can end: it
 interrupts a statement past the statement timeout, kills the worker when the statement goes
 on (the client gets the watchdog's error), and kills the largest worker when the server's
 memory, the workers' included, passes ``--max-memory``.
@@ -49,9 +49,8 @@ import pyarrow as pa
 
 from vcfzarr_sql.engine.connection import Connection
 from vcfzarr_sql.errors import VcfZarrError
-from vcfzarr_sql.serve import workers
+from vcfzarr_sql.serve import memory, workers
 from vcfzarr_sql.serve.flight import catalog
-from vcfzarr_sql.serve.pg import memory
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy
 from vcfzarr_sql.serve.pg.sqlstate import PgError, sql_error
 from vcfzarr_sql.serve.pg.statements import UNPARSED, refuse_relation_names, split
@@ -89,7 +88,7 @@ class WorkerSetup:
 class Runner(Protocol):
     """What a statement runs on: an :class:`Executor` here, or a :class:`Worker` process.
     ``parameters``: the rows bound by DoPut (None: none). The watchdog sees it as a session
-    (:class:`~vcfzarr_sql.serve.pg.watchdog.Watched`)."""
+    (:class:`~vcfzarr_sql.serve.watchdog.Watched`)."""
 
     connected_at: float
     logged_in: bool
@@ -306,7 +305,7 @@ def _table(data: bytes | bytearray) -> pa.Table | None:
 
 class Worker:
     """The server's handle on one worker process (see the module): a :class:`Runner`, and a
-    session the watchdog can end (:class:`~vcfzarr_sql.serve.pg.watchdog.Endable`)."""
+    session the watchdog can end (:class:`~vcfzarr_sql.serve.watchdog.Endable`)."""
 
     def __init__(self, setup: WorkerSetup):
         self.connected_at = time.monotonic()
@@ -530,7 +529,7 @@ def _worker_main(calls: socket.socket, control: object, setup: WorkerSetup) -> N
 
 class _Cap:
     """The memory a worker may take (none without a server cap), which the kernel holds it to
-    (:func:`~vcfzarr_sql.serve.pg.memory.cap_process_memory`, from both of its threads)."""
+    (:func:`~vcfzarr_sql.serve.memory.cap_process_memory`, from both of its threads)."""
 
     def __init__(self, max_memory: int):
         self._capped = bool(max_memory)

@@ -33,8 +33,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from vcfzarr_sql.serve import workers
-from vcfzarr_sql.serve.pg import memory, protocol, rows, session_process, watchdog
+from vcfzarr_sql.serve import memory, watchdog, workers
+from vcfzarr_sql.serve.pg import protocol, rows, session_process
 from vcfzarr_sql.serve.pg.config import Limits, Security, ServerConfigError, check_exposure
 from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, LockedDatabase, SessionPolicy
 from vcfzarr_sql.serve.pg.session import ClientSession
@@ -90,7 +90,7 @@ class PgServer(socketserver.ThreadingTCPServer):
 
     A CancelRequest interrupts the query of the session whose key it names. A watchdog
     thread enforces the auth and statement timeouts, cancels the statement of a client
-    that hung up, and ends a session's process whose statement does not stop (:mod:`.watchdog`). Logged-in clients beyond ``limits.max_connections`` are
+    that hung up, and ends a session's process whose statement does not stop (:mod:`~vcfzarr_sql.serve.watchdog`). Logged-in clients beyond ``limits.max_connections`` are
     refused (at once when the server is full). Connections still logging in have slots of
     their own (``limits.max_logins``, ``limits.max_logins_per_address``): a new one past them
     ends the oldest, so idle sockets cannot lock real users out.

@@ -46,7 +46,7 @@ class Limits:
     statement_timeout: float = 3600.0
     #: Rows of an open cursor read into the server's memory so another statement can run.
     max_held_rows_bytes: int = 256 << 20
-    #: Bytes the whole server process may take (0: no cap; see :mod:`.memory`).
+    #: Bytes the whole server process may take (0: no cap; see :mod:`~vcfzarr_sql.serve.memory`).
     max_memory: int = 0
 
 

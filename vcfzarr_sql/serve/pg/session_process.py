@@ -20,9 +20,9 @@ The server keeps a handle on every connection (:class:`SessionProcess`: what its
 cancel requests and limits read), and starts the process only once the client has sent
 something (a CancelRequest is served without one), so silent sockets cost no process. The
 watchdog counts the server's memory as its own plus its sessions'
-(:func:`.memory.proportional_bytes`), and tells each session the room it has: its own memory
+(:func:`~vcfzarr_sql.serve.memory.proportional_bytes`), and tells each session the room it has: its own memory
 and its share of what the cap leaves free; the session's process has the kernel refuse it
-more (``RLIMIT_DATA``, :func:`.memory.cap_process_memory`), so a value that needs new address
+more (``RLIMIT_DATA``, :func:`~vcfzarr_sql.serve.memory.cap_process_memory`), so a value that needs new address
 space beyond it fails at once with DuckDB's ``Out of Memory Error``.
 """
 
@@ -42,8 +42,8 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
-from vcfzarr_sql.serve import workers
-from vcfzarr_sql.serve.pg import memory, protocol
+from vcfzarr_sql.serve import memory, workers
+from vcfzarr_sql.serve.pg import protocol
 from vcfzarr_sql.serve.pg.auth import LoginThrottle, ScramSecret
 from vcfzarr_sql.serve.pg.config import Limits, Security, tls_context
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy

@@ -3,10 +3,10 @@ or whose client went away, and keeps the server within its memory cap (:mod:`.me
 
 It looks at every session a few times a second (:func:`check`), so none of this costs the
 sessions anything while they run. Both protocols' servers use it. A session that runs in a
-process of its own (:mod:`.session_process`) can also be ended: when its statement is still
-running :data:`END_GRACE` seconds after it was interrupted (DuckDB cannot interrupt a value
-built inside one call), and when the server as a whole passes its memory cap (the largest
-session goes).
+process of its own (:mod:`.pg.session_process`; a Flight SQL worker, :mod:`.flight.worker`)
+can also be ended: when its statement is still running :data:`END_GRACE` seconds after it
+was interrupted (DuckDB cannot interrupt a value built inside one call), and when the server
+as a whole passes its memory cap (the largest session goes).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from vcfzarr_sql.serve.pg import memory
+from vcfzarr_sql.serve import memory
 from vcfzarr_sql.serve.pg.config import Limits
 
 #: Seconds between two looks at the sessions (a quarter of it while the server takes more than
