@@ -4,7 +4,10 @@ bearer tokens, and statements left open (pyarrow.flight as the client)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import logging
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -239,6 +242,46 @@ def test_statements_allocating_at_once_stay_within_the_servers_memory(tmp_path) 
         assert peak < 1.5 * cap, f"{peak >> 20} MiB"
         info = client.get_flight_info(_query("SELECT 42 AS answer"))
         assert client.do_get(info.endpoints[0].ticket).read_all().to_pylist() == [{"answer": 42}]
+
+
+def test_a_worker_that_stops_reading_is_killed_not_waited_for(flight_serving, tmp_path) -> None:
+    """The server never waits on a worker process: what it tells one (interrupt, memory room)
+    goes down a pipe it writes without blocking, and a worker that does not read it (stopped
+    here; a hostile or stuck process) is killed once the pipe is full."""
+    server, client = flight_serving(data_dirs=[tmp_path])
+    options = flight.FlightCallOptions()
+    info = client.get_flight_info(_query("SELECT 1 AS one"), options)  # (a worker waits now)
+    client.do_get(info.endpoints[0].ticket, options).read_all()
+    [worker] = server._pool.all()
+    pid = worker._pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        for _ in range(20_000):  # (~40 bytes each: a 64 KiB pipe is full long before)
+            worker.interrupt()
+            if not worker.alive():
+                break
+        assert time.monotonic() - started < 10
+        assert not worker.alive() and _wait_for_exit(pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    info = client.get_flight_info(_query("SELECT 42 AS answer"), options)
+    assert client.do_get(info.endpoints[0].ticket, options).read_all().to_pylist() == [{"answer": 42}]
+
+
+def _wait_for_exit(pid: int, timeout: float = 10) -> bool:
+    """Whether process ``pid`` is gone or a zombie within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def test_idle_statements_are_closed_by_the_idle_timeout(flight_serving, tmp_path) -> None:

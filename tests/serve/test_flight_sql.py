@@ -113,6 +113,18 @@ def test_million_rows(con) -> None:
     assert sum(table.column("half").to_pylist()) == sum(range(1_000_000)) * 0.5
 
 
+def test_catalog_commands_are_answered_by_workers(con) -> None:
+    """ADBC's get_objects and get_table_schema on a server whose statements run in worker
+    processes (the catalog's tables come back from them as Arrow IPC bytes)."""
+    with con.cursor() as cur:
+        cur.execute("SELECT 1 AS one")  # (a worker waits now)
+        assert cur.fetchall() == [(1,)]
+    [memory] = con.adbc_get_objects(depth="db_schemas").read_all().to_pylist()
+    assert memory["catalog_name"] == "memory"
+    assert "main" in {schema["db_schema_name"] for schema in memory["catalog_db_schemas"]}
+    assert set(con.adbc_get_table_types()) >= {"TABLE", "VIEW"}
+
+
 def test_errors_are_reported(con) -> None:
     with con.cursor() as cur:
         with pytest.raises(adbc.Error, match="no_such_table"):

@@ -402,7 +402,7 @@ class Worker:
                 workers.send(self._control, *message)
                 return True
             except BlockingIOError:
-                self._kill()
+                self._kill_locked()
                 return False
             except OSError:
                 return False
@@ -410,9 +410,13 @@ class Worker:
     def _kill(self) -> None:
         """Kill the process, if not reaped yet (its pid is not reused before)."""
         with self._lock:
-            if self._pid is not None:
-                with contextlib.suppress(OSError):
-                    os.kill(self._pid, signal.SIGKILL)
+            self._kill_locked()
+
+    def _kill_locked(self) -> None:
+        self._gone = True
+        if self._pid is not None:
+            with contextlib.suppress(OSError):
+                os.kill(self._pid, signal.SIGKILL)
 
     def fileno(self) -> None:
         """No socket the server sees (gRPC's calls have none)."""
