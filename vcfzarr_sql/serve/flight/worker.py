@@ -15,7 +15,13 @@ never code):
   batch (``end``: none left);
 - ``update(query)`` + parameter rows -> the rows changed;
 - ``catalog(name, arguments)`` -> the table of a Flight SQL catalog command;
-- any of them -> ``error(sqlstate, message)`` instead.
+- any of them -> ``error(sqlstate, message)`` instead (``internal(text)``: an unexpected
+  error, which the server logs);
+- ``room(bytes)``, before a request that starts a statement, unanswered: the memory the
+  worker may take from then on (so that no statement starts under an older cap).
+
+A request the server cannot write within :data:`WRITE_WAIT` seconds kills the worker; a
+worker that runs on is the watchdog's (the server reads replies as they come).
 
 A control pipe, which the server never waits on (a worker whose pipe is full is killed),
 carries ``interrupt(reason)`` and ``room(bytes)`` (the memory the worker may take, kept by the
@@ -394,7 +400,8 @@ class Worker:
 
     def _tell(self, *message: object) -> bool:
         """Send ``message`` on the control pipe (False: not running). A worker whose pipe
-        is full has stopped doing what it is told: it is killed."""
+        is full has stopped doing what it is told: it is killed (the lock held: its pid is
+        not reaped, so not reused, meanwhile)."""
         with self._lock:
             if self._pid is None:
                 return False
