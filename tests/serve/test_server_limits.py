@@ -14,7 +14,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from server_sessions import _wait_for, data_dir, longest_gil_hold, serve_process, serving  # noqa: F401 (fixtures)
+from server_sessions import (  # noqa: F401 (fixtures)
+    _startup,
+    _wait_for,
+    data_dir,
+    longest_gil_hold,
+    serve_process,
+    serving,
+)
 
 from vcfzarr_sql.engine.saved_calls import sidecar
 from vcfzarr_sql.serve.pg import Limits
@@ -248,3 +255,24 @@ def test_a_session_process_that_stops_reading_is_killed_not_waited_for(serving, 
                 os.kill(os_pid, signal.SIGCONT)
         with _connect(server.port) as other:
             assert other.execute("SELECT 42").fetchone() == (42,)
+
+
+def test_process_starts_past_an_addresss_rate_are_refused_without_a_process(serving, data_dir) -> None:  # noqa: F811
+    """Each connection that sent a byte had a process forked for it (~12 ms of the server's
+    CPU), as fast as an attacker connected; past its address's rate a connection is now
+    refused (53300) with no process, and a client from another address still logs in."""
+    server = serving(data_dirs=[data_dir], limits=Limits(starts_per_address=(4, 0.5)))
+    started, answers = time.monotonic(), []
+    for _ in range(16):  # (the attacker at 127.0.0.2: Linux routes all of 127/8 to loopback)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30,
+                                      source_address=("127.0.0.2", 0)) as sock:
+            sock.sendall(_startup())
+            answers.append(sock.recv(1 << 16))
+    took = time.monotonic() - started
+    refused = [answer for answer in answers if answer[:1] == b"E"]
+    assert all(b"C53300\x00" in answer and b"from your address" in answer for answer in refused)
+    assert 4 <= len(answers) - len(refused) <= 4 + 0.5 * took + 1, (len(refused), took)
+    started = time.monotonic()
+    with _connect(server.port) as con:
+        assert con.execute("SELECT 1").fetchone() == (1,)
+    assert time.monotonic() - started < 10

@@ -33,7 +33,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from vcfzarr_sql.serve.pg import memory, protocol, rows, session_process, watchdog
+from vcfzarr_sql.serve.pg import memory, protocol, rows, session_process, start_rate, watchdog
 from vcfzarr_sql.serve.pg.config import Limits, Security, ServerConfigError, check_exposure
 from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, LockedDatabase, SessionPolicy
 from vcfzarr_sql.serve.pg.session import ClientSession
@@ -113,6 +113,7 @@ class PgServer(socketserver.ThreadingTCPServer):
         #: The keys of the sessions logged in (counted against ``limits.max_connections``).
         self.admitted: set[tuple[int, int]] = set()
         self._refusing = threading.BoundedSemaphore(self.max_refusing)
+        self._starts = start_rate.StartRate(limits.starts_per_address, limits.starts)
         self._stop_watching = threading.Event()
         if ":" in host:
             self.address_family = socket.AF_INET6
@@ -208,9 +209,20 @@ class PgServer(socketserver.ThreadingTCPServer):
             return
         super().process_request(request, client_address)
 
+    def start_refusal(self, address: str) -> str | None:
+        """Why a session's process may not start now for a client at ``address`` (None: it
+        may, and the start is counted; :mod:`.start_rate`)."""
+        return self._starts.refusal(address)
+
     def _refuse(self, request: socket.socket) -> None:
-        """Tell a client there is no room (after declining TLS, so libpq shows the reason);
-        a CancelRequest is still served."""
+        try:
+            self.refuse(request, "sorry, too many clients already")
+        finally:
+            self._refusing.release()
+
+    def refuse(self, request: socket.socket, message: str) -> None:
+        """Tell a client FATAL 53300 ``message`` (after declining TLS, so libpq shows the
+        reason) and hang up; a CancelRequest is still served."""
         with contextlib.suppress(OSError, protocol.ProtocolError):
             request.settimeout(1)
             stream = request.makefile("rb", buffering=0)
@@ -222,9 +234,8 @@ class PgServer(socketserver.ThreadingTCPServer):
             if code == protocol.CANCEL_REQUEST and len(payload) >= 8:  # still honoured when full
                 self.cancel(struct.unpack(">ii", payload[:8]))
                 raise protocol.ProtocolError("cancel request served")
-            request.sendall(protocol.error_response("FATAL", "53300", "sorry, too many clients already"))
+            request.sendall(protocol.error_response("FATAL", "53300", message))
         self.shutdown_request(request)
-        self._refusing.release()
 
     def server_close(self) -> None:
         """Stop listening, end every session (waiting up to :data:`CLOSE_WAIT` seconds for

@@ -159,6 +159,10 @@ class Host(Protocol):
 
     def signal_backend(self, caller_key: tuple[int, int], pid: int, terminate: bool) -> bool: ...
 
+    def start_refusal(self, address: str) -> str | None: ...
+
+    def refuse(self, request: socket.socket, message: str) -> None: ...
+
 
 def _send(pipe: multiprocessing.connection.Connection, *message: object) -> None:
     pipe.send_bytes(json.dumps(message, ensure_ascii=False, allow_nan=False).encode())
@@ -240,6 +244,11 @@ class SessionProcess:
         return False
 
     def _run(self, host: Host) -> None:
+        refusal = host.start_refusal(self.peer)
+        if refusal is not None:  # (no process: starts past their rate)
+            log.warning("refused a connection from %s: %s", self.peer, refusal)
+            host.refuse(self._sock, refusal)
+            return
         here, there = _CONTEXT.Pipe()
         control_there, control_here = _CONTEXT.Pipe(duplex=False)
         process = _Process(
