@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -24,7 +25,7 @@ from server_sessions import (  # noqa: F401 (fixtures)
 )
 
 from vcfzarr_sql.engine.saved_calls import sidecar
-from vcfzarr_sql.serve.pg import Limits
+from vcfzarr_sql.serve.pg import Limits, memory
 from vcfzarr_sql.serve.pg.auth import LoginThrottle
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy
 from vcfzarr_sql.store.confined import DataDirs
@@ -276,3 +277,28 @@ def test_process_starts_past_an_addresss_rate_are_refused_without_a_process(serv
     with _connect(server.port) as con:
         assert con.execute("SELECT 1").fetchone() == (1,)
     assert time.monotonic() - started < 10
+
+
+def test_the_servers_memory_is_read_from_proportional_sizes_only_near_its_cap(serving, data_dir,  # noqa: F811
+                                                                            monkeypatch) -> None:
+    """Proportional sizes (``smaps_rollup``, ~7 ms per GB) were read for every process at each
+    of the watchdog's looks (0.75 CPU-s every 10 s with 6 idle sessions); resident sizes,
+    cheap and never less, are read first, and proportional ones only past half the cap."""
+    reads: list[int | None] = []
+    proportional = memory.proportional_bytes
+
+    def counted(pid: int | None = None) -> int:
+        reads.append(pid)
+        return proportional(pid)
+
+    monkeypatch.setattr(memory, "proportional_bytes", counted)
+    server = serving(data_dirs=[data_dir], limits=Limits(max_memory=1 << 40))
+    with _connect(server.port) as con:
+        assert con.execute("SELECT 1").fetchone() == (1,)
+        [session] = server.sessions.values()
+        exact = proportional() + proportional(session._pid)
+        assert server.memory_used() >= exact and session.measured >= proportional(session._pid)
+        assert not reads
+        resident = server.memory_used()
+        server.limits = dataclasses.replace(server.limits, max_memory=resident)  # (the watchdog keeps its own)
+        assert server.memory_used() <= resident and session._pid in reads

@@ -156,13 +156,19 @@ class PgServer(socketserver.ThreadingTCPServer):
 
     def memory_used(self) -> int:
         """Bytes the server takes now: this process's resident memory, and with sessions in
-        processes, the proportional memory of this process, of the sessions' parent and of
-        each session's."""
+        processes, the memory of this process, of the sessions' parent and of each session's:
+        resident sizes while their sum is under :data:`.memory.EXACT_PAST` of the cap, else
+        proportional sizes (costly to read: forked processes share pages, which resident
+        sizes count once each)."""
         if self.setup is None:
             return memory.resident_bytes()
+        processes = [session for session in self._sessions() if isinstance(session, SessionProcess)]
+        resident = memory.resident_bytes() + session_process.forkserver_bytes(exact=False) + sum(
+            session.memory_bytes(exact=False) for session in processes)
+        if resident <= memory.EXACT_PAST * self.limits.max_memory:
+            return resident
         return memory.proportional_bytes() + session_process.forkserver_bytes() + sum(
-            session.memory_bytes() for session in self._sessions()
-            if isinstance(session, SessionProcess))
+            session.memory_bytes() for session in processes)
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         watcher = threading.Thread(target=watchdog.watch, name="vcfzarr-sql watchdog", daemon=True,

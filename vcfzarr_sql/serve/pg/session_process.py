@@ -23,8 +23,8 @@ JSON messages (never pickles: the server trusts nothing a session's process says
 The server keeps a handle on every connection (:class:`SessionProcess`: what its watchdog,
 cancel requests and limits read), and starts the process only once the client has sent
 something (a CancelRequest is served without one), so silent sockets cost no process. The
-watchdog counts the server's memory as its own plus its sessions'
-(:func:`.memory.proportional_bytes`), and tells each session the room it has: its own memory
+watchdog counts the server's memory as its own plus its sessions' (resident sizes, and
+proportional ones near the cap: :meth:`SessionProcess.memory_bytes`), and tells each session the room it has: its own memory
 and its share of what the cap leaves free; the session's process has the kernel refuse it
 more (``RLIMIT_DATA``, :func:`.memory.cap_process_memory`), so a value that needs new address
 space beyond it fails at once with DuckDB's ``Out of Memory Error``.
@@ -83,10 +83,13 @@ def start_forkserver() -> None:
     multiprocessing.forkserver.ensure_running()
 
 
-def forkserver_bytes() -> int:
-    """The memory the parent of the sessions' processes takes (proportional, as theirs)."""
+def forkserver_bytes(exact: bool = True) -> int:
+    """The memory the parent of the sessions' processes takes (proportional, as theirs; not
+    ``exact``: resident, cheaper and never less)."""
     pid = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_forkserver_pid", None)
-    return memory.proportional_bytes(pid) if isinstance(pid, int) else 0
+    if not isinstance(pid, int):
+        return 0
+    return memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
 
 
 class _Popen(multiprocessing.popen_forkserver.Popen):
@@ -202,7 +205,8 @@ class SessionProcess:
         self._dropped = False
         #: Its memory when the server's was last measured (:meth:`memory_bytes`).
         self.measured = 0
-        self._room = 0
+        self._exact = True  # (whether ``measured`` is proportional, else resident)
+        self._room = (0, True)
 
     # -- the server's side ---------------------------------------------------------------------
 
@@ -396,10 +400,14 @@ class SessionProcess:
         timer.start()
         self._tell("end", sqlstate, message)
 
-    def memory_bytes(self) -> int:
-        """The memory the process takes now (its proportional share of shared pages)."""
-        pid = self._pid
-        self.measured = memory.proportional_bytes(pid) if pid is not None else 0
+    def memory_bytes(self, exact: bool = True) -> int:
+        """The memory the process takes now (its proportional share of shared pages; not
+        ``exact``: its resident memory, cheaper and never less)."""
+        pid, self._exact = self._pid, exact
+        if pid is None:
+            self.measured = 0
+        else:
+            self.measured = memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
         return self.measured
 
     def cpu_seconds(self) -> float:
@@ -415,10 +423,13 @@ class SessionProcess:
             return 0.0
 
     def limit_memory(self, room: int) -> None:
-        """Let the process take at most ``room`` bytes from now on (told when it changed by
-        more than a 64th)."""
-        if abs(room - self._room) > max(room, self._room) // 64 and self._tell("room", room):
-            self._room = room
+        """Let the process take at most ``room`` bytes from now on, counted as its memory was
+        last measured (:meth:`memory_bytes`; told when that changed, or ``room`` by more than
+        a 64th)."""
+        told, exact = self._room
+        if (abs(room - told) > max(room, told) // 64 or exact != self._exact) \
+                and self._tell("room", room, self._exact):
+            self._room = (room, self._exact)
 
 
 # -- the session's side ------------------------------------------------------------------------
@@ -502,10 +513,11 @@ def _session_main(sock: socket.socket, calls: multiprocessing.connection.Connect
 def _obey(control: multiprocessing.connection.Connection, session: ClientSession,
           max_memory: int) -> None:
     """Do what the server says to ``session``; keep the process's memory cap current."""
-    room = max_memory or None
+    room, exact = max_memory or None, True
     while True:
         if room is not None:
-            memory.cap_process_memory(room, memory.proportional_bytes())
+            memory.cap_process_memory(
+                room, memory.proportional_bytes() if exact else memory.resident_bytes())
         try:
             if not control.poll(_PERIOD):
                 continue
@@ -523,8 +535,8 @@ def _obey(control: multiprocessing.connection.Connection, session: ClientSession
             session.terminate()
         elif name == "hang_up":
             session.hang_up()
-        elif name == "room":
-            room = max(int(args[0]), 0) if max_memory else None
+        elif name == "room":  # (counted as the server measured: proportional, or resident)
+            room, exact = max(int(args[0]), 0) if max_memory else None, bool(args[1])
         elif name == "end":
             try:
                 session.end(str(args[0]), str(args[1]))
