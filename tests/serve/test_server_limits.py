@@ -302,3 +302,37 @@ def test_the_servers_memory_is_read_from_proportional_sizes_only_near_its_cap(se
         resident = server.memory_used()
         server.limits = dataclasses.replace(server.limits, max_memory=resident)  # (the watchdog keeps its own)
         assert server.memory_used() <= resident and session._pid in reads
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (reaped, or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_sessions_dropped_or_terminated_that_do_not_end_are_killed(serving, data_dir) -> None:  # noqa: F811
+    """A session's process that did not obey a drop (past the auth timeout) or
+    ``pg_terminate_backend`` (stopped here; or a statement holding its GIL) lived on, holding
+    its login or connection slot; now it is ended (FATAL, then SIGKILL) a few seconds later."""
+    server = serving(data_dirs=[data_dir], limits=Limits(auth_timeout=4))
+    with _connect(server.port) as victim, _connect(server.port) as caller, \
+            socket.create_connection(("127.0.0.1", server.port), timeout=30) as pending:
+        pending.sendall(_startup()[:1])  # (a process starts, and waits for the rest)
+        assert _wait_for(lambda: any(s._pid for s in server.sessions.values() if not s.logged_in))
+        [dropped] = [s._pid for s in server.sessions.values() if not s.logged_in]
+        [(victim_pid,)] = victim.execute("SELECT pg_backend_pid()").fetchall()
+        [terminated] = [s._pid for s in server.sessions.values() if s.key[0] == victim_pid]
+        for pid in (dropped, terminated):
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            assert caller.execute(f"SELECT pg_terminate_backend({victim_pid})").fetchone() == (True,)
+            assert _wait_for(lambda: _gone(terminated), 15), "a terminated session lived on"
+            assert _wait_for(lambda: _gone(dropped), 15), "a dropped login lived on"
+        finally:
+            for pid in (dropped, terminated):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        assert _wait_for(lambda: len(server.sessions) == 1, 5)

@@ -17,7 +17,8 @@ JSON messages (never pickles: the server trusts nothing a session's process says
   (the session's log records, logged by the server as its own before the session goes on).
 - server -> session: ``interrupt``, ``drop``, ``terminate``, ``hang_up``, ``end`` (a FATAL
   error to the client, then the process exits; it is killed :data:`KILL_WAIT` seconds later if
-  it has not), and ``room`` (the memory it may take: its own and its share of what the
+  it has not; a ``drop`` or ``terminate`` still not obeyed :data:`END_WAIT` seconds later is
+  followed by an ``end``), and ``room`` (the memory it may take: its own and its share of what the
   server's cap leaves free).
 
 The server keeps a handle on every connection (:class:`SessionProcess`: what its watchdog,
@@ -65,6 +66,9 @@ log = logging.getLogger("vcfzarr_sql.serve.pg")
 
 #: Seconds a session told to end has to exit before it is killed.
 KILL_WAIT = 1.0
+#: Seconds a session told to drop or terminate has to exit before it is told to end (and
+#: killed :data:`KILL_WAIT` seconds later).
+END_WAIT = 2.0
 #: Longest message either side reads (and longest log message sent, in UTF-8 bytes).
 _MAX_MESSAGE = 1 << 13
 _MAX_LOGGED = 1 << 11
@@ -203,6 +207,7 @@ class SessionProcess:
         self._pid: int | None = None
         self._control: multiprocessing.connection.Connection | None = None
         self._dropped = False
+        self._ending: threading.Timer | None = None  # (a drop or terminate not yet obeyed)
         #: Its memory when the server's was last measured (:meth:`memory_bytes`).
         self.measured = 0
         self._exact = True  # (whether ``measured`` is proportional, else resident)
@@ -279,12 +284,14 @@ class SessionProcess:
             self._pid, self._control = process.pid, control_here
             dropped = self._dropped
         if dropped:  # (while it started)
-            self._tell("drop")
+            self.drop()
         try:
             self._answer(here, host, process)
         finally:
             with self._lock:
                 self._control, self._pid = None, None
+                if self._ending is not None:
+                    self._ending.cancel()
             here.close()
             control_here.close()
             process.join(KILL_WAIT)
@@ -374,10 +381,14 @@ class SessionProcess:
         self._tell("interrupt", reason)
 
     def terminate(self) -> None:
+        """``pg_terminate_backend``: the process is ended if it has not exited
+        :data:`END_WAIT` seconds later."""
         self._tell("terminate")
+        self._end_later("57P01", "terminating connection due to administrator command")
 
     def drop(self) -> None:
-        """End a connection past the auth timeout (or to make room for another login)."""
+        """End a connection past the auth timeout (or to make room for another login): its
+        process is ended if it has not exited :data:`END_WAIT` seconds later."""
         with self._lock:
             self._dropped = True
             if self._control is None:  # still waiting for the client's first bytes
@@ -385,6 +396,17 @@ class SessionProcess:
                     self._sock.shutdown(socket.SHUT_RD)
                 return
         self._tell("drop")
+        self._end_later("08006", "timeout expired before the client logged in")
+
+    def _end_later(self, sqlstate: str, message: str) -> None:
+        """:meth:`end` the process :data:`END_WAIT` seconds from now, unless it has exited
+        (once: a drop told again does not wait longer)."""
+        with self._lock:
+            if self._control is None or self._ending is not None:
+                return
+            self._ending = threading.Timer(END_WAIT, self.end, (sqlstate, message))
+            self._ending.daemon = True
+            self._ending.start()
 
     def hang_up(self) -> None:
         """End the session (the server stops)."""
