@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from server_sessions import (  # noqa: F401 (fixtures)
+    _startup,
     _wait_for,
     data_dir,
     longest_gil_hold,
@@ -24,7 +26,7 @@ from server_sessions import (  # noqa: F401 (fixtures)
 )
 
 from vcfzarr_sql.engine.saved_calls import sidecar
-from vcfzarr_sql.serve.pg import Limits
+from vcfzarr_sql.serve.pg import Limits, memory
 from vcfzarr_sql.serve.pg.auth import LoginThrottle
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy
 from vcfzarr_sql.store.confined import DataDirs
@@ -232,3 +234,83 @@ def test_a_session_process_that_stops_reading_is_killed_not_waited_for(serving, 
                 os.kill(os_pid, signal.SIGCONT)
         with _connect(server.port) as other:
             assert other.execute("SELECT 42").fetchone() == (42,)
+
+
+def test_process_starts_past_an_addresss_rate_are_refused_without_a_process(serving, data_dir) -> None:  # noqa: F811
+    """Each connection that sent a byte had a process forked for it (~12 ms of the server's
+    CPU), as fast as an attacker connected; past its address's rate a connection is now
+    refused (53300) with no process, and a client from another address still logs in."""
+    server = serving(data_dirs=[data_dir], limits=Limits(starts_per_address=(4, 0.5)))
+    started, answers = time.monotonic(), []
+    for _ in range(16):  # (the attacker at 127.0.0.2: Linux routes all of 127/8 to loopback)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=30,
+                                      source_address=("127.0.0.2", 0)) as sock:
+            sock.sendall(_startup())
+            answers.append(sock.recv(1 << 16))
+    took = time.monotonic() - started
+    refused = [answer for answer in answers if answer[:1] == b"E"]
+    assert all(b"C53300\x00" in answer and b"from your address" in answer for answer in refused)
+    assert 4 <= len(answers) - len(refused) <= 4 + 0.5 * took + 1, (len(refused), took)
+    started = time.monotonic()
+    with _connect(server.port) as con:
+        assert con.execute("SELECT 1").fetchone() == (1,)
+    assert time.monotonic() - started < 10
+
+
+def test_the_servers_memory_is_read_from_proportional_sizes_only_near_its_cap(serving, data_dir,  # noqa: F811
+                                                                            monkeypatch) -> None:
+    """Proportional sizes (``smaps_rollup``, ~7 ms per GB) were read for every process at each
+    of the watchdog's looks (0.75 CPU-s every 10 s with 6 idle sessions); resident sizes,
+    cheap and never less, are read first, and proportional ones only past half the cap."""
+    reads: list[int | None] = []
+    proportional = memory.proportional_bytes
+
+    def counted(pid: int | None = None) -> int:
+        reads.append(pid)
+        return proportional(pid)
+
+    monkeypatch.setattr(memory, "proportional_bytes", counted)
+    server = serving(data_dirs=[data_dir], limits=Limits(max_memory=1 << 40))
+    with _connect(server.port) as con:
+        assert con.execute("SELECT 1").fetchone() == (1,)
+        [session] = server.sessions.values()
+        exact = proportional() + proportional(session._pid)
+        assert server.memory_used() >= exact and session.measured >= proportional(session._pid)
+        assert not reads
+        resident = server.memory_used()
+        server.limits = dataclasses.replace(server.limits, max_memory=resident)  # (the watchdog keeps its own)
+        assert server.memory_used() <= resident and session._pid in reads
+
+
+def _gone(pid: int) -> bool:
+    """Whether process ``pid`` has exited (reaped, or a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_sessions_dropped_or_terminated_that_do_not_end_are_killed(serving, data_dir) -> None:  # noqa: F811
+    """A session's process that did not obey a drop (past the auth timeout) or
+    ``pg_terminate_backend`` (stopped here; or a statement holding its GIL) lived on, holding
+    its login or connection slot; now it is ended (FATAL, then SIGKILL) a few seconds later."""
+    server = serving(data_dirs=[data_dir], limits=Limits(auth_timeout=4))
+    with _connect(server.port) as victim, _connect(server.port) as caller, \
+            socket.create_connection(("127.0.0.1", server.port), timeout=30) as pending:
+        pending.sendall(_startup()[:1])  # (a process starts, and waits for the rest)
+        assert _wait_for(lambda: any(s._pid for s in server.sessions.values() if not s.logged_in))
+        [dropped] = [s._pid for s in server.sessions.values() if not s.logged_in]
+        [(victim_pid,)] = victim.execute("SELECT pg_backend_pid()").fetchall()
+        [terminated] = [s._pid for s in server.sessions.values() if s.key[0] == victim_pid]
+        for pid in (dropped, terminated):
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            assert caller.execute(f"SELECT pg_terminate_backend({victim_pid})").fetchone() == (True,)
+            assert _wait_for(lambda: _gone(terminated), 15), "a terminated session lived on"
+            assert _wait_for(lambda: _gone(dropped), 15), "a dropped login lived on"
+        finally:
+            for pid in (dropped, terminated):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        assert _wait_for(lambda: len(server.sessions) == 1, 5)

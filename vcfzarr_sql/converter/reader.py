@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from vcfzarr_sql.converter import columns as col
+from vcfzarr_sql.converter import long_values
 from vcfzarr_sql.converter.arrays import int_dtype
 from vcfzarr_sql.converter.genotype_text import parse_genotypes
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
@@ -169,7 +170,20 @@ class _PartitionReader:
                 block = []
         if block:
             self.flush(block)
+        self._check_long_values()
         return self.finish()
+
+    def _check_long_values(self) -> None:
+        """Refuse an INFO value htslib read wrong, without a word, as it is too long
+        (:mod:`.long_values`: looked for only when this process's memory has been that large)."""
+        limit = long_values.LIMIT
+        if not long_values.may_have_read_one(limit):
+            return
+        found = long_values.long_value_in(self.path, limit)
+        if found is not None:
+            raise VcfParseError(self.path, f"an INFO value of {limit} bytes or more, which htslib "
+                                "reads wrong (its lengths are 32-bit)", record=found[0],
+                                field=f"INFO/{found[1]}")
 
     def finish(self) -> PartitionResult:
         self.result.header = read_header(self.reader)

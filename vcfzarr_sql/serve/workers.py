@@ -27,6 +27,8 @@ import multiprocessing.reduction
 import multiprocessing.util
 import os
 import sys
+from collections.abc import Sequence
+from typing import Protocol
 
 from vcfzarr_sql.serve import memory
 
@@ -50,10 +52,32 @@ def start_forkserver() -> None:
     multiprocessing.forkserver.ensure_running()
 
 
-def forkserver_bytes() -> int:
-    """The memory the parent of the servers' processes takes (proportional, as theirs)."""
+def forkserver_bytes(exact: bool = True) -> int:
+    """The memory the parent of the servers' processes takes (proportional, as theirs; not
+    ``exact``: resident, cheaper and never less)."""
     pid = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_forkserver_pid", None)
-    return memory.proportional_bytes(pid) if isinstance(pid, int) else 0
+    if not isinstance(pid, int):
+        return 0
+    return memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
+
+
+class Measured(Protocol):
+    """A process the server counts the memory of."""
+
+    def memory_bytes(self, exact: bool = True) -> int: ...
+
+
+def server_bytes(children: Sequence[Measured], cap: int) -> int:
+    """The memory a server takes: this process's, the forkserver's and ``children``'s, as
+    resident sizes while their sum is at most :data:`.memory.EXACT_PAST` of ``cap``, else as
+    proportional sizes (forked processes share pages, which resident sizes count once each;
+    reading them costs ~7 ms per GB)."""
+    resident = memory.resident_bytes() + forkserver_bytes(exact=False) + sum(
+        child.memory_bytes(exact=False) for child in children)
+    if resident <= memory.EXACT_PAST * cap:
+        return resident
+    return memory.proportional_bytes() + forkserver_bytes() + sum(
+        child.memory_bytes() for child in children)
 
 
 def cpu_seconds(pid: int | None) -> float:

@@ -243,11 +243,13 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def memory_used(self) -> int:
         """Bytes the server takes now: this process's resident memory, and with worker
-        processes, the proportional memory of this process, of their parent and of each."""
+        processes, the memory of this process, of their parent and of each
+        (:func:`.workers.server_bytes`)."""
         if not self.processes:
             return memory.resident_bytes()
-        self._used = memory.proportional_bytes() + workers.forkserver_bytes() + sum(
-            runner.memory_bytes() for runner in self._pool.all() if isinstance(runner, Worker))
+        self._used = workers.server_bytes(
+            [runner for runner in self._pool.all() if isinstance(runner, Worker)],
+            self.limits.max_memory)
         return self._used
 
     def _room(self, runner: Worker) -> int:

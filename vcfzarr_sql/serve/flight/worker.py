@@ -445,10 +445,14 @@ class Worker:
     def cpu_seconds(self) -> float:
         return workers.cpu_seconds(self._pid)
 
-    def memory_bytes(self) -> int:
-        """The memory the process takes now (its proportional share of shared pages)."""
+    def memory_bytes(self, exact: bool = True) -> int:
+        """The memory the process takes now (its proportional share of shared pages; not
+        ``exact``: its resident memory, cheaper and never less)."""
         pid = self._pid
-        self.measured = memory.proportional_bytes(pid) if pid is not None else 0
+        if pid is None:
+            self.measured = 0
+        else:
+            self.measured = memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
         return self.measured
 
     def limit_memory(self, room: int) -> None:

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vcfzarr_sql.serve import memory, watchdog, workers
-from vcfzarr_sql.serve.pg import protocol, rows, session_process
+from vcfzarr_sql.serve.pg import protocol, rows, session_process, start_rate
 from vcfzarr_sql.serve.pg.config import Limits, Security, ServerConfigError, check_exposure
 from vcfzarr_sql.serve.pg.lockdown import DEFAULT_MEMORY_LIMIT, LockedDatabase, SessionPolicy
 from vcfzarr_sql.serve.pg.session import ClientSession
@@ -114,6 +114,7 @@ class PgServer(socketserver.ThreadingTCPServer):
         #: The keys of the sessions logged in (counted against ``limits.max_connections``).
         self.admitted: set[tuple[int, int]] = set()
         self._refusing = threading.BoundedSemaphore(self.max_refusing)
+        self._starts = start_rate.StartRate(limits.starts_per_address, limits.starts)
         self._stop_watching = threading.Event()
         if ":" in host:
             self.address_family = socket.AF_INET6
@@ -156,13 +157,13 @@ class PgServer(socketserver.ThreadingTCPServer):
 
     def memory_used(self) -> int:
         """Bytes the server takes now: this process's resident memory, and with sessions in
-        processes, the proportional memory of this process, of the sessions' parent and of
-        each session's."""
+        processes, the memory of this process, of the sessions' parent and of each session's
+        (:func:`.workers.server_bytes`)."""
         if self.setup is None:
             return memory.resident_bytes()
-        return memory.proportional_bytes() + workers.forkserver_bytes() + sum(
-            session.memory_bytes() for session in self._sessions()
-            if isinstance(session, SessionProcess))
+        return workers.server_bytes(
+            [session for session in self._sessions() if isinstance(session, SessionProcess)],
+            self.limits.max_memory)
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:
         watcher = threading.Thread(target=watchdog.watch, name="vcfzarr-sql watchdog", daemon=True,
@@ -209,9 +210,20 @@ class PgServer(socketserver.ThreadingTCPServer):
             return
         super().process_request(request, client_address)
 
+    def start_refusal(self, address: str) -> str | None:
+        """Why a session's process may not start now for a client at ``address`` (None: it
+        may, and the start is counted; :mod:`.start_rate`)."""
+        return self._starts.refusal(address)
+
     def _refuse(self, request: socket.socket) -> None:
-        """Tell a client there is no room (after declining TLS, so libpq shows the reason);
-        a CancelRequest is still served."""
+        try:
+            self.refuse(request, "sorry, too many clients already")
+        finally:
+            self._refusing.release()
+
+    def refuse(self, request: socket.socket, message: str) -> None:
+        """Tell a client FATAL 53300 ``message`` (after declining TLS, so libpq shows the
+        reason) and hang up; a CancelRequest is still served."""
         with contextlib.suppress(OSError, protocol.ProtocolError):
             request.settimeout(1)
             stream = request.makefile("rb", buffering=0)
@@ -223,9 +235,8 @@ class PgServer(socketserver.ThreadingTCPServer):
             if code == protocol.CANCEL_REQUEST and len(payload) >= 8:  # still honoured when full
                 self.cancel(struct.unpack(">ii", payload[:8]))
                 raise protocol.ProtocolError("cancel request served")
-            request.sendall(protocol.error_response("FATAL", "53300", "sorry, too many clients already"))
+            request.sendall(protocol.error_response("FATAL", "53300", message))
         self.shutdown_request(request)
-        self._refusing.release()
 
     def server_close(self) -> None:
         """Stop listening, end every session (waiting up to :data:`CLOSE_WAIT` seconds for

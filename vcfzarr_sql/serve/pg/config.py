@@ -40,6 +40,11 @@ class Limits:
     #: connection ends the oldest such connection (of that address, first).
     max_logins: int = 16
     max_logins_per_address: int = 8
+    #: Sessions' processes started, from one address (IPv6: one /64) and in all, as (burst,
+    #: starts a second); a connection past either is refused (FATAL 53300) with no process
+    #: started (a start costs the server ~12 ms of CPU; rate 0: no limit).
+    starts_per_address: tuple[float, float] = (40, 10.0)
+    starts: tuple[float, float] = (100, 40.0)
     #: A logged-in client that sends nothing for this long is disconnected.
     idle_timeout: float = 3600.0
     #: A statement running (or sending its rows) longer than this is cancelled.

@@ -13,14 +13,15 @@ as small JSON messages (never pickles: the server trusts nothing a session's pro
   (the session's log records, logged by the server as its own before the session goes on).
 - server -> session: ``interrupt``, ``drop``, ``terminate``, ``hang_up``, ``end`` (a FATAL
   error to the client, then the process exits; it is killed :data:`KILL_WAIT` seconds later if
-  it has not), and ``room`` (the memory it may take: its own and its share of what the
+  it has not; a ``drop`` or ``terminate`` still not obeyed :data:`END_WAIT` seconds later is
+  followed by an ``end``), and ``room`` (the memory it may take: its own and its share of what the
   server's cap leaves free).
 
 The server keeps a handle on every connection (:class:`SessionProcess`: what its watchdog,
 cancel requests and limits read), and starts the process only once the client has sent
 something (a CancelRequest is served without one), so silent sockets cost no process. The
-watchdog counts the server's memory as its own plus its sessions'
-(:func:`~vcfzarr_sql.serve.memory.proportional_bytes`), and tells each session the room it has: its own memory
+watchdog counts the server's memory as its own plus its sessions' (resident sizes, and
+proportional ones near the cap: :meth:`SessionProcess.memory_bytes`), and tells each session the room it has: its own memory
 and its share of what the cap leaves free; the session's process has the kernel refuse it
 more (``RLIMIT_DATA``, :func:`~vcfzarr_sql.serve.memory.cap_process_memory`), so a value that needs new address
 space beyond it fails at once with DuckDB's ``Out of Memory Error``.
@@ -53,6 +54,9 @@ log = logging.getLogger("vcfzarr_sql.serve.pg")
 
 #: Seconds a session told to end has to exit before it is killed.
 KILL_WAIT = workers.KILL_WAIT
+#: Seconds a session told to drop or terminate has to exit before it is told to end (and
+#: killed :data:`KILL_WAIT` seconds later).
+END_WAIT = 2.0
 #: Longest log message sent, in UTF-8 bytes.
 _MAX_LOGGED = 1 << 11
 #: The loggers whose records a session's process sends (the server logs no other name).
@@ -81,6 +85,10 @@ class Host(Protocol):
 
     def signal_backend(self, caller_key: tuple[int, int], pid: int, terminate: bool) -> bool: ...
 
+    def start_refusal(self, address: str) -> str | None: ...
+
+    def refuse(self, request: socket.socket, message: str) -> None: ...
+
 
 class SessionProcess:
     """The server's handle on one connection, served by a process of its own (see the module).
@@ -103,9 +111,11 @@ class SessionProcess:
         self._pid: int | None = None
         self._control: multiprocessing.connection.Connection | None = None
         self._dropped = False
+        self._ending: threading.Timer | None = None  # (a drop or terminate not yet obeyed)
         #: Its memory when the server's was last measured (:meth:`memory_bytes`).
         self.measured = 0
-        self._room = 0
+        self._exact = True  # (whether ``measured`` is proportional, else resident)
+        self._room = (0, True)
 
     # -- the server's side ---------------------------------------------------------------------
 
@@ -147,6 +157,11 @@ class SessionProcess:
         return False
 
     def _run(self, host: Host) -> None:
+        refusal = host.start_refusal(self.peer)
+        if refusal is not None:  # (no process: starts past their rate)
+            log.warning("refused a connection from %s: %s", self.peer, refusal)
+            host.refuse(self._sock, refusal)
+            return
         here, there = workers.CONTEXT.Pipe()
         control_there, control_here = workers.CONTEXT.Pipe(duplex=False)
         process = workers.Process(
@@ -173,12 +188,14 @@ class SessionProcess:
             self._pid, self._control = process.pid, control_here
             dropped = self._dropped
         if dropped:  # (while it started)
-            self._tell("drop")
+            self.drop()
         try:
             self._answer(here, host, process)
         finally:
             with self._lock:
                 self._control, self._pid = None, None
+                if self._ending is not None:
+                    self._ending.cancel()
             here.close()
             control_here.close()
             process.join(KILL_WAIT)
@@ -268,10 +285,14 @@ class SessionProcess:
         self._tell("interrupt", reason)
 
     def terminate(self) -> None:
+        """``pg_terminate_backend``: the process is ended if it has not exited
+        :data:`END_WAIT` seconds later."""
         self._tell("terminate")
+        self._end_later("57P01", "terminating connection due to administrator command")
 
     def drop(self) -> None:
-        """End a connection past the auth timeout (or to make room for another login)."""
+        """End a connection past the auth timeout (or to make room for another login): its
+        process is ended if it has not exited :data:`END_WAIT` seconds later."""
         with self._lock:
             self._dropped = True
             if self._control is None:  # still waiting for the client's first bytes
@@ -279,6 +300,17 @@ class SessionProcess:
                     self._sock.shutdown(socket.SHUT_RD)
                 return
         self._tell("drop")
+        self._end_later("08006", "timeout expired before the client logged in")
+
+    def _end_later(self, sqlstate: str, message: str) -> None:
+        """:meth:`end` the process :data:`END_WAIT` seconds from now, unless it has exited
+        (once: a drop told again does not wait longer)."""
+        with self._lock:
+            if self._control is None or self._ending is not None:
+                return
+            self._ending = threading.Timer(END_WAIT, self.end, (sqlstate, message))
+            self._ending.daemon = True
+            self._ending.start()
 
     def hang_up(self) -> None:
         """End the session (the server stops)."""
@@ -294,10 +326,14 @@ class SessionProcess:
         timer.start()
         self._tell("end", sqlstate, message)
 
-    def memory_bytes(self) -> int:
-        """The memory the process takes now (its proportional share of shared pages)."""
-        pid = self._pid
-        self.measured = memory.proportional_bytes(pid) if pid is not None else 0
+    def memory_bytes(self, exact: bool = True) -> int:
+        """The memory the process takes now (its proportional share of shared pages; not
+        ``exact``: its resident memory, cheaper and never less)."""
+        pid, self._exact = self._pid, exact
+        if pid is None:
+            self.measured = 0
+        else:
+            self.measured = memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
         return self.measured
 
     def cpu_seconds(self) -> float:
@@ -305,10 +341,13 @@ class SessionProcess:
         return workers.cpu_seconds(self._pid)
 
     def limit_memory(self, room: int) -> None:
-        """Let the process take at most ``room`` bytes from now on (told when it changed by
-        more than a 64th)."""
-        if abs(room - self._room) > max(room, self._room) // 64 and self._tell("room", room):
-            self._room = room
+        """Let the process take at most ``room`` bytes from now on, counted as its memory was
+        last measured (:meth:`memory_bytes`; told when that changed, or ``room`` by more than
+        a 64th)."""
+        told, exact = self._room
+        if (abs(room - told) > max(room, told) // 64 or exact != self._exact) \
+                and self._tell("room", room, self._exact):
+            self._room = (room, self._exact)
 
 
 # -- the session's side ------------------------------------------------------------------------
@@ -392,10 +431,11 @@ def _session_main(sock: socket.socket, calls: multiprocessing.connection.Connect
 def _obey(control: multiprocessing.connection.Connection, session: ClientSession,
           max_memory: int) -> None:
     """Do what the server says to ``session``; keep the process's memory cap current."""
-    room = max_memory or None
+    room, exact = max_memory or None, True
     while True:
         if room is not None:
-            memory.cap_process_memory(room, memory.proportional_bytes())
+            memory.cap_process_memory(
+                room, memory.proportional_bytes() if exact else memory.resident_bytes())
         try:
             if not control.poll(_PERIOD):
                 continue
@@ -413,8 +453,8 @@ def _obey(control: multiprocessing.connection.Connection, session: ClientSession
             session.terminate()
         elif name == "hang_up":
             session.hang_up()
-        elif name == "room":
-            room = max(int(args[0]), 0) if max_memory else None
+        elif name == "room":  # (counted as the server measured: proportional, or resident)
+            room, exact = max(int(args[0]), 0) if max_memory else None, bool(args[1])
         elif name == "end":
             try:
                 session.end(str(args[0]), str(args[1]))
