@@ -20,6 +20,7 @@ from vcfzarr_sql.format import spec
 from vcfzarr_sql.format.summaries import CLASSES
 from vcfzarr_sql.query.genotype_counts import AlleleCounts, GenotypeCounts, genotype_counts
 from vcfzarr_sql.query.sample_classes import allele_kinds, class_counts
+from vcfzarr_sql.store import memory
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.packed_arrays import packed_stored
 from vcfzarr_sql.store.source import ChunkSource
@@ -54,15 +55,17 @@ def code_counts(rows: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndar
     return low_bits - both, high_bits - both, both
 
 
-def _bit_counts(words: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def _bit_counts(words: np.ndarray, mask: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
     """(3, records) int64: per row of ``words`` (records, words), the selected calls (``mask``)
-    whose low bit is set, whose high bit is set, and whose both bits are set: one pass of
-    in-place operations over slices that stay in the cache, popcounts of the three at once."""
+    whose low bit is set, whose high bit is set, and whose both bits are set: in-place
+    operations over slices that stay in the cache (in ``scratch``, :func:`_scratch` of the
+    width, when given: one buffer for a batch's chunks, no page faults), the three popcounts
+    in one call."""
     records, width = words.shape
     counts = np.empty((3, records), dtype=np.int64)
-    step = max(1, _SLICE_WORDS // max(width, 1))
-    bits = np.empty((3, min(step, records), width), dtype=np.uint64)
-    ones = np.empty(bits.shape, dtype=np.uint8)
+    step = _slice_rows(width)
+    bits = _scratch(width) if scratch is None else scratch
+    ones = np.empty((3, min(step, records), width), dtype=np.uint8)
     high_mask = mask << np.uint64(1)
     for start in range(0, records, step):
         part = words[start : start + step]
@@ -76,6 +79,18 @@ def _bit_counts(words: np.ndarray, mask: np.ndarray) -> np.ndarray:
         # (each word holds at most 32 selected calls: uint16 holds the sum of 1000 words)
         counts[:, start : start + n] = ones[:, :n].sum(axis=2, dtype=_SUM_DTYPE[width > _UINT16_WORDS])
     return counts
+
+
+def _slice_rows(width: int) -> int:
+    """The rows of a slice of :func:`_bit_counts` over rows of ``width`` words."""
+    return max(1, _SLICE_WORDS // max(width, 1))
+
+
+def _scratch(width: int) -> np.ndarray:
+    """Scratch words for :func:`_bit_counts` of rows of ``width`` words (in Arrow's pool,
+    whose freed pages are reused)."""
+    rows = _slice_rows(width)
+    return memory.empty(3 * rows * width, np.uint64).reshape(3, rows, width)
 
 
 #: Words a slice of :func:`_bit_counts` covers (256 KB).
@@ -95,11 +110,12 @@ def subset_code_counts(blocks: BatchBlocks, samples: np.ndarray) -> tuple[np.nda
     chunk_bytes = info.chunks[1]
     counts = []
     masks = _chunk_masks(np.asarray(samples, dtype=np.int64).tobytes(), size, chunk_bytes, info.shape[1])
+    scratch = {len(mask): _scratch(len(mask)) for _, mask in masks}
     for chunk in blocks.chunks:
         total: np.ndarray | None = None
         for column, mask in masks:
             words = blocks.read_chunk(pg.PACKED, (chunk, column)).view(np.uint64)
-            found = _bit_counts(words, mask)
+            found = _bit_counts(words, mask, scratch[len(mask)])
             total = found if total is None else total + found
         records = info.chunk_bounds((chunk, 0))[0].stop
         counts.append(np.zeros((3, records), dtype=np.int64) if total is None else total)
