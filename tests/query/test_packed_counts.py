@@ -106,6 +106,23 @@ def test_subset_columns_from_packed_equal_fill_tags(store, tmp_path):
             assert _gt_columns(con, damaged, subset) != actual  # (the packed codes are read)
 
 
+@pytest.mark.skipif(BCFTOOLS is None, reason="needs Debian bcftools (+fill-tags)")
+def test_subset_columns_over_a_narrower_last_sample_chunk(store, convert_once):
+    """Sample chunks of 33 (64 calls, 16 bytes, a packed chunk each) and a last one of 4 (8
+    bytes: its packed chunks are cut): a subset within the last chunk, and one across both."""
+    vcf, _ = store
+    path = convert_once(vcf, variants_chunk_size=25, samples_chunk_size=33)
+    assert zarr.open_array(str(path / pg.PACKED), mode="r").shape[1] == 24
+    with vcfzarr_sql.connect() as con:
+        for subset in (["sample34", "sample36"], ["sample0", "sample5", "sample32", "sample33"]):
+            expected = fill_tags(vcf, list(TAGS.values()), subset)
+            actual = _gt_columns(con, path, subset)
+            assert len(expected) == len(actual)
+            for e, a in zip(expected, actual):
+                for column, tag in TAGS.items():
+                    assert same(e[tag], a[column]), (subset, e["pos"], column, e[tag], a[column])
+
+
 def test_index_writes_packed_genotypes_and_validate_checks_them(store, tmp_path, capsys):
     _, path = store
     plain = copy_store(path, tmp_path / "plain.vcz", drop=PACKED)

@@ -21,6 +21,9 @@ _MENTION = re.compile(rf"(?<![\w.$])(?:{_NAMES})(?![\w$])", re.IGNORECASE)
 _OPENS = re.compile(r"\s*\(")
 #: a call whose one argument is one string without quotes or glob characters
 _CALL = re.compile(rf"({_NAMES})\s*\(\s*'([^'*?\[]*)'\s*\)", re.IGNORECASE)
+#: a call whose first argument, a string, is followed by more (or a literal that reads so: the
+#: tokenizer gives the same answer)
+_MORE_ARGUMENTS = re.compile(rf"(?<![\w.$])(?:{_NAMES})\s*\(\s*'[^']*'\s*,", re.IGNORECASE)
 #: what makes the text outside string literals unsure to read without the tokenizer
 _UNSURE = re.compile(r"--|/\*|[\"$\\?`]")
 #: the call stands where a table does (the tokenizer's FROM, JOIN or comma before it)
@@ -59,6 +62,8 @@ def plain_rewrite(sql: str, defaults: ScanDefaults | None = None) -> tuple[str, 
     >>> plain_rewrite("SELECT 'vcf_zarr(''x'')' FROM vcf_zarr('/d/x.zarr') AS v")[0]
     "SELECT 'vcf_zarr(''x'')' FROM vcf_zarr_eef57a364634 AS v"
     """
+    if _MORE_ARGUMENTS.search(sql):  # (found before masking what may be a long list of literals)
+        return None
     masked = _masked(sql)
     if masked is None:
         return None
