@@ -10,6 +10,7 @@ On the scan benchmark's store (:func:`benchmarks.scan_floor.scan_store`: 1000 sa
   ``variant_allele``), read and decoded with numcodecs (``VczStore.read_chunk``);
 - ``SQL``: ``SELECT contig, pos, ref, alt, fmt_GT FROM vcf_zarr(store, region := R)`` to an
   Arrow table, one query per region, in a warm session (the user's path);
+- ``SQL fmt_GT_1, fmt_GT_2``: the same query with the allele columns for ``fmt_GT``;
 - ``scan``: the same rows from ``vcfzarr_sql.dataset(...)``'s scanner without DuckDB;
 - ``bcftools ...``: one ``bcftools`` process per region on the CSI-indexed BCF of the same
   records, output to /dev/null (CPU: user + system of the children): ``view -r -Ou``
@@ -128,7 +129,12 @@ def main(argv: list[str] | None = None) -> None:
         return run
 
     ddb = duckdb.connect()
-    runs: dict[str, Callable[[], object]] = {"floor": floor, "SQL": sql, "scan": scan}
+    def sql_alleles() -> list[pa.Table]:
+        alleles = SQL.replace("fmt_GT", "fmt_GT_1, fmt_GT_2")
+        return [con.sql(alleles.format(store=path, region=r)).to_arrow_table() for r in regions]
+
+    runs: dict[str, Callable[[], object]] = {"floor": floor, "SQL": sql, "SQL fmt_GT_1, fmt_GT_2": sql_alleles,
+                                             "scan": scan}
     runs.update((name, processes(argv)) for name, argv in bcftools.items())
     for k, (name, table) in enumerate(layouts(pa.concat_tables(tables), samples).items()):
         ddb.register(f"layout_{k}", table)
