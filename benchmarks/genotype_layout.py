@@ -1,5 +1,5 @@
-"""Which Arrow layout of ``fmt_GT`` DuckDB ingests fastest: 10 regions of 100 kb, site columns
-and genotypes as Arrow through SQL, against the numcodecs decode floor.
+"""100 kb regions with genotypes as Arrow through SQL, against the numcodecs decode floor and
+``bcftools view -r``; and which Arrow layout of ``fmt_GT`` DuckDB ingests fastest.
 
     python -m benchmarks.genotype_layout [--repeats 9]
 
@@ -10,7 +10,16 @@ On the scan benchmark's store (:func:`benchmarks.scan_floor.scan_store`: 1000 sa
   ``variant_allele``), read and decoded with numcodecs (``VczStore.read_chunk``);
 - ``SQL``: ``SELECT contig, pos, ref, alt, fmt_GT FROM vcf_zarr(store, region := R)`` to an
   Arrow table, one query per region, in a warm session (the user's path);
+- ``SQL fmt_GT_1, fmt_GT_2``: the same query with the allele columns for ``fmt_GT``;
 - ``scan``: the same rows from ``vcfzarr_sql.dataset(...)``'s scanner without DuckDB;
+- ``bcftools ...``: one ``bcftools`` process per region on the CSI-indexed BCF of the same
+  records, output to /dev/null (CPU: user + system of the children): ``view -r -Ou``
+  (uncompressed BCF: records copied, genotypes never decoded), ``view -r -Ov`` (VCF text:
+  every genotype decoded and formatted, as a user reading the region gets it), and ``query
+  -r -f '%CHROM %POS %REF %ALT [ %GT]'`` (exactly our columns, as text). Like with like is
+  ``-Ov``/``query``: both decode every call into values a program can read, as our Arrow
+  rows are; ``-Ou`` is a copy of the region's bytes. The session's SQL rows pay no process
+  start (bcftools does: ~1-2 ms of each run is its start and index load);
 - ``duckdb <layout>``: DuckDB alone ingesting and re-exporting the same rows, already built in
   memory, with ``fmt_GT`` as ``list<list<int8>>`` (today's type), ``list<fixed_size_list<int8,
   2>>``, ``fixed_size_list<int8, 2 x samples>`` per record, one flat ``list<int8>`` per record,
@@ -24,7 +33,9 @@ list<list<int8>>``: the DuckDB rows say what a change of layout would save.
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
+import subprocess
 import time
 from collections.abc import Callable
 
@@ -103,8 +114,28 @@ def main(argv: list[str] | None = None) -> None:
             decoded += store.read_chunk("variant_allele", (c, 0)).size
         return decoded
 
+    bcf = path.parent / "sim.bcf"
+    bcftools = {
+        "bcftools view -r -Ou (BCF)": ["view", "-Ou"],
+        "bcftools view -r -Ov (VCF text)": ["view", "-Ov"],
+        "bcftools query (our columns, text)": ["query", "-f", "%CHROM\t%POS\t%REF\t%ALT[\t%GT]\n"],
+    }
+
+    def processes(argv: list[str]) -> Callable[[], None]:
+        def run() -> None:
+            for r in regions:
+                subprocess.run(["bcftools", argv[0], "-r", r, *argv[1:], str(bcf)], check=True,
+                               stdout=subprocess.DEVNULL)
+        return run
+
     ddb = duckdb.connect()
-    runs: dict[str, Callable[[], object]] = {"floor": floor, "SQL": sql, "scan": scan}
+    def sql_alleles() -> list[pa.Table]:
+        alleles = SQL.replace("fmt_GT", "fmt_GT_1, fmt_GT_2")
+        return [con.sql(alleles.format(store=path, region=r)).to_arrow_table() for r in regions]
+
+    runs: dict[str, Callable[[], object]] = {"floor": floor, "SQL": sql, "SQL fmt_GT_1, fmt_GT_2": sql_alleles,
+                                             "scan": scan}
+    runs.update((name, processes(argv)) for name, argv in bcftools.items())
     for k, (name, table) in enumerate(layouts(pa.concat_tables(tables), samples).items()):
         ddb.register(f"layout_{k}", table)
         runs[f"duckdb {name}"] = (lambda v: lambda: ddb.sql(f"SELECT * FROM {v}").to_arrow_table())(f"layout_{k}")
@@ -114,17 +145,26 @@ def main(argv: list[str] | None = None) -> None:
     wall: dict[str, list[float]] = {name: [] for name in runs}
     for run in runs.values():
         run()  # warm
-    for _ in range(args.repeats):
-        for name, run in runs.items():
-            c, w = time.process_time(), time.perf_counter()
-            run()
-            cpu[name].append(time.process_time() - c)
+    names = list(runs)
+    for repeat in range(args.repeats):
+        for name in names[repeat % len(names):] + names[: repeat % len(names)]:  # (rotated)
+            c, w = _cpu(), time.perf_counter()
+            runs[name]()
+            cpu[name].append(_cpu() - c)
             wall[name].append(time.perf_counter() - w)
     fc, fw = statistics.median(cpu["floor"]), statistics.median(wall["floor"])
+    sc, sw = statistics.median(cpu["SQL"]), statistics.median(wall["SQL"])
+    print(f"{'':38s} {'CPU ms':>8s} {'wall ms':>8s}   {'/ floor (CPU, wall)':>20s}   SQL / this (CPU, wall)")
     for name in runs:
         c, w = statistics.median(cpu[name]), statistics.median(wall[name])
-        print(f"{name:38s} CPU {c * 1000:7.1f} ms  wall {w * 1000:7.1f} ms   / floor: CPU {c / fc:5.2f}x, "
-              f"wall {w / fw:5.2f}x")
+        print(f"{name:38s} {c * 1000:8.1f} {w * 1000:8.1f}   {c / fc:8.2f}x {w / fw:8.2f}x   "
+              f"{sc / c:8.2f}x {sw / w:8.2f}x")
+
+
+def _cpu() -> float:
+    """CPU seconds (user + system) of this process, all threads, and of its finished children."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 if __name__ == "__main__":

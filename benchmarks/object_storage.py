@@ -164,21 +164,47 @@ def serving(root: Path, latency: float, split: tuple[set[int], set[int]] | None 
         process.join()
 
 
-def timed(run: Callable[[], T]) -> tuple[float, T]:
-    started = time.perf_counter()
+def timed(run: Callable[[], T]) -> tuple[float, float, T]:
+    """(wall seconds, CPU seconds of this process: user + system, every thread) of ``run()``,
+    and its answer."""
+    cpu, started = time.process_time(), time.perf_counter()
     answer = run()
-    return time.perf_counter() - started, answer
+    return time.perf_counter() - started, time.process_time() - cpu, answer
 
 
-def warm(con: vcfzarr_sql.Connection, query: str, server: Served | None,
-         repeats: int) -> tuple[float, int, list[tuple[Any, ...]]]:
-    """(median seconds, requests per run, answer) of ``repeats`` runs of ``query`` on ``con``
-    after a first one (warm: the store is open, the connection has seen the query)."""
-    con.sql(query).fetchall()
-    before = server.requests if server else 0
-    runs = [timed(lambda: con.sql(query).fetchall()) for _ in range(repeats)]
-    requests = (server.requests - before) // repeats if server else 0
-    return statistics.median(s for s, _ in runs), requests, runs[0][1]
+@dataclasses.dataclass
+class Timing:
+    """Medians of a query's warm runs: wall and CPU seconds, requests per run, the answer."""
+
+    wall_s: float
+    cpu_s: float
+    requests: int
+    answer: Any
+
+
+def interleaved(runs: dict[str, Callable[[], T]], server: Served | None, repeats: int) -> dict[str, Timing]:
+    """Each of ``runs`` once (warm: the store is open, the connection has seen the query),
+    then ``repeats`` rounds of all of them in turn, the order rotated each round (a busy
+    machine slows all alike); requests to ``server`` counted per run."""
+    names = list(runs)
+    answers = {name: runs[name]() for name in names}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    requests = dict.fromkeys(names, 0)
+    for round_ in range(repeats):
+        for name in names[round_ % len(names):] + names[: round_ % len(names)]:
+            before = server.requests if server else 0
+            wall, cpu, _ = timed(runs[name])
+            requests[name] += (server.requests - before) if server else 0
+            times[name].append((wall, cpu))
+    return {
+        name: Timing(statistics.median(w for w, _ in times[name]), statistics.median(c for _, c in times[name]),
+                     requests[name] // repeats, answers[name])
+        for name in names
+    }
+
+
+def _runner(con: vcfzarr_sql.Connection, sql: str) -> Callable[[], list[tuple[Any, ...]]]:
+    return lambda: con.sql(sql).fetchall()
 
 
 def tensorstore_read(location: str) -> Callable[[], object] | None:
@@ -226,30 +252,28 @@ def main(argv: list[str] | None = None) -> None:
         rows = []
         for name, query in queries:
             with vcfzarr_sql.connect() as con_local, vcfzarr_sql.connect() as con_http:
-                disk_s, _, disk_answer = warm(con_local, query.format(local), None, args.repeats)
-                http_s, requests, http_answer = warm(con_http, query.format(url), server, args.repeats)
-            assert disk_answer == http_answer, (disk_answer, http_answer)
-            rows.append((name, disk_s, http_s, requests, http_answer[0][0]))
+                found = interleaved({"disk": _runner(con_local, query.format(local)),
+                                     "http": _runner(con_http, query.format(url))}, server, args.repeats)
+            assert found["disk"].answer == found["http"].answer, (found["disk"].answer, found["http"].answer)
+            rows.append((name, found["disk"], found["http"]))
         anchor_disk, anchor_http = tensorstore_read(local), tensorstore_read(url)
+        anchors = None
         if anchor_disk is not None and anchor_http is not None:
-            anchor_disk(), anchor_http()
-            before = server.requests
-            ts_http = statistics.median(timed(anchor_http)[0] for _ in range(args.repeats))
-            ts_requests = (server.requests - before) // args.repeats
-            ts_disk = statistics.median(timed(anchor_disk)[0] for _ in range(args.repeats))
-    print("\n| query | local disk s | HTTP s | HTTP / disk | requests | round trips of time |")
+            anchors = interleaved({"disk": anchor_disk, "http": anchor_http}, server, args.repeats)
+            rows.append(("(c) TensorStore read of call_genotype", anchors["disk"], anchors["http"]))
+    print("\n| query | local disk wall s (CPU s) | HTTP wall s (CPU s) | HTTP / disk: wall (CPU) | requests "
+          "| round trips of time |")
     print("|---|---|---|---|---|---|")
-    for name, disk_s, http_s, requests, answer in rows:
-        print(f"| {name} ({answer}) | {disk_s:.3f} | {http_s:.3f} | {http_s / disk_s:.2f}x | "
-              f"{requests} | {http_s / args.latency:.1f} |")
-    if anchor_disk is None:
+    for name, disk, http in rows:
+        answer = f" ({http.answer[0][0]})" if isinstance(http.answer, list) else ""
+        print(f"| {name}{answer} | {disk.wall_s:.3f} ({disk.cpu_s:.3f}) | {http.wall_s:.3f} ({http.cpu_s:.3f}) | "
+              f"{http.wall_s / disk.wall_s:.2f}x ({http.cpu_s / disk.cpu_s:.2f}x) | {http.requests} | "
+              f"{http.wall_s / args.latency:.1f} |")
+    if anchors is None:
         print("(c) TensorStore: not installed (pip install tensorstore)")
     else:
-        print(f"| (c) TensorStore read of call_genotype | {ts_disk:.3f} | {ts_http:.3f} | "
-              f"{ts_http / ts_disk:.2f}x | {ts_requests} | {ts_http / args.latency:.1f} |")
-        for name, _, http_s, _, _ in rows[1:]:
-            print(f"\n{name} over HTTP / TensorStore HTTP read: {http_s / ts_http:.2f}x", end="")
-        print()
+        for name, _, http in rows[1:-1]:
+            print(f"{name} over HTTP / TensorStore's HTTP read: {http.wall_s / anchors['http'].wall_s:.2f}x wall")
 
 
 if __name__ == "__main__":

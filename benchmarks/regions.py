@@ -1,7 +1,8 @@
 """Region queries (1 kb, 100 kb, 10 Mb), site columns only and with genotypes, every tool side by side.
 
 Tools: vcfzarr-sql in a warm session (``region :=`` and ``WHERE contig/pos``) and as a CLI process,
-``bcftools view -r`` on the indexed BCF (binary output to /dev/null), ``vcztools view -r`` on the
+``bcftools view -r`` on the indexed BCF (binary output to /dev/null: records copied, genotypes not
+decoded; and VCF text, ``-Ov``, every genotype decoded as our rows are), ``vcztools view -r`` on the
 same store, polars-bio (``scan_vcf`` on the indexed VCF.gz, and ``scan_vcf_zarr`` on the store),
 DuckDB over the Parquet export. Every tool's record count must equal bcftools' before it is timed.
 
@@ -110,7 +111,11 @@ def cases(files: Files, store: Path, size: Size, region: tuple[str, int, int], g
         Case(f"{OURS} WHERE", ours_sql(ours_where), note="warm session, `WHERE contig = ... AND pos BETWEEN ...`"),
         Case(f"{OURS} CLI", ours_cli_timed, check=ours_cli, note="`vcfzarr-sql query --format csv` process, output to /dev/null"),
         Case("bcftools", discard([*bcftools, "-Ou", str(files.bcf)]), check=line_count([*bcftools, "-H", str(files.bcf)]),
-             note="`bcftools view -r` on the CSI-indexed BCF, uncompressed BCF to /dev/null"),
+             note="`bcftools view -r` on the CSI-indexed BCF, uncompressed BCF to /dev/null (records copied: "
+                  "genotypes are never decoded)"),
+        Case("bcftools text", discard([*bcftools, "-Ov", str(files.bcf)]), check=line_count([*bcftools, "-H", str(files.bcf)]),
+             note="`bcftools view -r -Ov`: the same records as VCF text to /dev/null, every genotype decoded and "
+                  "formatted (like with like for our Arrow rows, which hold every call decoded)"),
         Case("vcztools", discard(vcztools), check=line_count(vcztools), note="`vcztools view -r` on the same store, VCF text to /dev/null"),
         Case("polars-bio VCF", polars_bio_scan("scan_vcf", files.vcf), note="`pb.scan_vcf(...).filter(chrom, start).collect()` on the indexed VCF.gz"),
         Case("polars-bio VCZ", polars_bio_scan("scan_vcf_zarr", polars_bio.readable_store(store)),

@@ -91,6 +91,7 @@ def served(tmp_path_factory) -> Iterator[tuple[Path, str, set[str]]]:
 def small_windows(monkeypatch) -> None:
     monkeypatch.setattr(execute, "FIRST_FETCH_WINDOW", 1)
     monkeypatch.setattr(execute, "FETCH_WINDOW", 4)
+    monkeypatch.setattr(fetch, "AHEAD_PIECES", 8)  # (two windows ahead, as with full-size ones)
 
 
 def _captured_sources(monkeypatch) -> list:
@@ -146,6 +147,31 @@ def test_a_window_s_bytes_are_dropped_when_its_last_piece_leaves():
         fetches.enter(0)
         fetches.leave(0)
     assert source._fetched == {}, f"still held after the window ended: {source._holders}"
+
+
+def _started_windows(windows: list[range]) -> list[int]:
+    """The windows whose fetch has started once a piece of the first one entered."""
+    source = FetchingSource(_fake_store())
+    source.read_chunk("pos", (0,))  # learn what pieces read
+    chunks = np.arange(windows[-1].stop)
+    fetches = WindowFetches(source, chunks, windows)
+    fetches.submitted(0)
+    fetches.enter(0)
+    started = sorted(i for i, f in fetches._fetches.items() if f is not None)
+    fetches.leave(0)
+    fetches.close()
+    return started
+
+
+def test_a_short_scan_fetches_all_its_windows_at_once():
+    """A scan's first windows are short (2, 4, 8, ... pieces): fetched together, a scan of a
+    few dozen pieces waits for one round trip, not one per window; a long scan still fetches
+    two windows ahead of the one it decodes, at most ``AHEAD_PIECES`` pieces beyond two."""
+    short = execute.fetch_windows(45, 2, 32)
+    assert [len(w) for w in short] == [2, 4, 8, 16, 15]
+    assert _started_windows(short) == [0, 1, 2, 3, 4]
+    long = [range(32 * i, 32 * (i + 1)) for i in range(6)]
+    assert _started_windows(long) == [0, 1, 2]
 
 
 def test_a_window_fetched_after_its_pieces_read_does_not_drop_a_neighbour_s_chunks(monkeypatch):

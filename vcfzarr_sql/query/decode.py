@@ -57,29 +57,35 @@ def decode_variants(
     samples: np.ndarray | None = None,
     chunk_count: int = 1,
     sample_order: np.ndarray | None = None,
+    rows: slice | None = None,
 ) -> pa.RecordBatch:
     """The ``variants`` rows of variant chunk ``chunk_index`` (and the next ``chunk_count - 1``
     chunks), with ``columns`` in that order.
 
     ``samples`` are the sorted indexes of the samples decoded (None: all): the ``gt_``
     columns count each once. The ``fmt_`` lists hold them in ``sample_order`` (positions
-    among them, repeats allowed; None: in order).
+    among them, repeats allowed; None: in order). ``rows``: only those records of the chunks
+    (a slice with a step of 1; None: all): the chunks are decoded whole, the Arrow columns
+    built for those records alone. Not with ``gt_`` columns (they count whole chunks).
     """
     blocks = _Blocks(source, chunk_index, samples, chunk_count)
-    rows = _rows(blocks.store, blocks.chunks)
+    rows_total = _rows(blocks.store, blocks.chunks)
+    assert rows is None or not any(name in genotype_stats.COLUMNS for name in columns)
+    blocks.rows = rows
+    count = len(range(rows_total)[rows]) if rows is not None else rows_total
     summaries = _summaries(blocks)
-    listed = _listed_calls(rows, blocks.num_samples, sample_order)
+    listed = _listed_calls(count, blocks.num_samples, sample_order)
     width = blocks.num_samples if sample_order is None else len(sample_order)
     out = []
     for name in columns:
         if name.startswith(schema.FORMAT_COLUMN_PREFIX):
             calls = _call_array(blocks, name)
-            out.append(arrays.fixed_lists(calls if listed is None else calls.take(listed), rows, width))
+            out.append(arrays.fixed_lists(calls if listed is None else calls.take(listed), count, width))
         elif name in genotype_stats.COLUMNS:
             out.append(summaries.column(name))
         else:
             out.append(_variant_array(blocks, name))
-    return _batch(columns, out, rows)
+    return _batch(columns, out, count)
 
 
 def decode_calls(
@@ -140,6 +146,7 @@ class _Blocks(BatchBlocks):
             return arrays.StringBlock.of(self.read(name))
         if self._positions is None:
             self._positions = _StringPositions(self.source, self.chunk_index, self.samples, len(self.chunks))
+            self._positions.rows = self.rows
         positions = self._positions.read(name)
         return arrays.StringBlock(self._positions.strings(name), positions)
 
@@ -218,7 +225,7 @@ def contig_ids(blocks: BatchBlocks) -> np.ndarray:
             parts.append(np.full(records, index[lo, spec.RI_CONTIG]))
         else:
             parts.append(blocks.source.read_chunk(spec.VARIANT_CONTIG, (c,)))
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    return blocks.kept(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
 
 
 def _contig(blocks: _Blocks) -> pa.Array:
@@ -249,7 +256,7 @@ def _pos(blocks: _Blocks) -> pa.Array:
 def record_ends(blocks: BatchBlocks) -> np.ndarray:
     """END of each record of the batch (POS + rlen - 1), int64."""
     lengths = [blocks.source.variant_length(c) for c in blocks.chunks]
-    length = np.concatenate(lengths).astype(np.int64, copy=False)
+    length = blocks.kept(np.concatenate(lengths)).astype(np.int64, copy=False)
     return _positions(blocks) + length - 1
 
 
@@ -386,7 +393,7 @@ def _phased(blocks: _Blocks) -> pa.Array:
     if blocks.store.has_array(spec.CALL_GENOTYPE_PHASED):
         phased = blocks.read(spec.CALL_GENOTYPE_PHASED).reshape(-1)
     else:
-        rows = _rows(blocks.store, blocks.chunks)
+        rows = len(blocks.kept(np.arange(_rows(blocks.store, blocks.chunks))))
         phased = np.zeros(rows * blocks.num_samples, dtype=bool)
     return arrays.scalar_array(phased, pa.bool_())
 

@@ -65,6 +65,14 @@ def _run(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.
 
     if not task.columns:
         batch = arrays.rows_only(task.num_rows)
+    elif _filters_first(plan, task):
+        kept = _matching_run(source, plan, task, tree)
+        if kept is not None:
+            return decode.decode_variants(source, task.variant_chunk, plan.schema.names, task.samples,
+                                          task.chunk_count, task.sample_order, rows=kept)
+        batch = decode.decode_variants(
+            source, task.variant_chunk, task.columns, task.samples, task.chunk_count, task.sample_order
+        )
     elif task.sample_chunk is None:
         batch = decode.decode_variants(
             source, task.variant_chunk, task.columns, task.samples, task.chunk_count, task.sample_order
@@ -76,6 +84,35 @@ def _run(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.
     if task.filter is None:
         return batch.select(plan.schema.names)
     return matching_rows(batch, tree, task.filter, plan.filter_columns, plan.schema.names)
+
+
+def _filters_first(plan: ScanPlan, task: ChunkTask) -> bool:
+    """Whether ``task``'s residual filter is best evaluated before its other columns are
+    built: a ``variants`` task with per-call columns (a region's edge chunk with ``fmt_GT``:
+    lists of every sample for records the filter drops), and no ``gt_`` column (they count
+    whole chunks)."""
+    from vcfzarr_sql.query.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
+    from vcfzarr_sql.query.schema import FORMAT_COLUMN_PREFIX
+
+    return (
+        task.filter is not None
+        and task.sample_chunk is None
+        and any(c.startswith(FORMAT_COLUMN_PREFIX) for c in plan.schema.names)
+        and not any(c.startswith(GT_SUMMARY_PREFIX) for c in task.columns)
+    )
+
+
+def _matching_run(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: Any) -> slice | None:
+    """The records of ``task`` its filter keeps, as a slice, when they are consecutive (as a
+    region's are: records are sorted by position), from the filter's columns alone; None
+    when they are not."""
+    from vcfzarr_sql.query import decode
+    from vcfzarr_sql.query.residual import matching_mask, matching_run
+
+    assert task.filter is not None
+    probe = decode.decode_variants(source, task.variant_chunk, [c for c in task.columns if c in plan.filter_columns],
+                                   task.samples, task.chunk_count, task.sample_order)
+    return matching_run(matching_mask(probe, tree, task.filter, plan.filter_columns))
 
 
 def chunks_per_batch(source: ChunkSource, plan: ScanPlan) -> int:

@@ -204,17 +204,27 @@ def matching_rows(
     """
     mask = matching_mask(batch, tree, expression, filter_columns)
     out = batch if columns is None else batch.select(list(columns))
+    kept = matching_run(mask)
+    if kept is not None:
+        return out if kept.stop - kept.start == batch.num_rows else out.slice(kept.start, kept.stop - kept.start)
     count = mask.true_count
-    if count == batch.num_rows:
-        return out
-    if count == 0:
-        return out.slice(0, 0)
-    start = _run_start(np.frombuffer(mask.buffers()[1], dtype=np.uint8), count)
-    if start is not None:
-        return out.slice(start, count)
     if out.num_columns == 0:
         return arrays.rows_only(count)
     return out.filter(mask)
+
+
+def matching_run(mask: pa.BooleanArray) -> slice | None:
+    """The rows ``mask`` (a :func:`matching_mask`) keeps as a slice, when they are
+    consecutive (all, none, or one run); None when they are not.
+
+    >>> matching_run(pa.array([False, True, True, False])), matching_run(pa.array([True, False, True]))
+    (slice(1, 3, None), None)
+    """
+    count = mask.true_count
+    if count in (0, len(mask)):
+        return slice(0, count)
+    start = _run_start(np.frombuffer(mask.buffers()[1], dtype=np.uint8), count)
+    return None if start is None else slice(start, start + count)
 
 
 def _keep_mask(result: pa.BooleanArray) -> pa.BooleanArray:

@@ -32,7 +32,8 @@ class BatchBlocks:
 
     ``samples`` are sorted global sample indexes (None: all samples); arrays with a
     ``samples`` axis come back with exactly those samples, in that order, read from only the
-    sample chunks that hold them. ``store`` is ``source``'s (its metadata).
+    sample chunks that hold them. ``store`` is ``source``'s (its metadata). ``rows``: the
+    records of the batch :meth:`read` gives (a slice of its records; None: all of them).
     """
 
     def __init__(
@@ -44,11 +45,12 @@ class BatchBlocks:
         self.chunks = range(chunk_index, chunk_index + chunk_count)
         self.samples = None if samples is None else np.asarray(samples, dtype=np.int64)
         self.num_samples = self.store.num_samples if self.samples is None else len(self.samples)
+        self.rows: slice | None = None
         self._cache: dict[str, np.ndarray] = {}
 
     def read(self, name: str) -> np.ndarray:
-        """The block of array ``name`` (cached: each array is read once per batch);
-        ``variant_position`` checked against the region index
+        """The block of array ``name``, of the :attr:`rows` kept (cached: each array is read
+        once per batch); ``variant_position`` checked against the region index
         (:func:`~vcfzarr_sql.store.contents.check_positions`)."""
         block = self._cache.get(name)
         if block is None:
@@ -56,7 +58,12 @@ class BatchBlocks:
             if name == spec.VARIANT_POSITION:
                 check_positions(self.store, self.chunks, block)
             self._cache[name] = block
-        return block
+        return self.kept(block)
+
+    def kept(self, records: np.ndarray) -> np.ndarray:
+        """``records`` (one entry per record of the batch's chunks, along the first axis) for
+        the :attr:`rows` kept (a view)."""
+        return records if self.rows is None else records[self.rows]
 
     def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
         """One chunk of the blocks (the source's; a subclass may read them otherwise)."""

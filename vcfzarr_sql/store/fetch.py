@@ -60,8 +60,13 @@ Fetched = dict[tuple[str, tuple[int, ...]], bytes | None]
 #: Scan shapes remembered per store.
 LEARNED_SHAPES = 64
 _learned_lock = threading.Lock()
+#: Pieces a scan keeps fetched or in flight beyond the window it decodes: at least two windows
+#: ahead, and more windows while their pieces add up to at most this (a scan's first windows
+#: are short: fetched together, a short scan waits for one round trip, not one per window).
+AHEAD_PIECES = 64
 #: Threads that wait for background fetches (not decode threads: a fetch mostly waits), one
-#: per scan fetching at once, up to four (started as needed).
+#: per window fetched at once, up to :data:`FETCH_THREADS` (started as needed).
+FETCH_THREADS = 8
 _fetcher: ThreadPoolExecutor | None = None
 
 
@@ -69,7 +74,7 @@ def _fetch_thread() -> ThreadPoolExecutor:
     global _fetcher
     with _learned_lock:
         if _fetcher is None:
-            _fetcher = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vcfzarr-fetch")
+            _fetcher = ThreadPoolExecutor(max_workers=FETCH_THREADS, thread_name_prefix="vcfzarr-fetch")
         return _fetcher
 
 
@@ -233,6 +238,9 @@ class WindowFetches:
     reading, and :meth:`leave` after; a window's bytes are dropped when the last of its pieces
     (:meth:`submitted` one by one, then :meth:`all_submitted`) leaves.
 
+    ``ahead``: the windows fetched beyond window ``i``, at least, and as many more as fit in
+    :data:`AHEAD_PIECES` pieces with them.
+
     A source that has not yet seen what pieces read fetches nothing (its pieces read chunk by
     chunk, and teach it); without a ``fetcher`` (a source's :attr:`.ChunkSource.fetcher`:
     a store read directly), nothing happens.
@@ -252,8 +260,18 @@ class WindowFetches:
         #: the fetch of each window the source keeps (once per window, forgotten once when it ends)
         self._kept: dict[int, Fetched] = {}
 
+    def _last_ahead(self, i: int) -> int:
+        """The last window fetched while a piece of window ``i`` is decoded."""
+        last, pieces = i, 0
+        while last + 1 < len(self._windows):
+            more = len(self._windows[last + 1])
+            if last - i >= self._ahead and pieces + more > AHEAD_PIECES:
+                break
+            last, pieces = last + 1, pieces + more
+        return last
+
     def _start(self, source: FetchingSource, i: int) -> None:
-        for j in range(i, min(i + self._ahead + 1, len(self._windows))):
+        for j in range(i, self._last_ahead(i) + 1):
             # (not started, or started before reads were known; a window already done, when a
             # late piece of an earlier one enters, is not fetched again)
             if j not in self._done and self._fetches.get(j) is None:
