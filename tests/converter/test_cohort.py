@@ -10,6 +10,7 @@ batch, a batch whose header lists contigs in another order, three contigs) and t
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import pickle
 import shutil
@@ -26,6 +27,8 @@ import vcfzarr_sql
 from vcfzarr_sql.cli.compact import compact
 from vcfzarr_sql.converter import convert
 from vcfzarr_sql.converter.cohort import DuplicateSampleError, add
+from vcfzarr_sql.converter.workers import WorkerPool
+from vcfzarr_sql.errors import VcfParseError
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.query.genotype_stats import COLUMNS as GT_COLUMNS
 from vcfzarr_sql.store import open_store, opening
@@ -269,8 +272,6 @@ def test_index_writes_the_region_index_and_counts_into_every_batch(cohort, tmp_p
 def test_a_malformed_small_input_is_a_one_line_error_and_changes_nothing(cohort, tmp_path):
     """A parse error in an added input is the one-line VcfParseError convert gives, naming
     the file, and the cohort is unchanged."""
-    from vcfzarr_sql.errors import VcfParseError
-
     store, _, _, _, after = cohort
     bad = tmp_path / "bad.vcf"
     bad.write_text("##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n"
@@ -342,3 +343,24 @@ def test_a_batch_stores_the_summaries_a_cohort_reads_of_it_only(cohort):
         with open_plain(batch) as added:
             assert all(added.has_array(name) for name in read)
             assert not any(added.has_array(name) for name in unread)
+
+
+_SEEN_BY_WORKERS: list[str] = []
+
+
+def _seen_by_workers() -> list[str]:
+    return list(_SEEN_BY_WORKERS)
+
+
+def test_add_s_workers_are_forked_and_a_crash_in_one_stays_a_parse_error(tmp_path):
+    """``add`` forks its workers (its process has imported the converter: a spawned worker
+    would import it again): a worker sees what the parent set before the pool started, and a
+    worker that dies of a segfault is still a one-line VcfParseError for the input."""
+    _SEEN_BY_WORKERS.append("set by the parent")
+    try:
+        with WorkerPool("input.vcf", 1, tmp_path, fork=True) as pool:
+            assert pool.run(_seen_by_workers, [()]) == [["set by the parent"]]
+            with pytest.raises(VcfParseError, match="^input.vcf: .*crashed"):
+                pool.run(ctypes.string_at, [(0,)])
+    finally:
+        _SEEN_BY_WORKERS.clear()
