@@ -181,8 +181,9 @@ class WorkerPool:
         converter: a forked worker imports nothing), on Linux in a process running no other
         thread (whose locks a forked worker could find held for ever; Blosc resets its own
         threads in a forked child, by its ``pthread_atfork`` handler)."""
-        forked = fork and sys.platform.startswith("linux") and threading.active_count() == 1
-        ctx = multiprocessing.get_context("fork" if forked else "spawn")
+        #: whether the workers are forked
+        self.forked = fork and sys.platform.startswith("linux") and threading.active_count() == 1
+        ctx = multiprocessing.get_context("fork" if self.forked else "spawn")
         self.input_path = input_path
         self.log_dir = Path(log_dir)
         self.progress = ctx.Value("q", 0)
