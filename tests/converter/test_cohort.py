@@ -10,9 +10,13 @@ batch, a batch whose header lists contigs in another order, three contigs) and t
 
 from __future__ import annotations
 
+import ctypes
+import faulthandler
 import hashlib
+import os
 import pickle
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +30,8 @@ import vcfzarr_sql
 from vcfzarr_sql.cli.compact import compact
 from vcfzarr_sql.converter import convert
 from vcfzarr_sql.converter.cohort import DuplicateSampleError, add
+from vcfzarr_sql.converter.workers import WorkerPool
+from vcfzarr_sql.errors import VcfParseError
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.query.genotype_stats import COLUMNS as GT_COLUMNS
 from vcfzarr_sql.store import open_store, opening
@@ -269,8 +275,6 @@ def test_index_writes_the_region_index_and_counts_into_every_batch(cohort, tmp_p
 def test_a_malformed_small_input_is_a_one_line_error_and_changes_nothing(cohort, tmp_path):
     """A parse error in an added input is the one-line VcfParseError convert gives, naming
     the file, and the cohort is unchanged."""
-    from vcfzarr_sql.errors import VcfParseError
-
     store, _, _, _, after = cohort
     bad = tmp_path / "bad.vcf"
     bad.write_text("##fileformat=VCFv4.2\n##contig=<ID=1,length=1000>\n"
@@ -342,3 +346,64 @@ def test_a_batch_stores_the_summaries_a_cohort_reads_of_it_only(cohort):
         with open_plain(batch) as added:
             assert all(added.has_array(name) for name in read)
             assert not any(added.has_array(name) for name in unread)
+
+
+_SEEN_BY_WORKERS: list[str] = []
+
+
+def _seen_by_workers() -> list[str]:
+    return list(_SEEN_BY_WORKERS)
+
+
+def _forked_pool_checks(log_dir) -> int:
+    """0 if a pool asked to fork forks (its worker sees what this process set) and a worker's
+    segfault is a one-line VcfParseError for the input; else which check failed."""
+    _SEEN_BY_WORKERS.append("set by the parent")
+    with WorkerPool("input.vcf", 1, log_dir, fork=True) as pool:
+        if not pool.forked or pool.run(_seen_by_workers, [()]) != [["set by the parent"]]:
+            return 1
+        try:
+            pool.run(ctypes.string_at, [(0,)])
+        except VcfParseError as err:
+            return 0 if str(err).startswith("input.vcf: ") and "crashed" in str(err) else 2
+    return 3
+
+
+def test_add_s_workers_are_forked_and_a_crash_in_one_stays_a_parse_error(tmp_path):
+    """``add`` forks its workers (its process has imported the converter: a spawned worker
+    would import it again), and a worker's crash is still a one-line error. Checked in a
+    forked child of the test (which runs no other thread, as the add command's process);
+    with another thread running, the pool spawns its workers (a lock that thread holds
+    would stay held in a forked worker)."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 4
+        try:
+            faulthandler.disable()  # (pytest's: the worker's segfault is expected)
+            code = _forked_pool_checks(tmp_path)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert not WorkerPool("input.vcf", 1, tmp_path, fork=True).forked
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_a_batch_of_fewer_samples_than_a_chunk_holds_is_chunked_in_more_records(cohort):
+    """The cohort is chunked in 4 records and 2 samples: the batch of 2 samples (B) keeps 4
+    records a chunk; the batch of 1 sample (H, 5 records) may take 8, so all 5 are one chunk
+    (as many calls a chunk: fewer files to write). The other tests read the cohort as before."""
+    from vcfzarr_sql.store.vcz import open_store as open_plain
+
+    store, _, _, _, _ = cohort
+    chunks = {}
+    for number in (1, 2):
+        with open_plain(store / f".vcfzarr-cohort/batches/{number}") as batch:
+            chunks[batch.samples[0]] = (batch.num_samples, batch.num_variants, batch.variants_chunk_size)
+    assert chunks == {"B1": (2, 8, 4), "H1": (1, 5, 5)}

@@ -94,3 +94,35 @@ def test_two_adds_cannot_interleave_and_an_open_connection_sees_the_add(tmp_path
     assert con.sql(query).fetchall() == [(4, 1)]
     add(store, [other])
     assert con.sql(query).fetchall() == [(6 * 2, 2)]
+
+
+def test_a_forked_child_does_not_keep_the_lock_of_a_killed_add(tmp_path):
+    """add's workers are forked from the process holding the cohort's lock (an ``flock``, which
+    belongs to the open file): a child still running when that process is killed must not
+    keep the cohort locked (a re-run at once would be refused)."""
+    store = tmp_path / "cohort.vcz"
+    told, tell = os.pipe()  # (the lock holder: "locked and forked")
+    hold, release = os.pipe()  # (the grandchild waits on it until the test closes it)
+    holder = os.fork()
+    if holder == 0:  # pragma: no cover - the child: holds the lock, forks, is killed
+        try:
+            with output_lock(store):
+                if os.fork() == 0:
+                    os.close(release)
+                    os.read(hold, 1)
+                    os._exit(0)
+                os.write(tell, b"x")
+                time.sleep(60)
+        finally:
+            os._exit(1)
+    os.close(tell)
+    os.close(hold)
+    try:
+        assert os.read(told, 1) == b"x"
+        os.kill(holder, signal.SIGKILL)
+        os.waitpid(holder, 0)
+        with output_lock(store):  # (while the grandchild is still there)
+            pass
+    finally:
+        os.close(release)
+        os.close(told)

@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from numcodecs import Blosc
 
 from vcfzarr_sql import __version__
 from vcfzarr_sql.converter import convert
-from vcfzarr_sql.converter.arrays import default_compressor
 from vcfzarr_sql.converter.cohort_counts import write_added_counts
 from vcfzarr_sql.converter.output import output_lock
 from vcfzarr_sql.errors import OutputError, VcfZarrError
@@ -38,6 +38,13 @@ from vcfzarr_sql.store.vcz import open_store as open_plain
 from vcfzarr_sql.store.writer import NewArray, write_group, write_whole
 
 __all__ = ["AddSummary", "DuplicateSampleError", "add"]
+
+#: A batch's variant chunks hold at most this many times the cohort's records (the converter
+#: parses a chunk's records at once: this bounds its memory).
+MAX_BATCH_CHUNK_RECORDS = 16
+#: The sites store's arrays, rewritten at every add: Blosc zstd 3 (zstd 7, what convert
+#: writes, took 6x the CPU time for 20% smaller genotype counts).
+SITES_COMPRESSOR = Blosc(cname="zstd", clevel=3, shuffle=Blosc.SHUFFLE).get_config()
 
 _STRUCTURED = re.compile(r"##(INFO|FORMAT|FILTER|contig)=<ID=([^,>]+)")
 
@@ -94,15 +101,33 @@ def _input_samples(path: str) -> list[str]:
         vcf.close()
 
 
-def _check_new_samples(cohort: VczStore, inputs: Sequence[str]) -> None:
-    """DuplicateSampleError (nothing written yet) if an input repeats a sample name."""
+def _check_new_samples(cohort: VczStore, inputs: Sequence[str]) -> list[int]:
+    """How many samples each input has; DuplicateSampleError (nothing written yet) if an input
+    repeats a sample name."""
     seen = {name: cohort.path for name in cohort.samples}
+    counts = []
     for path in inputs:
-        for name in _input_samples(path):
+        names = _input_samples(path)
+        for name in names:
             if name in seen:
                 raise DuplicateSampleError(f"{path}: sample {name!r} is already in "
                                            f"{seen[name]}; nothing was added")
             seen[name] = path
+        counts.append(len(names))
+    return counts
+
+
+def batch_chunk_size(variants_chunk: int, samples_chunk: int, samples: int) -> int:
+    """Records per variant chunk of a batch of ``samples`` samples added to a cohort chunked
+    in ``variants_chunk`` records and ``samples_chunk`` samples: as many calls per chunk as the
+    cohort's (:data:`MAX_BATCH_CHUNK_RECORDS` times its records at most), so that a batch of
+    few samples is a few files, not as many as the cohort has variant chunks (a cohort reads
+    a batch's rows whatever its chunks).
+
+    >>> batch_chunk_size(1000, 2000, 1), batch_chunk_size(1000, 2000, 500), batch_chunk_size(1000, 2000, 3000)
+    (16000, 4000, 1000)
+    """
+    return variants_chunk * min(max(samples_chunk // max(samples, 1), 1), MAX_BATCH_CHUNK_RECORDS)
 
 
 def _remove_debris(root: Path, manifest: layout.Manifest | None) -> None:
@@ -452,10 +477,10 @@ def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
 def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
     """The sites store of ``sites`` at ``directory`` (a small VCF Zarr store)."""
     def array(name: str, values: np.ndarray, dims: tuple[str, ...], dtype: str,
-              chunks: tuple[int, ...] | None = None, bitshuffle: bool = False) -> tuple[NewArray, np.ndarray]:
+              chunks: tuple[int, ...] | None = None) -> tuple[NewArray, np.ndarray]:
         shape = values.shape
         return NewArray(name, dtype, dims, shape, chunks or tuple(max(n, 1) for n in shape),
-                        default_compressor(bitshuffle), padding="" if dtype == "|O" else 0), values
+                        SITES_COMPRESSOR, padding="" if dtype == "|O" else 0), values
 
     def strings(values: list[str]) -> np.ndarray:
         out = np.empty(len(values), dtype=object)
@@ -531,7 +556,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
         (root / layout.SITES).mkdir(parents=True, exist_ok=True)
         _remove_debris(root, manifest)
         with open_store(root) as current:
-            _check_new_samples(current, paths)
+            sample_counts = _check_new_samples(current, paths)
             sites = _current_sites(current)
             chunks = (current.variants_chunk_size, current.samples_chunk_size)
         if manifest is None:
@@ -542,9 +567,9 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
         stores = [open_plain(root / p if p else root, lazy=True) for p in manifest.batches]
         try:
             batch_paths = list(manifest.batches)
-            for number, path in enumerate(paths, start=next_number):
+            for number, (path, samples) in enumerate(zip(paths, sample_counts), start=next_number):
                 relative = f"{layout.BATCHES}/{number}"
-                convert(path, root / relative, variants_chunk_size=chunks[0],
+                convert(path, root / relative, variants_chunk_size=batch_chunk_size(*chunks, samples),
                         samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress,
                         batch=True)
                 batch = open_plain(root / relative)
@@ -557,7 +582,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             generation = manifest.generation + 1
             sites_path = f"{layout.SITES}/{generation}"
             _write_sites(root / sites_path, sites, chunks[0])
-            write_added_counts(root, root / sites_path, stores)
+            write_added_counts(root, root / sites_path, stores, SITES_COMPRESSOR)
             sync_written(root)  # (the new batches and sites store, before the manifest names them)
             counts = tuple(s.num_samples for s in stores)
             commit_manifest(root, layout.Manifest(tuple(batch_paths), counts, sites_path, generation))

@@ -12,6 +12,7 @@ counts (small arrays: no genotypes). HWE is not stored: it is computed from thes
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from vcfzarr_sql.store.cohort import ADDED_COUNTS, CohortStore
@@ -22,10 +23,11 @@ from vcfzarr_sql.store.vcz import open_store as open_plain
 from vcfzarr_sql.store.writer import add_arrays, write_whole
 
 
-def write_added_counts(root: Path, sites_dir: Path, batches: Sequence[VczStore]) -> bool:
+def write_added_counts(root: Path, sites_dir: Path, batches: Sequence[VczStore], compressor: dict) -> bool:
     """Add up the genotype counts of ``batches`` (the cohort at ``root``, in order) at the
     records of the sites store at ``sites_dir`` and store them there; False (nothing written)
-    when the cohort has none to add up (a batch without them)."""
+    when the cohort has none to add up (a batch without them). ``compressor``: the sites
+    store's."""
     sites = open_plain(sites_dir)
     kv = open_kv(str(root))
     try:
@@ -39,7 +41,7 @@ def write_added_counts(root: Path, sites_dir: Path, batches: Sequence[VczStore])
         kv.close()
     alleles = values[ADDED_COUNTS[0]].shape[1]
     layouts = summary_arrays(shape[0], alleles, len(cohort.samples), shape[1], shape[2])
-    arrays = [layouts[name] for name in ADDED_COUNTS]
+    arrays = [replace(layouts[name], compressor=compressor) for name in ADDED_COUNTS]
     add_arrays(sites_dir, 2, arrays)
     for array in arrays:
         write_whole(sites_dir, array, values[array.name], 2)

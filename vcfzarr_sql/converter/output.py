@@ -171,6 +171,24 @@ def lock_path(output: Path) -> Path:
     return output.parent / f".{output.name}{LOCK_SUFFIX}"
 
 
+#: The file descriptors of the locks this process holds (:func:`output_lock`).
+_HELD: set[int] = set()
+
+
+def _drop_inherited_locks() -> None:
+    """In a forked child: point its copies of the parent's lock descriptors at /dev/null. An
+    ``flock`` belongs to the open file, so a child keeping a copy (``add``'s forked workers)
+    would hold the lock after its parent's death until it exits itself."""
+    for fd in _HELD:
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_drop_inherited_locks)
+
+
 @contextlib.contextmanager
 def output_lock(output: Path) -> Iterator[None]:
     """Hold an exclusive lock on OUTPUT for the block; OutputError at once if another
@@ -189,11 +207,13 @@ def output_lock(output: Path) -> Iterator[None]:
         except FileNotFoundError:
             pass
         handle.close()
+    _HELD.add(handle.fileno())
     try:
         yield
     finally:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+        _HELD.discard(handle.fileno())
         handle.close()
 
 

@@ -1,8 +1,9 @@
 """Worker processes for parsing and encoding, with the parser's crashes and messages contained.
 
 cyvcf2/htslib can crash the process on some malformed files and print warnings and errors
-on file descriptor 2. Every task therefore runs in a spawned worker process with its stderr
-sent to a file of its own: a failed or crashed task becomes a one-line
+on file descriptor 2. Every task therefore runs in a worker process (spawned, or forked where
+the caller asks: :class:`WorkerPool`) with its stderr sent to a file of its own: a failed or
+crashed task becomes a one-line
 :class:`~vcfzarr_sql.errors.VcfParseError` carrying htslib's ``[E::...]`` message, and
 warnings never reach the user's terminal.
 
@@ -21,6 +22,7 @@ import os
 import resource
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -170,11 +172,18 @@ def htslib_error(stderr_path: str | Path) -> str | None:
 
 
 class WorkerPool:
-    """Spawned worker processes running tasks for one input file."""
+    """Worker processes running tasks for one input file."""
 
-    def __init__(self, input_path: str, workers: int, log_dir: str | Path, max_memory: int | None = None):
-        """``max_memory``: bytes each worker may allocate (default: :func:`default_max_memory`)."""
-        ctx = multiprocessing.get_context("spawn")
+    def __init__(self, input_path: str, workers: int, log_dir: str | Path, max_memory: int | None = None,
+                 *, fork: bool = False):
+        """``max_memory``: bytes each worker may allocate (default: :func:`default_max_memory`).
+        ``fork``: fork the workers instead of spawning them (a caller that has imported the
+        converter: a forked worker imports nothing), on Linux in a process running no other
+        thread (whose locks a forked worker could find held for ever; Blosc resets its own
+        threads in a forked child, by its ``pthread_atfork`` handler)."""
+        #: whether the workers are forked
+        self.forked = fork and sys.platform.startswith("linux") and threading.active_count() == 1
+        ctx = multiprocessing.get_context("fork" if self.forked else "spawn")
         self.input_path = input_path
         self.log_dir = Path(log_dir)
         self.progress = ctx.Value("q", 0)
