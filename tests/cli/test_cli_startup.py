@@ -8,7 +8,7 @@ which pyarrow imports when it can) nor zarr, nor sqlglot when its calls take one
 (0.09 CPU-s), nor ``numpy.ma`` (``pa.array`` of a numpy array imports it), nor ``pydoc`` (pyarrow's
 docstring parser imports it: the process does not parse them), nor the modules of commands and
 features it does not use; ``stats`` from stored counts imports neither pyarrow nor DuckDB, and
-``view`` without ``-r/-t`` plans no scan (no pyarrow.compute).
+``view`` without ``-r/-t`` plans no scan and loads no pyarrow.
 """
 
 from __future__ import annotations
@@ -75,5 +75,12 @@ def test_view_without_regions_plans_no_scan(convert_once, tmp_path):
     modules = imported_modules("view", str(store), "-s", "NA00002,NA00001", "-i", "QUAL>10 & FMT/DP>3",
                                "-c", "1", "-o", str(tmp_path / "out.vcf"))
     assert {"vcfzarr_sql.view.records", "vcfzarr_sql.query.selection.rows"} <= modules
-    assert not {"pyarrow.compute", "vcfzarr_sql.query.plan", "vcfzarr_sql.query.request", "duckdb", "sqlglot",
+    assert not {"pyarrow", "vcfzarr_sql.query.plan", "vcfzarr_sql.query.request", "duckdb", "sqlglot",
                 "pandas", "zarr"} & modules
+
+
+def test_a_chunk_buffer_does_not_load_arrow():
+    # (Arrow's pool saves no page fault where pyarrow is not loaded already: store/memory.py)
+    code = ("import sys; from vcfzarr_sql.store import memory; memory.empty(1 << 22, 'i1'); "
+            "print('pyarrow' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
