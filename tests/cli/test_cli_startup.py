@@ -7,7 +7,8 @@ pyarrow.dataset imports pandas), and a query over a store imports neither pandas
 which pyarrow imports when it can) nor zarr, nor sqlglot when its calls take one plain string
 (0.09 CPU-s), nor ``numpy.ma`` (``pa.array`` of a numpy array imports it), nor ``pydoc`` (pyarrow's
 docstring parser imports it: the process does not parse them), nor the modules of commands and
-features it does not use; ``stats`` from stored counts imports neither pyarrow nor DuckDB.
+features it does not use; ``stats`` from stored counts imports neither pyarrow nor DuckDB, and
+``view`` without ``-r/-t`` plans no scan and loads no pyarrow.
 """
 
 from __future__ import annotations
@@ -65,3 +66,23 @@ def test_stats_from_stored_counts_imports_neither_arrow_nor_duckdb(convert_once)
     modules = imported_modules("stats", str(store), "-s", "-")
     assert {"vcfzarr_sql.qc.collect", "numpy"} <= modules
     assert not {"pyarrow", "duckdb", "sqlglot", "pandas", "zarr"} & modules
+
+
+def test_view_without_regions_plans_no_scan(convert_once, tmp_path):
+    # -s, -i and the record filters read the chunk's arrays: no scan plan, its Arrow schema and
+    # pyarrow.compute (0.06 CPU-s, more than the records of a small file), DuckDB nor sqlglot
+    store = convert_once(SAMPLE)
+    modules = imported_modules("view", str(store), "-s", "NA00002,NA00001", "-i", "QUAL>10 & FMT/DP>3",
+                               "-c", "1", "-o", str(tmp_path / "out.vcf"))
+    assert {"vcfzarr_sql.view.records", "vcfzarr_sql.query.selection.rows"} <= modules
+    assert not {"pyarrow", "vcfzarr_sql.query.plan", "vcfzarr_sql.query.request", "duckdb", "sqlglot",
+                "pandas", "zarr"} & modules
+    # nor what only a scan of gt_ columns (stored and packed counts) or a URL store (a digest) uses
+    assert not {"vcfzarr_sql.query.genotype_counts", "vcfzarr_sql.store.writer", "hashlib"} & modules
+
+
+def test_a_chunk_buffer_does_not_load_arrow():
+    # (Arrow's pool saves no page fault where pyarrow is not loaded already: store/memory.py)
+    code = ("import sys; from vcfzarr_sql.store import memory; memory.empty(1 << 22, 'i1'); "
+            "print('pyarrow' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"

@@ -186,7 +186,8 @@ def print_query(
 
 def print_vcf(con: Connection, sql: str, output: str | None) -> None:
     """Run ``sql`` and write its rows as VCF, with the header of its first ``vcf_zarr`` store."""
-    from vcfzarr_sql.query.request import refuse_repeated, scan_samples
+    from vcfzarr_sql.query.request import scan_samples
+    from vcfzarr_sql.query.selection.regions import refuse_repeated
     from vcfzarr_sql.view.output import open_output
     from vcfzarr_sql.view.table import table_vcf_lines
 

@@ -25,12 +25,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from vcfzarr_sql.query import stored_counts
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH, prefetched
 from vcfzarr_sql.store.counting import CountingSource
 from vcfzarr_sql.store.fetch import WindowFetches, fetch_windows, fetching
 from vcfzarr_sql.store.fields import GT
-from vcfzarr_sql.store.packed_arrays import packed_stored
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 
@@ -120,7 +118,9 @@ def chunks_per_batch(source: ChunkSource, plan: ScanPlan) -> int:
     :data:`RUN_RECORDS` records for a ``variants`` scan that decodes no per-call value (site
     columns, and ``gt_`` columns over all samples of a store with stored counts, within
     :data:`RUN_GENOTYPE_BYTES`), else one."""
+    from vcfzarr_sql.query import stored_counts  # (genotype counts: only a scan of gt_ columns reads them)
     from vcfzarr_sql.query.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
+    from vcfzarr_sql.store.packed_arrays import packed_stored
 
     if plan.table != "variants" or plan.reads_calls:
         return 1

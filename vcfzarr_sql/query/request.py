@@ -79,21 +79,6 @@ def scan_samples(store: VczStore, samples: Sequence[str] | None, exclude: bool =
     return [s for s in store.samples if s not in excluded]
 
 
-def refuse_repeated(samples: Sequence[str], option: str) -> None:
-    """QueryError naming the first of ``samples`` listed twice: a VCF header names each
-    sample once (``bcftools view -s A,A`` fails: 'Duplicate sample name').
-
-    >>> refuse_repeated(["A", "B", "A"], "-s")
-    Traceback (most recent call last):
-    vcfzarr_sql.errors.QueryError: -s: sample 'A' is listed twice (a VCF names each sample once)
-    """
-    seen: set[str] = set()
-    for name in samples:
-        if name in seen:
-            raise QueryError(f"{option}: sample {name!r} is listed twice (a VCF names each sample once)")
-        seen.add(name)
-
-
 def table_schema(store: VczStore, table: str) -> pa.Schema:
     """The Arrow schema of table ``variants`` or ``calls`` of an open store."""
     if table not in TABLES:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import itertools
 import json
 import math
@@ -124,6 +123,8 @@ def _json(location: str, key: str, raw: bytes) -> Any:
 
 def digest(documents: dict[str, bytes]) -> str:
     """A digest of the root metadata documents (their keys and bytes)."""
+    import hashlib  # (a URL store's: a local one is known by its fingerprint)
+
     h = hashlib.sha256()
     for key in sorted(documents):
         h.update(b"%d:%s:%d:" % (len(key), key.encode(), len(documents[key])) + documents[key])
@@ -164,7 +165,7 @@ class VczStore:
         root_documents = self._kv.get_many(ROOT_DOCUMENTS)
         #: The root documents present (what opening read; revalidating asks for these only)
         self._root_keys = tuple(root_documents)
-        self._root_digest = digest(root_documents)
+        self._root_digest = digest(root_documents) if fingerprint is None else ""  # (not asked for then)
         self.zarr_format, self.attrs, self.consolidated = self._read_root(root_documents)
         self.version = self._version()
         self._arrays = self._read_arrays()

@@ -109,13 +109,17 @@ class SelectedRecords:
         """``work(source, chunk, rows)`` for each variant chunk of the selection, in output
         order: ``rows``, the chunk's records the selection keeps (maybe none). One scan plan
         per pass (its region filter, its samples), run by the executor, ``ahead`` runs ahead
-        in the scan threads (:func:`~vcfzarr_sql.query.execute.run_plan`). A selection that
-        keeps every record runs over :func:`~vcfzarr_sql.query.execute.every_chunk`: no scan
-        plan, nor Arrow, is needed to keep them all."""
-        if self.passes == [None] and self.expression is None and not self.sites:
+        in the scan threads (:func:`~vcfzarr_sql.query.execute.run_plan`). A selection without
+        ``-r/-t`` runs over :func:`~vcfzarr_sql.query.execute.every_chunk`: its filters
+        (``-i/-e`` and the record filters) read the chunk's arrays, so no scan plan, nor
+        Arrow, is needed."""
+        if self.passes == [None]:
             records = EveryChunk.of(self.store).rows
-            for _, result in every_chunk(self.store, lambda source, chunk: work(source, chunk, np.arange(records[chunk])),
-                                         ahead=ahead):
+
+            def chunk_work(source: ChunkSource, chunk: int) -> T:
+                return work(source, chunk, self._kept(source, chunk, np.ones(records[chunk], bool)))
+
+            for _, result in every_chunk(self.store, chunk_work, ahead=ahead):
                 yield result
             return
         from vcfzarr_sql.query.plan import ScanRequest, plan_scan
@@ -143,13 +147,18 @@ class SelectedRecords:
             keep = residual_rows(source, plan, task, tree)
             if keep is None:
                 keep = np.ones(task.num_rows, bool)
-            if self.expression is not None and keep.any():
-                keep &= self.expression.mask(source, task.variant_chunk)
-            if self.sites and keep.any():
-                keep &= self.sites.mask(source, task.variant_chunk, self.samples)
-            return work(source, task.variant_chunk, np.flatnonzero(keep))
+            return work(source, task.variant_chunk, self._kept(source, task.variant_chunk, keep))
 
         return chunk_work
+
+    def _kept(self, source: ChunkSource, chunk: int, keep: np.ndarray) -> np.ndarray:
+        """The indexes of the records of variant chunk ``chunk`` that ``keep`` (a mask of its
+        records: those the region filter keeps) and the expression and record filters keep."""
+        if self.expression is not None and keep.any():
+            keep &= self.expression.mask(source, chunk)
+        if self.sites and keep.any():
+            keep &= self.sites.mask(source, chunk, self.samples)
+        return np.flatnonzero(keep)
 
 
 def _passes(regions: Intervals | None, targets: Intervals | None) -> list[Intervals | None]:

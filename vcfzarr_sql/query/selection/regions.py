@@ -85,6 +85,21 @@ def intervals(text: str | None, path: str | None, *, targets: bool) -> Intervals
     return Intervals(regions, by_start=targets, exclude=exclude)
 
 
+def refuse_repeated(samples: Sequence[str], option: str) -> None:
+    """QueryError naming the first of ``samples`` listed twice: a VCF header names each
+    sample once (``bcftools view -s A,A`` fails: 'Duplicate sample name').
+
+    >>> refuse_repeated(["A", "B", "A"], "-s")
+    Traceback (most recent call last):
+    vcfzarr_sql.errors.QueryError: -s: sample 'A' is listed twice (a VCF names each sample once)
+    """
+    seen: set[str] = set()
+    for name in samples:
+        if name in seen:
+            raise QueryError(f"{option}: sample {name!r} is listed twice (a VCF names each sample once)")
+        seen.add(name)
+
+
 def read_samples_file(path: str) -> list[str]:
     """Sample names of a bcftools ``-S`` file: one per line (first column)."""
     try:
@@ -117,7 +132,5 @@ def sample_indexes(store_samples: Sequence[str], text: str | None, path: str | N
         dropped = {position[n] for n in names}
         return np.array([k for k in range(len(store_samples)) if k not in dropped], dtype=np.int64)
     if not repeats:
-        from vcfzarr_sql.query.request import refuse_repeated  # (its module plans scans: Arrow)
-
         refuse_repeated(names, "-S" if text is None else "-s")
     return np.array(list(dict.fromkeys(position[n] for n in names)), dtype=np.int64)
