@@ -16,6 +16,7 @@ import hashlib
 import os
 import pickle
 import shutil
+import sys
 import threading
 from pathlib import Path
 
@@ -373,13 +374,14 @@ def test_add_s_workers_are_forked_and_a_crash_in_one_stays_a_parse_error(tmp_pat
     """``add`` forks its workers (its process has imported the converter: a spawned worker
     would import it again), and a worker's crash is still a one-line error. Checked in a
     forked child of the test (which runs no other thread, as the add command's process);
-    with another thread running, the pool spawns its workers (a lock that thread holds
-    would stay held in a forked worker)."""
+    with another thread running, or DuckDB loaded, the pool spawns its workers (a lock such a
+    thread holds would stay held in a forked worker)."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 4
         try:
             faulthandler.disable()  # (pytest's: the worker's segfault is expected)
+            sys.modules.pop("duckdb", None)  # (as the add command's process: other tests load it)
             code = _forked_pool_checks(tmp_path)
         finally:
             os._exit(code)
@@ -393,6 +395,8 @@ def test_add_s_workers_are_forked_and_a_crash_in_one_stays_a_parse_error(tmp_pat
     finally:
         stop.set()
         other.join()
+    import duckdb  # noqa: F401 (its native threads' locks could stay held in a forked worker)
+    assert not WorkerPool("input.vcf", 1, tmp_path, fork=True).forked
 
 
 def test_a_batch_of_fewer_samples_than_a_chunk_holds_is_chunked_in_more_records(cohort):

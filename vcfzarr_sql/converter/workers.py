@@ -171,6 +171,15 @@ def htslib_error(stderr_path: str | Path) -> str | None:
     return None
 
 
+def _forkable() -> bool:
+    """Whether a worker may be forked from this process: on Linux, with no other Python
+    thread and no DuckDB loaded (a thread's locks, or DuckDB's native threads', could be held
+    for ever in the child; numpy's OpenBLAS and Blosc threads reset themselves in a forked
+    child, by their ``pthread_atfork`` handlers)."""
+    return sys.platform.startswith("linux") and threading.active_count() == 1 \
+        and "duckdb" not in sys.modules
+
+
 class WorkerPool:
     """Worker processes running tasks for one input file."""
 
@@ -179,10 +188,9 @@ class WorkerPool:
         """``max_memory``: bytes each worker may allocate (default: :func:`default_max_memory`).
         ``fork``: fork the workers instead of spawning them (a caller that has imported the
         converter: a forked worker imports nothing), on Linux in a process running no other
-        thread (whose locks a forked worker could find held for ever; Blosc resets its own
-        threads in a forked child, by its ``pthread_atfork`` handler)."""
+        thread and no DuckDB (:func:`_forkable`)."""
         #: whether the workers are forked
-        self.forked = fork and sys.platform.startswith("linux") and threading.active_count() == 1
+        self.forked = fork and _forkable()
         ctx = multiprocessing.get_context("fork" if self.forked else "spawn")
         self.input_path = input_path
         self.log_dir = Path(log_dir)
