@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> None:
     }
     envs: dict[str, dict[str, str] | None] = dict.fromkeys(commands)
     if args.before is not None:
-        commands["convert --workers 1 (before)"] = commands["convert --workers 1"]
+        # (-P: the working directory's vcfzarr_sql, if any, does not come first on sys.path)
+        commands["convert --workers 1 (before)"] = [sys.executable, "-P", *commands["convert --workers 1"][1:]]
         envs["convert --workers 1 (before)"] = {**os.environ, "PYTHONPATH": str(args.before)}
     runs: dict[str, list[ProcessResult]] = {name: [] for name in commands}
     hashes: dict[str, str] = {}
