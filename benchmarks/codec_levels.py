@@ -1,7 +1,9 @@
-"""The store's codec at other levels: Blosc zstd at clevel 1, 3, 5 and 7 (bit shuffle, the same
-blocksize), re-encoding the chunks of one array of existing stores: compression CPU,
-decompression CPU and stored bytes, best of ``--repeats`` (single-threaded Blosc, as the
-encode workers of ``convert --workers 2`` run it). The default (7) is not changed by this.
+"""The store's codec at other settings: Blosc zstd (bit shuffle) at clevel 1, 3, 5 and 7 with
+Blosc's automatic blocksize, and at clevel 3, 4, 5 and 7 with 1 MiB blocks, re-encoding the
+chunks of one array of existing stores: compression CPU, decompression CPU and stored bytes,
+best of ``--repeats`` (single-threaded Blosc, as the encode workers of ``convert --workers 2``
+run it). Ratios are to clevel 7 with the automatic blocksize (the default before 2026-11-27);
+the default now is clevel 5 with 1 MiB blocks (:func:`vcfzarr_sql.converter.arrays.default_compressor`).
 
     python -m benchmarks.codec_levels benchmarks/data/gt_only_2000x50000/sim.vcz x.vcz
     python -m benchmarks.codec_levels --array call_genotype_phased STORE
@@ -18,7 +20,8 @@ import numcodecs
 import numpy as np
 from numcodecs import Blosc, blosc
 
-LEVELS = (1, 3, 5, 7)
+#: (clevel, blocksize) pairs measured; blocksize 0 is Blosc's automatic choice.
+SETTINGS = ((1, 0), (3, 0), (5, 0), (7, 0), (3, 1 << 20), (4, 1 << 20), (5, 1 << 20), (7, 1 << 20))
 
 
 def chunks(store: Path, array: str) -> list[np.ndarray]:
@@ -29,12 +32,12 @@ def chunks(store: Path, array: str) -> list[np.ndarray]:
     return [np.frombuffer(codec.decode(p.read_bytes()), dtype=meta["dtype"]) for p in files]
 
 
-def measure(raws: list[np.ndarray], repeats: int) -> dict[int, tuple[float, float, int]]:
-    """Per level: (compress CPU s, decompress CPU s, stored bytes), best of ``repeats``."""
-    best: dict[int, tuple[float, float, int]] = {}
+def measure(raws: list[np.ndarray], repeats: int) -> dict[tuple[int, int], tuple[float, float, int]]:
+    """Per (clevel, blocksize): (compress CPU s, decompress CPU s, stored bytes), best of ``repeats``."""
+    best: dict[tuple[int, int], tuple[float, float, int]] = {}
     for _ in range(repeats):
-        for level in LEVELS:  # (interleaved: the machine's noise hits every level alike)
-            codec = Blosc(cname="zstd", clevel=level, shuffle=Blosc.BITSHUFFLE)
+        for level in SETTINGS:  # (interleaved: the machine's noise hits every setting alike)
+            codec = Blosc(cname="zstd", clevel=level[0], shuffle=Blosc.BITSHUFFLE, blocksize=level[1])
             start = time.process_time()
             encoded = [codec.encode(r) for r in raws]
             compress = time.process_time() - start
@@ -60,13 +63,15 @@ def main(argv: list[str] | None = None) -> None:
         raws = chunks(store, args.array)
         results = measure(raws, args.repeats)
         print(f"{store} {args.array}: {len(raws)} chunks, {sum(r.nbytes for r in raws) / 1e6:.1f} MB decoded")
-        print("| zstd clevel | compress CPU s | decompress CPU s | stored MB | size / clevel 7 | compress / clevel 7 |")
-        print("|---|---|---|---|---|---|")
-        seven = results[7]
-        for level in LEVELS:
-            compress, decompress, size = results[level]
-            print(f"| {level} | {compress:.3f} | {decompress:.3f} | {size / 1e6:.2f} | {size / seven[2]:.3f} | "
-                  f"{compress / seven[0]:.2f} |")
+        print("| zstd clevel | blocks | compress CPU s | decompress CPU s | stored MB | size / 7 | "
+              "compress / 7 | decompress / 7 |")
+        print("|---|---|---|---|---|---|---|---|")
+        seven = results[7, 0]
+        for level, blocksize in SETTINGS:
+            compress, decompress, size = results[level, blocksize]
+            print(f"| {level} | {'auto' if blocksize == 0 else f'{blocksize >> 10} KiB'} | {compress:.3f} | "
+                  f"{decompress:.3f} | {size / 1e6:.3f} | {size / seven[2]:.3f} | {compress / seven[0]:.2f} | "
+                  f"{decompress / seven[1]:.2f} |")
 
 
 if __name__ == "__main__":

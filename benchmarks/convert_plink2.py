@@ -9,22 +9,28 @@ then runs, interleaved and ``--repeats`` times, each in a fresh process:
 - our ``convert`` with two workers (target: CPU / wall >= 1.6 on an idle machine).
 
 CPU is user + system of the process and its children (``wait4``); the machine is shared, so
-CPU is the number to trust. It prints the medians, the ratios and a hash of the store's chunk
-files (compare it across versions: the store must not change).
+CPU is the number to trust. It prints the medians, the ratios, a hash of the store's files and
+a hash of every array's decoded contents (compare it across versions: the values must not
+change, whatever the codec). ``--before DIR``: also our ``convert --workers 1`` from another
+checkout's ``vcfzarr_sql`` (DIR on PYTHONPATH), in the same interleaved rounds.
 
     python -m benchmarks.convert_plink2 --samples 2000 --records 50000
+    python -m benchmarks.convert_plink2 --before /tmp/old-checkout
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
+import numcodecs
 import numpy as np
 
 from benchmarks.harness import ProcessResult, run_process
@@ -79,12 +85,34 @@ def store_hash(store: Path) -> str:
     return digest.hexdigest()
 
 
+def decoded_hash(store: Path) -> str:
+    """SHA-256 over every array of ``store`` (Zarr v2, as ``convert`` writes it): its name, dtype,
+    shape and every chunk's decoded bytes, in path order (the values, whatever the codec)."""
+    digest = hashlib.sha256()
+    for meta_path in sorted(store.rglob(".zarray")):
+        meta = json.loads(meta_path.read_text())
+        digest.update(f"{meta_path.parent.relative_to(store).as_posix()}{meta['dtype']}{meta['shape']}".encode())
+        codec = numcodecs.get_codec(meta["compressor"]) if meta["compressor"] else None
+        filters = [numcodecs.get_codec(f) for f in meta.get("filters") or []]
+        for chunk in sorted(p for p in meta_path.parent.iterdir() if not p.name.startswith(".")):
+            data = chunk.read_bytes()
+            decoded = codec.decode(data) if codec is not None else data
+            for f in reversed(filters):
+                decoded = f.decode(decoded)
+            digest.update(chunk.name.encode() + b"\0")
+            values = np.frombuffer(decoded, dtype=np.uint8) if isinstance(decoded, bytes) else np.asarray(decoded)
+            digest.update("\0".join(map(str, values.ravel().tolist())).encode() if values.dtype == object
+                          else values.tobytes())
+    return digest.hexdigest()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--records", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--phased", action="store_true")
+    parser.add_argument("--before", type=Path, help="a checkout whose vcfzarr_sql to run too")
     args = parser.parse_args(argv)
     directory = DATA_DIR / f"gt_only_{args.samples}x{args.records}{'_phased' if args.phased else ''}"
     vcf = simulate(directory / "sim.vcf.gz", args.samples, args.records, args.phased)
@@ -95,15 +123,22 @@ def main(argv: list[str] | None = None) -> None:
         "convert --workers 1": [sys.executable, "-c", _OUR_CONVERT, str(vcf), str(store), "1"],
         "convert --workers 2": [sys.executable, "-c", _OUR_CONVERT, str(vcf), str(store), "2"],
     }
+    envs: dict[str, dict[str, str] | None] = dict.fromkeys(commands)
+    if args.before is not None:
+        # (-P: the working directory's vcfzarr_sql, if any, does not come first on sys.path)
+        commands["convert --workers 1 (before)"] = [sys.executable, "-P", *commands["convert --workers 1"][1:]]
+        envs["convert --workers 1 (before)"] = {**os.environ, "PYTHONPATH": str(args.before)}
     runs: dict[str, list[ProcessResult]] = {name: [] for name in commands}
     hashes: dict[str, str] = {}
+    decoded: dict[str, str] = {}
     names = list(commands)
     for round_ in range(args.repeats):
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
-            runs[name].append(run_process(commands[name], capture=False))
+            runs[name].append(run_process(commands[name], capture=False, env=envs[name]))
             if name.startswith("convert"):
                 hashes[name] = store_hash(store)
+                decoded[name] = decoded_hash(store)
                 shutil.rmtree(store)
     cpu = {name: statistics.median(r.cpu_s for r in results) for name, results in runs.items()}
     wall = {name: statistics.median(r.wall_s for r in results) for name, results in runs.items()}
@@ -116,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {name} | {cpu[name]:.2f} | {wall[name]:.2f} | {cpu[name] / wall[name]:.2f} | "
               f"{cpu[name] / plink:.2f}x |")
     for name, value in hashes.items():
-        print(f"store hash ({name}): {value}")
+        print(f"store hash ({name}): files {value[:16]}, decoded arrays {decoded[name][:16]}")
 
 
 if __name__ == "__main__":

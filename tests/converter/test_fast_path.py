@@ -20,6 +20,7 @@ import pytest
 from corpus import CORPUS
 
 from vcfzarr_sql.converter import convert, partitions
+from vcfzarr_sql.converter.genotype_text import parse_genotypes
 from vcfzarr_sql.converter.reader import Partition, _PartitionReader, block_path, read_partition
 from vcfzarr_sql.converter.spill import read_block
 from vcfzarr_sql.converter.text import NotPlainText, record_lines, spans, text_kind
@@ -246,3 +247,26 @@ def test_spans_step_aside_then_htslib_reads_the_file(tmp_path, monkeypatch):
 
 def _files(store):
     return {p.relative_to(store).as_posix(): p.read_bytes() for p in store.rglob("*") if p.is_file()}
+
+
+_CHARS = "09./|\t-:a "
+
+
+def test_diploid_calls_follow_the_grammar():
+    """Every 3-byte call over a few characters, and every byte between two calls: a call is
+    read when its alleles are digits or '.' and its separator '/' or '|', calls are separated
+    by a tab; anything else leaves the block to htslib (None)."""
+    for a in _CHARS:
+        for sep in _CHARS:
+            for b in _CHARS:
+                parsed = parse_genotypes([f"{a}{sep}{b}".encode()], 1)
+                if a in "09." and b in "09." and sep in "/|":
+                    assert parsed is not None
+                    alleles, phased = parsed
+                    assert alleles.tolist() == [[[-1 if c == "." else int(c) for c in (a, b)]]]
+                    assert phased.tolist() == [[sep == "|"]]
+                else:
+                    assert parsed is None, (a, sep, b)
+    for between in _CHARS:
+        parsed = parse_genotypes([f"0/1{between}1|.".encode()], 2)
+        assert (parsed is not None) == (between == "\t"), between

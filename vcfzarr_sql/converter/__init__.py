@@ -343,8 +343,8 @@ def convert(
     ``input`` may also be ``"-"`` (standard input) or a list of files converted as their
     concatenation (their headers must agree: :mod:`.inputs`). Returns a :class:`ConvertSummary`.
 
-    ``compressor``: a numcodecs codec for every array (default: Blosc zstd 7, bit-shuffled for
-    genotypes and bool arrays, byte-shuffled otherwise). ``show_progress``: a progress bar on
+    ``compressor``: a numcodecs codec for every array (default: Blosc zstd, level 4 bit-shuffled
+    in 1 MiB blocks for genotypes and bool arrays, level 7 byte-shuffled otherwise). ``show_progress``: a progress bar on
     stderr (default: when stderr is a terminal). ``max_memory``: bytes each worker process may
     allocate (Linux ``RLIMIT_DATA``; default: 3/4 of the machine's memory among the workers):
     a record the parser cannot hold within it is a :class:`VcfParseError` naming the file and

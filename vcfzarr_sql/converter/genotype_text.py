@@ -12,6 +12,10 @@ The values are those :func:`vcfzarr_sql.converter.columns.decode_genotypes` give
 htslib's encoding of the same text: a missing allele is -1, the padding of a line of lower
 ploidy than the block's widest is -2, and a call is phased when every separator is ``|``
 (a haploid call never is: it has no separator).
+
+A block of diploid lines, the most common, is parsed with one ``uint32`` word per call
+(:func:`_diploid`), and its lines are cut without copying their sample columns
+(:func:`gt_only_lines`).
 """
 
 from __future__ import annotations
@@ -23,9 +27,71 @@ import numpy as np
 from vcfzarr_sql.format import spec
 
 _ZERO, _DOT, _BAR, _SLASH, _TAB = (ord(c) for c in "0.|/\t")
+#: A diploid call's separator and tab as a little-endian word's bytes 1 and 3 (``a|b\t``, ``a/b\t``).
+_MARKS = np.uint32(0xFF00FF00)
+_PHASED_MARKS = np.uint32(_TAB << 24 | _BAR << 8)
+_UNPHASED_MARKS = np.uint32(_TAB << 24 | _SLASH << 8)
+#: A GT-only line's FORMAT column with the tabs around it.
+_GT_COLUMN = b"\tGT\t"
 
 
-def parse_genotypes(calls: Sequence[bytes], n_samples: int) -> tuple[np.ndarray, np.ndarray] | None:
+def gt_only_lines(lines: Sequence[bytes], n_samples: int) -> tuple[list[bytes], list[bytes | memoryview]] | None:
+    """The first eight columns and the sample columns of each line when every line has at
+    least ten columns and FORMAT ``GT`` (else None), as ``line.split(b"\\t", 9)`` cuts them; the
+    sample columns of a line of diploid width (``4 * n_samples - 1`` bytes after FORMAT) are a
+    view of the line, not a copy.
+
+    >>> heads, calls = gt_only_lines([b"1\\t5\\t.\\tA\\tC\\t.\\t.\\t.\\tGT\\t0/1\\t1|1", b"1\\t6\\t.\\tA\\tC\\t.\\t.\\t.\\tGT\\t0\\t1"], 2)
+    >>> heads, [bytes(c) for c in calls]
+    ([b'1\\t5\\t.\\tA\\tC\\t.\\t.\\t.', b'1\\t6\\t.\\tA\\tC\\t.\\t.\\t.'], [b'0/1\\t1|1', b'0\\t1'])
+    >>> gt_only_lines([b"1\\t5\\t.\\tA\\tC\\t.\\t.\\t.\\tGT:DP\\t0/1:3"], 1) is None
+    True
+    """
+    width = 4 * n_samples - 1
+    heads: list[bytes] = []
+    calls: list[bytes | memoryview] = []
+    for line in lines:
+        cut = len(line) - width
+        if n_samples and cut >= 4 and line[cut - 4 : cut] == _GT_COLUMN and line.count(b"\t", 0, cut - 4) == 7:
+            heads.append(line[: cut - 4])
+            calls.append(memoryview(line)[cut:])
+            continue
+        columns = line.split(b"\t", 9)
+        if len(columns) < 10 or columns[8] != b"GT":
+            return None
+        heads.append(line[: len(line) - len(columns[9]) - 4])
+        calls.append(columns[9])
+    return heads, calls
+
+
+def _diploid(joined: bytes, lines: int, n_samples: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The alleles and phasing of ``lines`` lines of diploid calls, ``joined`` with a tab after
+    each: every call a little-endian ``uint32`` of bytes allele, separator, allele, tab.
+
+    >>> alleles, phased = _diploid(b"0|1\\t./.\\t", 1, 2)
+    >>> alleles.tolist(), phased.tolist()
+    ([[[0, 1], [-1, -1]]], [[True, False]])
+    >>> _diploid(b"0/1\\t//0\\t", 1, 2) is None  # ('/' is no allele)
+    True
+    """
+    words = np.frombuffer(joined, dtype="<u4").reshape(lines, n_samples)
+    marks = words & _MARKS
+    phased = marks == _PHASED_MARKS
+    if np.count_nonzero(phased) + np.count_nonzero(marks == _UNPHASED_MARKS) != words.size:
+        return None
+    del marks
+    # the low bytes of the two uint16 halves of each word are its alleles
+    codes = np.frombuffer(joined, dtype="<u2").astype(np.uint8).reshape(lines, n_samples, 2)
+    codes -= np.uint8(_ZERO)  # digits 0..9; '.' wraps to 254, '/' to 255
+    shifted = codes + np.uint8(2)  # '.' 0, '/' 1, digits 2..11
+    if shifted.max(initial=0) > 11 or (shifted == 1).any():
+        return None
+    del shifted
+    codes |= codes >> np.uint8(7)  # '.' (254) to -1 (255)
+    return codes.view(np.int8), phased
+
+
+def parse_genotypes(calls: Sequence[bytes | memoryview], n_samples: int) -> tuple[np.ndarray, np.ndarray] | None:
     """``(lines, samples, ploidy)`` int8 alleles and ``(lines, samples)`` phasing of the sample
     columns ``calls`` (one bytes per line, without its newline) of GT-only lines; None unless
     every line has the shape of the module docstring.
@@ -48,18 +114,11 @@ def parse_genotypes(calls: Sequence[bytes], n_samples: int) -> tuple[np.ndarray,
     alleles = phased = None
     for p in np.unique(ploidy).tolist():
         rows = np.flatnonzero(ploidy == p)
-        joined = b"\t".join([calls[i] for i in rows.tolist()]) + b"\t"
-        raw = np.frombuffer(joined, dtype=np.uint8).reshape(len(rows), n_samples, 2 * p)
-        codes = raw[..., 0::2] - np.uint8(_ZERO)  # digits 0..9; '.' wraps to 254
-        digit = codes < 10
-        separators = raw[..., 1:-1:2]
-        bar = separators == _BAR
-        if not (digit | (codes == np.uint8(_DOT - _ZERO + 256))).all() or not (raw[..., -1] == _TAB).all() \
-                or not (bar | (separators == _SLASH)).all():
+        joined = b"\t".join([*(calls[i] for i in rows.tolist()), b""])  # (a tab after each)
+        parsed = _diploid(joined, len(rows), n_samples) if p == 2 else _any_ploidy(joined, len(rows), n_samples, p)
+        if parsed is None:
             return None
-        codes += ~digit  # '.' (254) to -1 (255)
-        values = codes.view(np.int8)
-        calls_phased = bar.all(axis=-1) if p > 1 else np.zeros(values.shape[:2], dtype=bool)
+        values, calls_phased = parsed
         if len(rows) == len(calls):  # one ploidy: the block is this array
             return values, calls_phased
         if alleles is None or phased is None:
@@ -70,3 +129,24 @@ def parse_genotypes(calls: Sequence[bytes], n_samples: int) -> tuple[np.ndarray,
     if alleles is None or phased is None:  # (no lines)
         return np.full((0, n_samples, width), spec.INT_FILL, dtype=np.int8), np.zeros((0, n_samples), dtype=bool)
     return alleles, phased
+
+
+def _any_ploidy(joined: bytes, lines: int, n_samples: int, ploidy: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The alleles and phasing of ``lines`` lines of calls of ``ploidy`` alleles, ``joined``
+    with a tab after each.
+
+    >>> alleles, phased = _any_ploidy(b"0|1|1\\t./1/.\\t", 1, 2, 3)
+    >>> alleles.tolist(), phased.tolist()
+    ([[[0, 1, 1], [-1, 1, -1]]], [[True, False]])
+    """
+    raw = np.frombuffer(joined, dtype=np.uint8).reshape(lines, n_samples, 2 * ploidy)
+    codes = raw[..., 0::2] - np.uint8(_ZERO)  # digits 0..9; '.' wraps to 254
+    digit = codes < 10
+    separators = raw[..., 1:-1:2]
+    bar = separators == _BAR
+    if not (digit | (codes == np.uint8(_DOT - _ZERO + 256))).all() or not (raw[..., -1] == _TAB).all() \
+            or not (bar | (separators == _SLASH)).all():
+        return None
+    codes += ~digit  # '.' (254) to -1 (255)
+    values = codes.view(np.int8)
+    return values, bar.all(axis=-1) if ploidy > 1 else np.zeros(values.shape[:2], dtype=bool)

@@ -29,7 +29,7 @@ import numpy as np
 from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter import long_values
 from vcfzarr_sql.converter.arrays import int_dtype
-from vcfzarr_sql.converter.genotype_text import parse_genotypes
+from vcfzarr_sql.converter.genotype_text import gt_only_lines, parse_genotypes
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
 from vcfzarr_sql.converter.order import SortCheck
 from vcfzarr_sql.converter.spill import write_block
@@ -78,7 +78,7 @@ def narrowed(block: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The block with integer columns in the narrowest dtype that holds them (a smaller spill)."""
     out = {}
     for name, values in block.items():
-        if values.dtype.kind == "i" and values.size:
+        if values.dtype.kind == "i" and values.itemsize > 1 and values.size:  # (int8 is the narrowest)
             values = values.astype(int_dtype(int(values.min()), int(values.max())), copy=False)
         out[name] = values
     return out
@@ -236,15 +236,13 @@ class _PartitionReader:
         return self.finish()
 
     def _text_block(self, parser: Writer, log: BinaryIO, lines: list[bytes]) -> None:
-        columns = [line.split(b"\t", 9) for line in lines]
-        if any(len(c) < 10 for c in columns):
+        split = gt_only_lines(lines, self.n_samples)
+        if split is None and any(line.count(b"\t") < 9 for line in lines):
             raise NotPlainText("a line without sample columns")
-        genotypes = None
-        if all(c[8] == b"GT" for c in columns):
-            genotypes = parse_genotypes([c[9] for c in columns], self.n_samples)
+        genotypes = None if split is None else parse_genotypes(split[1], self.n_samples)
         if genotypes is None and not self.result.block_sizes:
             raise NotPlainText("the first block is not GT-only")
-        texts = lines if genotypes is None else [b"\t".join(c[:8]) for c in columns]
+        texts = lines if split is None or genotypes is None else split[0]
         joined = b"\n".join(texts)  # (the checks of every line at once: texts hold no newline)
         if (not joined.isascii() or not all(texts) or joined.startswith(b"#") or b"\n#" in joined
                 or b"\r\n" in joined or joined.endswith(b"\r")):

@@ -36,6 +36,19 @@ def code(first: int, second: int) -> int:
 HOM_REF = code(0, 0)
 
 
+def _pair_codes() -> np.ndarray:
+    """The :func:`code` of each pair of int8 alleles in FILL .. 1, indexed by the pair's two
+    bytes as a little-endian uint16; :data:`CODES` (out of range) for any other pair."""
+    table = np.full(1 << 16, CODES, dtype=np.uint8)
+    for first in range(_LOW, 2):
+        for second in range(_LOW, 2):
+            table[np.array([first, second], dtype=np.int8).view("<u2")[0]] = code(first, second)
+    return table
+
+
+_PAIR_CODES = _pair_codes()
+
+
 @dataclass(frozen=True)
 class DiploidCalls:
     """The calls of a (records, samples) chunk that are not ``0/0``: ``rows``, ``cols`` and
@@ -105,16 +118,19 @@ def diploid_calls(genotypes: np.ndarray) -> DiploidCalls | None:
     if genotypes.ndim != 3 or genotypes.shape[-1] != 2 or genotypes.dtype.kind not in "iu":
         return None
     records, samples = genotypes.shape[:2]
-    if genotypes.dtype == np.int8:  # (a call's two bytes as one int16: 0 is 0/0)
-        pairs = np.ascontiguousarray(genotypes).view("<i2")[..., 0]
-        where = np.flatnonzero(pairs != 0)
-        values = pairs.ravel()[where]
-        first = (values << 8 >> 8).astype(np.intp)  # (the low byte, sign-extended)
-        second = (values >> 8).astype(np.intp)
-    else:
-        flat = genotypes.reshape(-1, 2)
-        where = np.flatnonzero((flat[:, 0] != 0) | (flat[:, 1] != 0))
-        first, second = flat[where, 0].astype(np.intp), flat[where, 1].astype(np.intp)
+    if genotypes.dtype == np.int8:  # (a call's two bytes as one uint16: 0 is 0/0)
+        pairs = np.ascontiguousarray(genotypes).view("<u2")[..., 0]
+        found = pairs != 0
+        where = np.flatnonzero(found)
+        # (each record's calls are consecutive in ``where``: no division to find rows and columns)
+        rows = np.repeat(np.arange(records, dtype=np.intp), np.count_nonzero(found, axis=1))
+        codes = _PAIR_CODES[pairs.ravel()[where]]
+        if len(codes) and codes.max() >= CODES:
+            return None
+        return DiploidCalls(records, samples, rows, where - rows * samples, codes.astype(np.intp))
+    flat = genotypes.reshape(-1, 2)
+    where = np.flatnonzero((flat[:, 0] != 0) | (flat[:, 1] != 0))
+    first, second = flat[where, 0].astype(np.intp), flat[where, 1].astype(np.intp)
     if len(where) and (min(first.min(), second.min()) < _LOW or max(first.max(), second.max()) > 1):
         return None
     rows, cols = np.divmod(where, max(samples, 1))

@@ -1,0 +1,31 @@
+"""The calls of a chunk that are not ``0/0`` (:mod:`vcfzarr_sql.format.diploid_calls`), against
+their definition walked call by call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vcfzarr_sql.format.diploid_calls import diploid_calls
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+def test_calls_are_every_call_but_hom_ref(dtype):
+    rng = np.random.default_rng(5)
+    genotypes = rng.integers(-2, 2, size=(9, 13, 2)).astype(dtype)
+    genotypes[rng.random((9, 13)) < 0.5] = 0
+    genotypes[4] = 0  # a record of 0/0 only
+    calls = diploid_calls(genotypes)
+    assert calls is not None
+    expected = [(r, s, 4 * (a + 2) + (b + 2)) for r in range(9) for s in range(13)
+                for a, b in [genotypes[r, s].tolist()] if (a, b) != (0, 0)]
+    found = sorted(zip(calls.rows.tolist(), calls.cols.tolist(), calls.codes.tolist()))
+    assert found == expected
+    assert (calls.records, calls.samples) == (9, 13)
+
+
+@pytest.mark.parametrize("allele", [2, -3, 127, -128])
+def test_an_allele_outside_fill_to_one_is_refused(allele):
+    genotypes = np.zeros((3, 4, 2), dtype=np.int8)
+    genotypes[2, 3, 1] = allele
+    assert diploid_calls(genotypes) is None
