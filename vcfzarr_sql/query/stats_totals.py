@@ -97,7 +97,6 @@ class Totals:
     substitutions: np.ndarray = field(init=False)  # (16,): ref << 2 | alt
     dp_calls: np.ndarray = field(init=False)  # (DP_BINS,)
     dp_sites: np.ndarray = field(init=False)
-    samples: np.ndarray = field(init=False)  # (SAMPLE_COUNTERS, selected)
     vaf_n: np.ndarray = field(init=False)  # (2 * MAX_INDEL + 1,): by indel length + MAX_INDEL
     vaf_sum: np.ndarray = field(init=False)
     #: per record counted by HWE: its af bin * HWE_BINS + het bin, in blocks (:meth:`hwe_table`)
@@ -117,17 +116,40 @@ class Totals:
         self.substitutions = np.zeros(16, np.int64)
         self.dp_calls = np.zeros(DP_BINS, np.int64)
         self.dp_sites = np.zeros(DP_BINS, np.int64)
-        self.samples = np.zeros((len(SAMPLE_COUNTERS), self.selected), np.int64)
+        self._samples: np.ndarray | None = None
+        #: per-sample counts given whole (:meth:`add_samples`), added by :meth:`add`
+        self._sample_blocks: list[tuple[list[int], np.ndarray]] = []
         self.vaf_n = np.zeros(INDEL_VAF_BINS, np.int64)
         self.vaf_sum = np.zeros(INDEL_VAF_BINS, np.float64)
         self.hwe_index = []
         self.genotype_counts = []
 
+    @property
+    def samples(self) -> np.ndarray:
+        """(SAMPLE_COUNTERS, selected) int64: the per-sample counters (made at first use: a
+        chunk's counts given by :meth:`add_samples` make none)."""
+        if self._samples is None:
+            self._samples = np.zeros((len(SAMPLE_COUNTERS), self.selected), np.int64)
+        return self._samples
+
+    def add_samples(self, rows: list[int], block: np.ndarray) -> None:
+        """Count ``block`` (one row per counter of :attr:`samples`, ``rows`` their indexes)
+        in the per-sample counters, when these counts are added to others (:meth:`add`):
+        the stored per-chunk counts of every sample (10,000 samples: 1.3 MB of counters per
+        chunk that would be made, filled and added up) go straight into the totals."""
+        self._sample_blocks.append((rows, block))
+
     def add(self, chunk: Totals) -> None:
         """Add the counts of ``chunk`` (a :class:`Totals` of the same shape) to these."""
         for name in ("sn", "ts_tv_alt1", "af", "deletions", "insertions", "substitutions",
-                     "dp_calls", "dp_sites", "samples", "vaf_n", "vaf_sum"):
+                     "dp_calls", "dp_sites", "vaf_n", "vaf_sum"):
             getattr(self, name)[...] += getattr(chunk, name)
+        if chunk._samples is not None:
+            self.samples[...] += chunk._samples
+        for rows, block in chunk._sample_blocks:
+            samples = self.samples
+            for row, values in zip(rows, block):
+                np.add(samples[row], values, out=samples[row])
         for mine, theirs in zip(self.quality_values, chunk.quality_values):
             mine.extend(theirs)
         self.hwe_index.extend(chunk.hwe_index)
