@@ -189,12 +189,8 @@ _HWE_LABELS = [f"{float(np.float32(j) / np.float32(HWE_BINS)):f}" for j in range
 def _hwe_columns(totals: Totals, names: Sequence[str]) -> list[list[str]]:
     """Per AF bin with records: the records, and the 25th, 50th and 75th percentiles of their
     fraction of heterozygous calls (in hundredths, as bcftools bins them)."""
-    table = totals.hwe_table()
-    total = table.sum(axis=1)
-    bins = np.flatnonzero(total[1:]) + 1
-    fractions = np.cumsum(table[bins], axis=1).astype(np.float32) / total[bins, None].astype(np.float32)
-    cuts = [np.argmax(fractions >= np.float32(q), axis=1).tolist() for q in (0.25, 0.5, 0.75)]
-    return [_af_labels(bins, totals.m_af), _text(total[bins]), *([_HWE_LABELS[j] for j in cut] for cut in cuts)]
+    bins, records, cuts = totals.hwe_quartiles()
+    return [_af_labels(bins, totals.m_af), _text(records), *([_HWE_LABELS[j] for j in cut] for cut in cuts.tolist())]
 
 
 #: The sections of one row per AF bin or per sample, by their columns.
