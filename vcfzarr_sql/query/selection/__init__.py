@@ -96,6 +96,12 @@ class SelectedRecords:
         self.passes = _passes(regions, targets)
 
     @property
+    def keeps_every_record(self) -> bool:
+        """Whether the selection keeps every record of the store (no region, target,
+        expression or record filter)."""
+        return self.passes == [None] and self.expression is None and not self.sites
+
+    @property
     def sample_names(self) -> list[str]:
         """The selected samples' names, in output order."""
         names = list(self.store.samples)
@@ -112,7 +118,7 @@ class SelectedRecords:
         in the scan threads (:func:`~vcfzarr_sql.query.execute.run_plan`). A selection that
         keeps every record runs over :func:`~vcfzarr_sql.query.execute.every_chunk`: no scan
         plan, nor Arrow, is needed to keep them all."""
-        if self.passes == [None] and self.expression is None and not self.sites:
+        if self.keeps_every_record:
             records = EveryChunk.of(self.store).rows
             for _, result in every_chunk(self.store, lambda source, chunk: work(source, chunk, np.arange(records[chunk])),
                                          ahead=ahead):
