@@ -10,6 +10,9 @@ frequencies need them (no INFO/AC and AN), as ``bcf_calc_ac`` counts them.
 With every sample in store order (``-s -``), a variant chunk the selection keeps whole decodes
 no genotype where the store holds its counts (:mod:`vcfzarr_sql.query.call_stats`, the sample
 class counts, and, without INFO/AC and AN, the allele counts): they are added up instead.
+When the selection keeps every record, the chunks one chunk of the per-record summaries spans
+are counted as one batch (:func:`~vcfzarr_sql.query.execute.every_run`): a chunk counted so
+costs little more than its decoding, and the rest is paid per batch.
 """
 
 from __future__ import annotations
