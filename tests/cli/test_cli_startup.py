@@ -7,7 +7,10 @@ pyarrow.dataset imports pandas), and a query over a store imports neither pandas
 which pyarrow imports when it can) nor zarr, nor sqlglot when its calls take one plain string
 (0.09 CPU-s), nor ``numpy.ma`` (``pa.array`` of a numpy array imports it), nor ``pydoc`` (pyarrow's
 docstring parser imports it: the process does not parse them), nor the modules of commands and
-features it does not use; ``stats`` from stored counts imports neither pyarrow nor DuckDB, and
+features it does not use; ``stats`` from stored counts imports neither pyarrow nor DuckDB, nor
+numcodecs' package (its registry scans the entry points of every installed package: the codecs
+come from their own modules), nor ``numpy.ma`` (``np.unique`` imports it), nor
+``importlib.resources`` (``importlib.abc`` imports it, and tempfile, shutil, bz2, lzma with it);
 ``view`` without ``-r/-t`` plans no scan and loads no pyarrow.
 """
 
@@ -65,7 +68,8 @@ def test_stats_from_stored_counts_imports_neither_arrow_nor_duckdb(convert_once)
     store = convert_once(SAMPLE)
     modules = imported_modules("stats", str(store), "-s", "-")
     assert {"vcfzarr_sql.qc.collect", "numpy"} <= modules
-    assert not {"pyarrow", "duckdb", "sqlglot", "pandas", "zarr"} & modules
+    assert not {"pyarrow", "duckdb", "sqlglot", "pandas", "zarr", "numcodecs.registry", "importlib.metadata",
+                "numpy.ma", "importlib.resources", "zipfile"} & modules
 
 
 def test_view_without_regions_plans_no_scan(convert_once, tmp_path):
@@ -86,3 +90,25 @@ def test_a_chunk_buffer_does_not_load_arrow():
     code = ("import sys; from vcfzarr_sql.store import memory; memory.empty(1 << 22, 'i1'); "
             "print('pyarrow' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+_DEFERRED = """
+import sys
+import numpy as np
+from vcfzarr_sql.cli import process
+with process.process_start():
+    assert process.defer_numcodecs_init()
+    from vcfzarr_sql.store.codec_classes import get_codec
+    blosc = get_codec({"id": "blosc", "cname": "zstd", "clevel": 7, "shuffle": 1})
+    values = np.arange(1000, dtype=np.int32)
+    assert (np.frombuffer(blosc.decode(blosc.encode(values)), np.int32) == values).all()
+    assert "numcodecs.registry" not in sys.modules
+    import numcodecs
+    from numcodecs import Zstd
+    assert numcodecs.get_codec({"id": "zstd"}) == Zstd() and numcodecs.Blosc is type(blosc)
+    assert "numcodecs.registry" in sys.modules
+"""
+
+
+def test_numcodecs_package_deferred_in_a_process_runs_at_its_first_use():
+    subprocess.run([sys.executable, "-c", _DEFERRED], check=True)

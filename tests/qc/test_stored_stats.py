@@ -21,6 +21,7 @@ from vcfzarr_sql.qc import stats_lines
 from vcfzarr_sql.query.selection import Selection
 from vcfzarr_sql.store import open_store
 from vcfzarr_sql.store.summary_arrays import call_stats_arrays
+from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.store.writer import write_rows
 from vcfzarr_sql.validation import validate
 
@@ -109,3 +110,20 @@ def test_validate_finds_a_wrong_count(call_sets, tmp_path):
     write_rows(copy, array, 1, block)
     problems = [str(p) for p in validate(copy)]
     assert problems and problems[0].startswith(f"{summaries.SAMPLE_CALL_STATS}: variant chunk 1")
+
+
+def test_whole_cohort_decodes_each_chunk_of_the_per_record_counts_once(call_sets, monkeypatch):
+    # (90 records in 5 variant chunks; one chunk of each per-record array holds them all:
+    # each was decoded once per variant chunk before)
+    _, store = call_sets["diploid"]
+    decoded: list[str] = []
+    decode = VczStore.decode_chunk
+
+    def counted(self, name, raw, chunk):
+        decoded.append(name)
+        return decode(self, name, raw, chunk)
+
+    monkeypatch.setattr(VczStore, "decode_chunk", counted)
+    _ours(store)
+    assert open_store(store).num_variant_chunks == 5
+    assert decoded.count(summaries.CALL_COUNTS) == decoded.count(summaries.ALLELE_COUNTS) == 1

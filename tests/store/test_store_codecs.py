@@ -20,6 +20,7 @@ from store_support import assert_chunks_match_zarr
 import vcfzarr_sql
 from vcfzarr_sql.errors import NotSupportedError
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.store.codec_classes import get_codec
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 
@@ -194,3 +195,14 @@ def test_array_metadata_pickles_with_its_codec_and_decodes_after(tmp_path, zarr_
     np.testing.assert_array_equal(before, info.codec.decode(raw))
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(info)).codec.decode(raw), before)
     np.testing.assert_array_equal(before[:7, :2], INTS[:7, :2])
+
+
+@pytest.mark.parametrize("config", [
+    {"id": "blosc", "cname": "zstd", "clevel": 7, "shuffle": 1}, {"id": "blosc"}, {"id": "zstd", "level": 3},
+    {"id": "lz4", "acceleration": 2}, {"id": "zlib", "level": 4}, {"id": "gzip", "level": 2},
+    {"id": "vlen-utf8"}, {"id": "vlen-bytes"}, {"id": "delta", "dtype": "<i4"},
+])
+def test_codecs_from_their_modules_are_numcodecs_registered_ones(config):
+    # (stats builds them without numcodecs' package start-up: store/codec_classes.py)
+    ours, theirs = get_codec(dict(config)), numcodecs.get_codec(dict(config))
+    assert type(ours) is type(theirs) and ours == theirs

@@ -34,6 +34,9 @@ def command(store: str, regions: str | None, regions_file: str | None, targets: 
     """
     import sys
 
+    from vcfzarr_sql.cli.process import defer_numcodecs_init
+
+    defer_numcodecs_init()  # (it reads chunks through store/codec_classes.py only)
     from vcfzarr_sql.qc import SECTIONS, collect
     from vcfzarr_sql.qc.text import stats_text
     from vcfzarr_sql.query.selection import Selection

@@ -10,10 +10,14 @@ frequencies need them (no INFO/AC and AN), as ``bcf_calc_ac`` counts them.
 With every sample in store order (``-s -``), a variant chunk the selection keeps whole decodes
 no genotype where the store holds its counts (:mod:`vcfzarr_sql.query.call_stats`, the sample
 class counts, and, without INFO/AC and AN, the allele counts): they are added up instead.
+When the selection keeps every record, the chunks one chunk of the per-record summaries spans
+are counted as one batch (:func:`~vcfzarr_sql.query.execute.every_run`): a chunk counted so
+costs little more than its decoding, and the rest is paid per batch.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,15 +31,17 @@ from vcfzarr_sql.format.summaries import (
     SAMPLE_CALL_STATS,
     SAMPLE_CLASS_COUNTS,
     SAMPLE_STATS,
+    variant_chunks_per_chunk,
 )
 from vcfzarr_sql.qc.sites import af_bins, count_sites
 from vcfzarr_sql.query import call_stats
+from vcfzarr_sql.query.execute import EveryChunk, every_run
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
 from vcfzarr_sql.query.selection import ChunkWork, SelectedRecords, Selection
 from vcfzarr_sql.query.stats_calls import Alleles, count_calls, count_hwe
 from vcfzarr_sql.query.stats_totals import SAMPLE_ROW, Totals
 from vcfzarr_sql.query.stored_counts import class_counts_stored, stored_counts
-from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.blocks import BatchBlocks, SpanningChunks
 from vcfzarr_sql.store.fields import GT, FieldInfo
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
@@ -55,9 +61,14 @@ def collect(store: VczStore, selection: Selection | None = None) -> Counted:
     selected = SelectedRecords(store, selection or Selection(), counting=True)
     samples = selected.samples
     totals = Totals(store.num_samples, 0 if samples is None else len(samples))
-    reads_calls = samples is not None and GT in store.format_fields
-    for counted in selected.runs(_chunk_counts(store, totals, samples),
-                                 ahead=PREFETCH_DEPTH if reads_calls else 0):
+    ahead = PREFETCH_DEPTH if samples is not None and GT in store.format_fields else 0
+    work, whole_runs = _chunk_counts(store, totals, samples)
+    if whole_runs is not None and selected.keeps_every_record:
+        join = variant_chunks_per_chunk(store.variants_chunk_size)
+        runs: Iterator[Totals] = every_run(store, whole_runs, join=join, ahead=ahead)
+    else:
+        runs = selected.runs(work, ahead=ahead)
+    for counted in runs:
         totals.add(counted)
     names = () if samples is None else tuple(store.samples[k] for k in samples)
     return Counted(totals, names)
@@ -80,28 +91,48 @@ def _present(blocks: BatchBlocks, field: FieldInfo, keep: np.ndarray) -> np.ndar
     return values[present]
 
 
-def _chunk_counts(store: VczStore, totals: Totals,
-                  samples: np.ndarray | None) -> ChunkWork[Totals]:
+def _chunk_counts(store: VczStore, totals: Totals, samples: np.ndarray | None
+                  ) -> tuple[ChunkWork[Totals], Callable[[ChunkSource, range], Totals] | None]:
     """The work of :meth:`SelectedRecords.runs`: the counts of the kept records of one variant
-    chunk."""
+    chunk; and, where the store holds the per-sample counts of every sample (``-s -``) in
+    calls of at most two alleles, the work of :func:`~vcfzarr_sql.query.execute.every_run`:
+    the counts of a run of whole chunks, as one batch (the cost of a chunk counted from
+    stored counts is mostly per batch)."""
     ac, an = _integer_field(store, "INFO", "AC"), _integer_field(store, "INFO", "AN")
     info_dp = store.info_fields.get("DP")
     if info_dp is not None and info_dp.vcf_type != "Integer":
         info_dp = None
     gt = store.format_fields.get(GT)
     dp, ad = _integer_field(store, "FORMAT", "DP"), _integer_field(store, "FORMAT", "AD")
-    unique = None if samples is None else np.unique(samples)
+    # (the -s samples are distinct; np.unique would import numpy.ma, 0.02 CPU-s)
+    unique = None if samples is None else np.sort(samples)
     order = None if samples is None or unique is None else np.searchsorted(unique, samples)
     depth_samples = None if samples is None else np.arange(len(samples))
     stored = (samples is not None and gt is not None and np.array_equal(samples, np.arange(store.num_samples))
               and class_counts_stored(store) and call_stats.call_stats_stored(store))
     diploid = gt is not None and store.array_info(gt.array).shape[2] <= 2
+    spans = SpanningChunks()
+    records = EveryChunk.of(store).rows
 
     def work(source: ChunkSource, chunk: int, rows: np.ndarray) -> Totals:
-        counts = totals.empty()
         if not len(rows):
-            return counts
-        blocks = BatchBlocks(source, chunk, None)
+            return totals.empty()
+        return count(BatchBlocks(source, chunk, None, spans=spans), rows)
+
+    def whole_run(source: ChunkSource, chunks: range) -> Totals:
+        blocks = BatchBlocks(source, chunks.start, None, len(chunks), spans=spans)
+        if len(chunks) > 1 and stored_counts(blocks) is not None:  # (then every record is counted)
+            return count(blocks, np.arange(len(blocks.read(spec.VARIANT_ALLELE))))
+        counts = totals.empty()
+        for chunk in chunks:
+            counts.add(work(source, chunk, np.arange(records[chunk])))
+        return counts
+
+    def count(blocks: BatchBlocks, rows: np.ndarray) -> Totals:
+        """The counts of records ``rows`` of ``blocks`` (of one variant chunk, or of several
+        whose records are all counted in the store)."""
+        counts = totals.empty()
+        source, chunk = blocks.source, blocks.chunk_index
         chunk_rows = len(blocks.read(spec.VARIANT_ALLELE))
         keep = np.zeros(chunk_rows, bool)
         keep[rows] = True
@@ -164,7 +195,7 @@ def _chunk_counts(store: VczStore, totals: Totals,
                 count_hwe(counts, alleles.count, iaf1, hwe)
         return counts
 
-    return work
+    return work, whole_run if stored and diploid else None
 
 
 #: The rows of :attr:`Totals.samples` the stored class counts give, in the order of ``CLASSES``.
@@ -176,11 +207,26 @@ def _add_stored(counts: Totals, blocks: BatchBlocks, num_alleles: np.ndarray, ia
     """The per-sample counts of the whole variant chunk of ``blocks`` over every sample, from
     the stored counts: the class counts, the counts of :mod:`vcfzarr_sql.query.call_stats`,
     HWE's per record (by ``iaf1``, the AF bins of the records' first ALTs)."""
-    counts.samples[_CLASS_ROWS] += blocks.sum(SAMPLE_CLASS_COUNTS)[: len(CLASSES)]
-    counts.samples[_STATS_ROWS] += blocks.sum(SAMPLE_CALL_STATS)
-    counts.dp_calls += blocks.read(CALL_DEPTH_COUNTS)[0]
-    vaf = blocks.read(INDEL_VAF)[0]
+    counts.add_samples(_CLASS_ROWS, _summed(blocks, SAMPLE_CLASS_COUNTS)[: len(CLASSES)])
+    counts.add_samples(_STATS_ROWS, _summed(blocks, SAMPLE_CALL_STATS))
+    counts.dp_calls += _summed(blocks, CALL_DEPTH_COUNTS)
+    vaf = _summed(blocks, INDEL_VAF)
     counts.vaf_n += vaf[0].astype(np.int64)
     counts.vaf_sum += vaf[1]
-    hwe = blocks.read(HWE_GENOTYPE_COUNTS)[0, : len(num_alleles)]
+    # (one row per record of a chunk: only the last chunk of the store is short)
+    hwe = blocks.read(HWE_GENOTYPE_COUNTS).reshape(-1, 3)[: len(num_alleles)]
     count_hwe(counts, num_alleles, iaf1, hwe.astype(np.int64))
+
+
+def _summed(blocks: BatchBlocks, name: str) -> np.ndarray:
+    """The block of array ``name`` (one row per variant chunk, every sample) added up over the
+    batch's chunks, chunk by chunk (not joined first: 13 MB of call stats for 16 chunks of
+    10,000 samples); the chunk's own values for a batch of one."""
+    if len(blocks.chunks) == 1:
+        return blocks.read(name)[0]
+    first, *others = (BatchBlocks(blocks.source, chunk, None) for chunk in blocks.chunks)
+    values = first.read(name)[0]
+    total = values.astype(np.result_type(values.dtype, np.int64))
+    for chunk in others:
+        total += chunk.read(name)[0]
+    return total

@@ -123,10 +123,8 @@ def _per_sample(ax: Any, totals: Totals, counted: Counted) -> None:
 
 
 def _hwe(ax: Any, totals: Totals, counted: Counted) -> None:
-    table = totals.hwe_table()
-    rows = np.flatnonzero(table[1:].sum(axis=1)) + 1
-    fractions = np.cumsum(table[rows], axis=1) / table[rows].sum(axis=1, keepdims=True)
-    quartiles = [np.argmax(fractions >= q, axis=1) / HWE_BINS for q in (0.25, 0.5, 0.75)]
+    rows, _, cuts = totals.hwe_quartiles()
+    quartiles = cuts / HWE_BINS
     x = _af_axis(totals)[rows]
     ax.fill_between(x, quartiles[0], quartiles[2], alpha=0.3, label="25th-75th percentile")
     ax.plot(x, quartiles[1], label="median")

@@ -81,17 +81,6 @@ def _ratio(a: int, b: int) -> str:
     return f"{float(np.float32(a) / np.float32(b)) if b else 0:.2f}"
 
 
-def _af_labels(bins: np.ndarray, m_af: int) -> list[str]:
-    """The allele frequency of each AF bin as bcftools prints it (``%f`` of ``(bin - 1) /
-    (m_af - 1)``)."""
-    return list(map("{:f}".format, ((bins - 1) / (m_af - 1)).tolist()))
-
-
-def _text(values: np.ndarray) -> list[str]:
-    """Integers as text."""
-    return list(map(str, values.tolist()))
-
-
 def _folded_af(totals: Totals) -> np.ndarray:
     """The AF counts with the singleton bin added to bin 1 (as bcftools does after SiS)."""
     af = totals.af.copy()
@@ -109,7 +98,7 @@ def _section_columns(totals: Totals, section: str, names: Sequence[str]) -> list
     """The fields of the data rows of ``section`` after its name and id, column by column
     (none: no row): the long sections (one row per AF bin or sample) made a column at a time."""
     if section in _COLUMNS:
-        return _COLUMNS[section](totals, names)
+        return [list(map(fmt.__mod__, values)) for fmt, values in _COLUMNS[section](totals, names)]
     rows = [list(map(str, row)) for row in _rows(totals, section)]
     return [list(column) for column in zip(*rows)]
 
@@ -154,51 +143,59 @@ def _rows(totals: Totals, section: str) -> Iterator[list[object]]:
         raise QueryError(f"unknown section {section!r}: expected one of {', '.join(SECTIONS)}")
 
 
-def _af_columns(totals: Totals, names: Sequence[str]) -> list[list[str]]:
+#: A column of a long section: its values, and the printf format of each.
+Column = tuple[str, list]
+
+
+def _af_columns(totals: Totals, names: Sequence[str]) -> list[Column]:
     af = _folded_af(totals)
     bins = np.flatnonzero(af[:, 1:].any(axis=0)) + 1
-    snps, ts, tv, indels = (_text(counts) for counts in af[:, bins])
-    zeros = ["0"] * len(bins)
+    snps, ts, tv, indels = (("%d", counts.tolist()) for counts in af[:, bins])
+    zeros = ("%d", [0] * len(bins))
     return [_af_labels(bins, totals.m_af), snps, ts, tv, indels, zeros, zeros, indels]
 
 
-def _psc_columns(totals: Totals, names: Sequence[str]) -> list[list[str]]:
+def _af_labels(bins: np.ndarray, m_af: int) -> Column:
+    """The allele frequency of each AF bin as bcftools prints it (``%f`` of ``(bin - 1) /
+    (m_af - 1)``)."""
+    return "%f", ((bins - 1) / (m_af - 1)).tolist()
+
+
+def _psc_columns(totals: Totals, names: Sequence[str]) -> list[Column]:
     s = totals.samples
     n = s[SAMPLE_ROW["dp_n"]]
     with np.errstate(divide="ignore", invalid="ignore"):  # (float32, as bcftools)
         depth = np.where(n > 0, s[SAMPLE_ROW["dp_sum"]].astype(np.float32) / n.astype(np.float32), 0)
-    return [list(names), *_counters(s, "hom_ref", "hom_alt", "het", "ts", "tv", "indels"),
-            list(map("{:.1f}".format, depth.tolist())), *_counters(s, "singletons", "hap_ref", "hap_alt", "missing")]
+    return [("%s", list(names)), *_counters(s, "hom_ref", "hom_alt", "het", "ts", "tv", "indels"),
+            ("%.1f", depth.tolist()), *_counters(s, "singletons", "hap_ref", "hap_alt", "missing")]
 
 
-def _psi_columns(totals: Totals, names: Sequence[str]) -> list[list[str]]:
-    zeros = ["0"] * len(names)
-    return [list(names), zeros, zeros, zeros, ["0.00"] * len(names),
+def _psi_columns(totals: Totals, names: Sequence[str]) -> list[Column]:
+    zeros = ("%d", [0] * len(names))
+    return [("%s", list(names)), zeros, zeros, zeros, ("%s", ["0.00"] * len(names)),
             *_counters(totals.samples, "ins_hets", "del_hets", "ins_homs", "del_homs")]
 
 
-def _counters(samples: np.ndarray, *counters: str) -> list[list[str]]:
-    """The values of ``counters`` (rows of :attr:`Totals.samples`) of every sample, as text."""
-    return [_text(samples[SAMPLE_ROW[c]]) for c in counters]
+def _counters(samples: np.ndarray, *counters: str) -> list[Column]:
+    """The values of ``counters`` (rows of :attr:`Totals.samples`) of every sample."""
+    return [("%d", samples[SAMPLE_ROW[c]].tolist()) for c in counters]
 
 
 #: HWE's percentile labels: het bin j as bcftools prints it (float32 j / 100).
 _HWE_LABELS = [f"{float(np.float32(j) / np.float32(HWE_BINS)):f}" for j in range(HWE_BINS)]
 
 
-def _hwe_columns(totals: Totals, names: Sequence[str]) -> list[list[str]]:
+def _hwe_columns(totals: Totals, names: Sequence[str]) -> list[Column]:
     """Per AF bin with records: the records, and the 25th, 50th and 75th percentiles of their
     fraction of heterozygous calls (in hundredths, as bcftools bins them)."""
-    table = totals.hwe_table()
-    total = table.sum(axis=1)
-    bins = np.flatnonzero(total[1:]) + 1
-    fractions = np.cumsum(table[bins], axis=1).astype(np.float32) / total[bins, None].astype(np.float32)
-    cuts = [np.argmax(fractions >= np.float32(q), axis=1).tolist() for q in (0.25, 0.5, 0.75)]
-    return [_af_labels(bins, totals.m_af), _text(total[bins]), *([_HWE_LABELS[j] for j in cut] for cut in cuts)]
+    bins, records, cuts = totals.hwe_quartiles()
+    return [_af_labels(bins, totals.m_af), ("%d", records.tolist()),
+            *(("%s", [_HWE_LABELS[j] for j in cut]) for cut in cuts.tolist())]
 
 
-#: The sections of one row per AF bin or per sample, by their columns.
-_COLUMNS: dict[str, Callable[[Totals, Sequence[str]], list[list[str]]]] = {
+#: The sections of one row per AF bin or per sample, by their columns (printed a row at a
+#: time with one printf format: not a string per field first).
+_COLUMNS: dict[str, Callable[[Totals, Sequence[str]], list[Column]]] = {
     "AF": _af_columns, "PSC": _psc_columns, "PSI": _psi_columns, "HWE": _hwe_columns,
 }
 
@@ -216,7 +213,12 @@ def stats_text(totals: Totals, sample_names: Sequence[str] = (), sections: Seque
         if section not in sections or (section in SAMPLE_SECTIONS and not totals.selected):
             continue
         yield COMMENTS[section]
+        prefix = f"{section}\t0\t"
+        if section in _COLUMNS:
+            columns = _COLUMNS[section](totals, sample_names)
+            row = prefix + "\t".join(fmt for fmt, _ in columns) + "\n"
+            yield "".join(map(row.__mod__, zip(*(values for _, values in columns))))
+            continue
         rows = list(map("\t".join, zip(*_section_columns(totals, section, sample_names))))
         if rows:
-            prefix = f"{section}\t0\t"
             yield prefix + f"\n{prefix}".join(rows) + "\n"

@@ -322,14 +322,22 @@ def every_chunk(store: VczStore, work: Callable[[CountingSource, int], T], *,
     :func:`run_plan` over :class:`EveryChunk` (``ahead``: as there): how ``index`` computes
     and ``validate`` recomputes the arrays derived from each chunk, and how a selection that
     keeps every record is run."""
+    return every_run(store, lambda source, chunks: (chunks.start, work(source, chunks.start)), ahead=ahead)
+
+
+def every_run(store: VczStore, work: Callable[[CountingSource, range], T], *, join: int = 1,
+              ahead: int = 0) -> Iterator[T]:
+    """``work(source, chunks)`` for every run of ``join`` consecutive variant chunks of
+    ``store`` (the last maybe shorter), in order, run by :func:`run_plan` over
+    :class:`EveryChunk` (``ahead``: as there): :func:`every_chunk` with ``join`` 1; work whose
+    cost is mostly per batch (``stats`` from stored counts) joins more."""
     plan = EveryChunk.of(store)
     source = scan_source(store, plan)
 
-    def worked(run: range) -> tuple[int, T]:
-        chunk = int(plan.variant_chunks[run.start])
-        return chunk, work(source, chunk)
+    def cut(tasks: range) -> Iterator[range]:
+        return (range(i, min(i + join, tasks.stop)) for i in range(tasks.start, tasks.stop, join))
 
-    return run_plan(source, plan, worked, ahead=ahead)
+    return run_plan(source, plan, lambda run: work(source, run), cut=cut, ahead=ahead)
 
 
 class RunLength:

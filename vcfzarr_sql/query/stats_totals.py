@@ -97,10 +97,9 @@ class Totals:
     substitutions: np.ndarray = field(init=False)  # (16,): ref << 2 | alt
     dp_calls: np.ndarray = field(init=False)  # (DP_BINS,)
     dp_sites: np.ndarray = field(init=False)
-    samples: np.ndarray = field(init=False)  # (SAMPLE_COUNTERS, selected)
     vaf_n: np.ndarray = field(init=False)  # (2 * MAX_INDEL + 1,): by indel length + MAX_INDEL
     vaf_sum: np.ndarray = field(init=False)
-    #: per record counted by HWE: its af bin * HWE_BINS + het bin, in blocks (:meth:`hwe_table`)
+    #: per record counted by HWE: its af bin * HWE_BINS + het bin, in blocks (:meth:`hwe_quartiles`)
     hwe_index: list[np.ndarray] = field(init=False)
     #: per biallelic record with calls: (hom ref, het, hom alt) calls of the -s samples, the
     #: report's HWE tests (blocks, in record order)
@@ -117,17 +116,40 @@ class Totals:
         self.substitutions = np.zeros(16, np.int64)
         self.dp_calls = np.zeros(DP_BINS, np.int64)
         self.dp_sites = np.zeros(DP_BINS, np.int64)
-        self.samples = np.zeros((len(SAMPLE_COUNTERS), self.selected), np.int64)
+        self._samples: np.ndarray | None = None
+        #: per-sample counts given whole (:meth:`add_samples`), added by :meth:`add`
+        self._sample_blocks: list[tuple[list[int], np.ndarray]] = []
         self.vaf_n = np.zeros(INDEL_VAF_BINS, np.int64)
         self.vaf_sum = np.zeros(INDEL_VAF_BINS, np.float64)
         self.hwe_index = []
         self.genotype_counts = []
 
+    @property
+    def samples(self) -> np.ndarray:
+        """(SAMPLE_COUNTERS, selected) int64: the per-sample counters (made at first use: a
+        chunk's counts given by :meth:`add_samples` make none)."""
+        if self._samples is None:
+            self._samples = np.zeros((len(SAMPLE_COUNTERS), self.selected), np.int64)
+        return self._samples
+
+    def add_samples(self, rows: list[int], block: np.ndarray) -> None:
+        """Count ``block`` (one row per counter of :attr:`samples`, ``rows`` their indexes)
+        in the per-sample counters, when these counts are added to others (:meth:`add`):
+        the stored per-chunk counts of every sample (10,000 samples: 1.3 MB of counters per
+        chunk that would be made, filled and added up) go straight into the totals."""
+        self._sample_blocks.append((rows, block))
+
     def add(self, chunk: Totals) -> None:
         """Add the counts of ``chunk`` (a :class:`Totals` of the same shape) to these."""
         for name in ("sn", "ts_tv_alt1", "af", "deletions", "insertions", "substitutions",
-                     "dp_calls", "dp_sites", "samples", "vaf_n", "vaf_sum"):
+                     "dp_calls", "dp_sites", "vaf_n", "vaf_sum"):
             getattr(self, name)[...] += getattr(chunk, name)
+        if chunk._samples is not None:
+            self.samples[...] += chunk._samples
+        for rows, block in chunk._sample_blocks:
+            samples = self.samples
+            for row, values in zip(rows, block):
+                np.add(samples[row], values, out=samples[row])
         for mine, theirs in zip(self.quality_values, chunk.quality_values):
             mine.extend(theirs)
         self.hwe_index.extend(chunk.hwe_index)
@@ -140,13 +162,35 @@ class Totals:
         ts, tv, indels = (_binned(values) for values in self.quality_values)
         return ts, tv, indels
 
-    def hwe_table(self) -> np.ndarray:
-        """(AF bin, het bin) -> records counted by HWE, bin 0's records (singletons, unknown
-        counts) added to bin 1, as bcftools prints them."""
+    def hwe_quartiles(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """HWE as bcftools prints it: the AF bins with records (bin 0's, singletons and
+        unknown counts, in bin 1), their records, and the het bins of the 25th, 50th and 75th
+        percentiles of their fractions of heterozygous calls ((3, bins): the first het bin
+        whose cumulative share of the AF bin's records, in float32, reaches each).
+
+        Computed over the distinct (AF bin, het bin) pairs, not a table of every pair (10,001
+        AF bins x 100 at 10,000 samples): the share only grows at a pair with records.
+
+        >>> t = Totals(2, 2)
+        >>> t.hwe_index = [np.array([0 * 100 + 50, 1 * 100 + 10, 1 * 100 + 90, 3 * 100 + 7])]
+        >>> [a.tolist() for a in t.hwe_quartiles()]
+        [[1, 3], [3, 1], [[10, 7], [50, 7], [90, 7]]]
+        """
         index = np.concatenate(self.hwe_index) if self.hwe_index else np.zeros(0, np.int64)
-        table = np.bincount(index, minlength=self.m_af * HWE_BINS).reshape(self.m_af, HWE_BINS)
-        table[1] += table[0]
-        return table
+        index = np.where(index < HWE_BINS, index + HWE_BINS, index)
+        pairs, counts = np.unique(index, return_counts=True)
+        af = pairs // HWE_BINS
+        starts = np.flatnonzero(np.r_[True, af[1:] != af[:-1]]) if len(af) else np.zeros(0, np.int64)
+        records = np.add.reduceat(counts, starts) if len(af) else np.zeros(0, np.int64)
+        sizes = np.diff(np.r_[starts, len(af)])
+        cumulative = np.cumsum(counts)
+        within = cumulative - np.repeat(cumulative[starts] - counts[starts], sizes)
+        share = within.astype(np.float32) / np.repeat(records, sizes).astype(np.float32)
+        cuts = []
+        for q in (0.25, 0.5, 0.75):
+            reached = np.flatnonzero(share >= np.float32(q))  # (each bin's last pair reaches 1)
+            cuts.append(pairs[reached[np.searchsorted(reached, starts)]] % HWE_BINS)
+        return af[starts], records, np.array(cuts).reshape(3, len(starts))
 
     def empty(self) -> Totals:
         """A :class:`Totals` of the same shape with nothing counted."""

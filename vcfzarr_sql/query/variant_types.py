@@ -90,6 +90,8 @@ def allele_types(alleles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         types[star, k] = OVERLAP
         types[snp, k] = SNP
         lengths[snp, k] = 1
-        for v in np.flatnonzero(~single & ~star & (size > 0)).tolist():
-            types[v, k], lengths[v, k] = variant_type(str(refs[v]), str(alts[v]))
+        others = np.flatnonzero(~single & ~star & (size > 0))
+        if len(others):  # (set at once: an item assignment per allele costs more than typing it)
+            typed = list(map(variant_type, map(str, refs[others].tolist()), map(str, alts[others].tolist())))
+            types[others, k], lengths[others, k] = np.array(typed, dtype=np.int16).T
     return types, lengths

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -26,6 +27,36 @@ from vcfzarr_sql.store.source import ChunkSource
 _Nested = np.ndarray | list["_Nested"]
 
 
+class SpanningChunks:
+    """The chunk last read of each array whose chunks hold the records of several variant
+    chunks (the per-record summaries: :data:`~vcfzarr_sql.format.summaries.SUMMARY_RECORDS`
+    records a chunk), shared by the batches of one scan over consecutive variant chunks, so
+    that such a chunk is decoded once, not once per variant chunk it spans. Thread-safe:
+    batches run in the scan threads, and one decodes while the others wait (these arrays'
+    chunks are small). Kept chunks are read-only.
+
+    >>> spans, decoded = SpanningChunks(), []
+    >>> read = lambda: decoded.append(1) or np.arange(3)
+    >>> [spans.get("a", (0,), read).tolist() for _ in range(2)], len(decoded)
+    ([[0, 1, 2], [0, 1, 2]], 1)
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str, chunk: tuple[int, ...], read: Callable[[], np.ndarray]) -> np.ndarray:
+        """Chunk ``chunk`` of ``name``: the one kept, else ``read()`` (then kept)."""
+        with self._lock:
+            kept = self._last.get(name)
+            if kept is not None and kept[0] == chunk:
+                return kept[1]
+            values = read()
+            values.flags.writeable = False
+            self._last[name] = (chunk, values)
+            return values
+
+
 class BatchBlocks:
     """Reads the blocks of one batch: variant chunks ``chunk_index`` to ``chunk_index +
     chunk_count - 1``, samples ``samples``.
@@ -33,13 +64,17 @@ class BatchBlocks:
     ``samples`` are sorted global sample indexes (None: all samples); arrays with a
     ``samples`` axis come back with exactly those samples, in that order, read from only the
     sample chunks that hold them. ``store`` is ``source``'s (its metadata). ``rows``: the
-    records of the batch :meth:`read` gives (a slice of its records; None: all of them).
+    records of the batch :meth:`read` gives (a slice of its records; None: all of them). ``spans``: where
+    the chunks of arrays chunked along records in longer chunks than the variant chunks are
+    kept between the batches of one scan (None: read for each batch).
     """
 
     def __init__(
-        self, source: ChunkSource, chunk_index: int, samples: np.ndarray | None, chunk_count: int = 1
+        self, source: ChunkSource, chunk_index: int, samples: np.ndarray | None, chunk_count: int = 1,
+        spans: SpanningChunks | None = None,
     ):
         self.source = source
+        self.spans = spans
         self.store = source.store
         self.chunk_index = chunk_index
         self.chunks = range(chunk_index, chunk_index + chunk_count)
@@ -78,7 +113,11 @@ class BatchBlocks:
         size = self.store.variants_chunk_size
         lo, hi = self.chunks.start * size, min(self.chunks.stop * size, info.shape[0])
         first = range(lo // records, max(hi - 1, lo) // records + 1)
-        block = self._samples_of(name, info, [first])
+        whole = self.samples is None or _sample_axis(name, info.dims) is None  # (same for every batch)
+        if self.spans is not None and whole and len(first) == 1:
+            block = self.spans.get(name, (first.start,), lambda: self._samples_of(name, info, [first]))
+        else:
+            block = self._samples_of(name, info, [first])
         return block[lo - first.start * records : hi - first.start * records]
 
     def columns(self, name: str, columns: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:

@@ -15,15 +15,11 @@ True
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import io
-import lzma
 import os
 import zlib
 from typing import Any
 
-import numcodecs
 from numcodecs.compat import ensure_contiguous_ndarray
 
 #: numcodecs ids of the compressors and filters VCF Zarr writers use (bio2zarr: Blosc and
@@ -113,15 +109,16 @@ def _zstd_content_size(raw: memoryview) -> int | None:
 
 def _declared_size(codec: Any, raw: memoryview) -> int | None:
     """The output size a Blosc, LZ4 or Zstd buffer declares; None for other codecs."""
-    if isinstance(codec, numcodecs.Blosc):
+    codec_id = codec.codec_id  # (the codecs of these ids: store/codec_classes.py)
+    if codec_id == "blosc":
         if len(raw) < 16:
             raise ChunkBoundsError(f"{len(raw)} bytes: too short for a Blosc buffer")
         return int.from_bytes(raw[4:8], "little")
-    if isinstance(codec, numcodecs.LZ4):
+    if codec_id == "lz4":
         if len(raw) < 4:
             raise ChunkBoundsError(f"{len(raw)} bytes: too short for an LZ4 buffer")
         return int.from_bytes(raw[:4], "little")
-    if isinstance(codec, numcodecs.Zstd):
+    if codec_id == "zstd":
         size = _zstd_content_size(raw)
         if size is None:
             raise ChunkBoundsError("Zstandard frame without a content size (refused: unbounded)")
@@ -132,16 +129,20 @@ def _declared_size(codec: Any, raw: memoryview) -> int | None:
 def _stream(codec: Any, raw: memoryview, limit: int) -> bytes:
     """``raw`` decompressed by a zlib, gzip, bz2 or lzma ``codec``, reading at most
     ``limit + 1`` bytes of output."""
-    if isinstance(codec, numcodecs.Zlib):
+    if codec.codec_id == "zlib":
         decompressor = zlib.decompressobj()
         out = decompressor.decompress(raw, limit + 1)
         if len(out) <= limit and not decompressor.eof:
             raise ChunkBoundsError("truncated zlib stream")
         return out
+    import bz2  # (imported by the few stores compressed so)
+    import gzip
+    import lzma
+
     reader: gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile
-    if isinstance(codec, numcodecs.GZip):
+    if codec.codec_id == "gzip":
         reader = gzip.GzipFile(fileobj=io.BytesIO(raw), mode="rb")
-    elif isinstance(codec, numcodecs.BZ2):
+    elif codec.codec_id == "bz2":
         reader = bz2.BZ2File(io.BytesIO(raw))
     else:
         reader = lzma.LZMAFile(io.BytesIO(raw), format=codec.format, filters=codec.filters)
@@ -178,11 +179,11 @@ def decompress(codec: Any, raw: Any, expected: int | None) -> Any:
 def check_filter_input(codec: Any, buf: Any, items: int) -> None:
     """Refuse a filter input that would decode to more than the chunk's ``items`` values (the
     item count of vlen-utf8/vlen-bytes, the bits of packbits) before decoding it."""
-    if isinstance(codec, (numcodecs.VLenUTF8, numcodecs.VLenBytes)):
+    if codec.codec_id in ("vlen-utf8", "vlen-bytes"):
         head = memoryview(ensure_contiguous_ndarray(buf)).cast("B")[:4]
         if len(head) == 4 and int.from_bytes(head, "little") != items:
             raise ChunkBoundsError(f"{codec.codec_id} buffer holds "
                                    f"{int.from_bytes(head, 'little')} values, expected {items}")
-    elif isinstance(codec, numcodecs.PackBits):
+    elif codec.codec_id == "packbits":
         if ensure_contiguous_ndarray(buf).nbytes > items // 8 + 2:
             raise ChunkBoundsError(f"packbits buffer holds more than {items} values")

@@ -15,12 +15,12 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numcodecs
 import numpy as np
 from numcodecs.compat import ensure_contiguous_ndarray
 
 from vcfzarr_sql.errors import NotSupportedError, StoreError, VcfZarrError
 from vcfzarr_sql.store import bounds, memory, vlen_utf8
+from vcfzarr_sql.store.codec_classes import get_codec
 
 if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
     import pyarrow as pa
@@ -111,7 +111,7 @@ def _pooled_decompress(compressor: Any, raw: Any, dtype: np.dtype, size: int) ->
     """``raw`` decompressed by the Blosc ``compressor`` into a buffer of Arrow's memory pool
     (:mod:`vcfzarr_sql.store.memory`), as ``size`` values of ``dtype``; None when that does not
     apply (another codec or size)."""
-    if not isinstance(compressor, numcodecs.Blosc) or dtype.kind == "O" or len(raw) < 16:
+    if getattr(compressor, "codec_id", None) != "blosc" or dtype.kind == "O" or len(raw) < 16:
         return None
     nbytes = int.from_bytes(bytes(raw[4:8]), "little")  # the Blosc header's uncompressed size
     if nbytes == 0 or nbytes != size * dtype.itemsize or nbytes > bounds.max_chunk_bytes():
@@ -174,7 +174,7 @@ class V2Codec:
         self.dtype = dtype
         self.chunks = chunks
         self.order = order
-        self.arrow_strings = filters == [numcodecs.VLenUTF8()] and (
+        self.arrow_strings = [f.codec_id for f in filters] == ["vlen-utf8"] and (
             order == "C" or len(chunks) < 2
         )
 
@@ -208,8 +208,8 @@ def v2_codec(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]) ->
 
 def _v2_pipeline(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]) -> ChunkCodec:
     try:
-        compressor = numcodecs.get_codec(meta["compressor"]) if meta.get("compressor") else None
-        filters = [numcodecs.get_codec(f) for f in meta.get("filters") or ()]
+        compressor = get_codec(meta["compressor"]) if meta.get("compressor") else None
+        filters = [get_codec(f) for f in meta.get("filters") or ()]
     except (ValueError, KeyError, TypeError) as err:
         return UnsupportedCodec(f"array {name}: codec not supported ({err})")
     return V2Codec(name, compressor, filters, dtype, chunks, meta.get("order", "C"))
@@ -217,12 +217,12 @@ def _v2_pipeline(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]
 
 #: v3 bytes->bytes codec names -> numcodecs codec (decoding needs no configuration).
 _BYTES_CODECS = {
-    "blosc": lambda conf: numcodecs.Blosc(),
-    "zstd": lambda conf: numcodecs.Zstd(),
-    "gzip": lambda conf: numcodecs.GZip(),
-    "crc32c": lambda conf: numcodecs.CRC32C(location="end"),
+    "blosc": lambda conf: get_codec({"id": "blosc"}),
+    "zstd": lambda conf: get_codec({"id": "zstd"}),
+    "gzip": lambda conf: get_codec({"id": "gzip"}),
+    "crc32c": lambda conf: get_codec({"id": "crc32c", "location": "end"}),
 }
-_VLEN_CODECS = {"vlen-utf8": numcodecs.VLenUTF8, "vlen-bytes": numcodecs.VLenBytes}
+_VLEN_CODECS = ("vlen-utf8", "vlen-bytes")
 
 
 class V3Codec:
@@ -238,7 +238,7 @@ class V3Codec:
         for order in transposes:
             self.shape = tuple(self.shape[i] for i in order)
         self.untranspose = [tuple(np.argsort(order)) for order in transposes[::-1]]
-        self.arrow_strings = isinstance(vlen, numcodecs.VLenUTF8) and all(
+        self.arrow_strings = vlen is not None and vlen.codec_id == "vlen-utf8" and all(
             axes == tuple(range(len(axes))) for axes in self.untranspose
         )
 
@@ -301,12 +301,12 @@ def _v3_pipeline(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[i
         elif stored is None and cname == "bytes":
             stored = dtype.newbyteorder(">" if conf.get("endian") == "big" else "<")
         elif stored is None and cname in _VLEN_CODECS:
-            stored, vlen = dtype, _VLEN_CODECS[cname]()
+            stored, vlen = dtype, get_codec({"id": cname})
         elif stored is not None and cname in _BYTES_CODECS:
             bytes_codecs.append(_BYTES_CODECS[cname](conf))
         elif stored is not None and cname.startswith("numcodecs."):
             try:
-                bytes_codecs.append(numcodecs.get_codec({"id": cname[10:], **conf}))
+                bytes_codecs.append(get_codec({"id": cname[10:], **conf}))
             except (ValueError, TypeError) as err:
                 return UnsupportedCodec(f"array {name}: codec {cname!r} not supported ({err})")
         else:

@@ -4,7 +4,7 @@ store has them laid out so."""
 
 from __future__ import annotations
 
-from numcodecs import Blosc
+from numcodecs.blosc import Blosc
 
 from vcfzarr_sql.format import packed_genotypes as pg
 from vcfzarr_sql.store.vcz import VczStore

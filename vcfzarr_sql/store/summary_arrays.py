@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from numcodecs import Blosc
+from numcodecs.blosc import Blosc
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format import summaries as sc

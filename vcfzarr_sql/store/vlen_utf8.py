@@ -25,14 +25,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numcodecs
 import numpy as np
+from numcodecs.vlen import VLenUTF8
 
 if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
     import pyarrow as pa
 
 _HEADER = 4  # bytes of an item's length
-_NUMCODECS = numcodecs.VLenUTF8()
+_NUMCODECS = VLenUTF8()
 
 
 def decode_to_arrow(buf: Any) -> pa.Array:

@@ -22,12 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import numcodecs
+import numcodecs.blosc as blosc
 import numpy as np
-from numcodecs import VLenUTF8, blosc
+from numcodecs.vlen import VLenUTF8
 
 from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.store.codec_classes import get_codec
 
 _VLEN_UTF8 = VLenUTF8()
 _V3_SHUFFLE = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}  # numcodecs' Blosc -> Zarr v3's
@@ -178,7 +179,7 @@ def encode_chunk(array: ArrayLayout, values: np.ndarray) -> bytes:
         full = np.full(chunk_shape, array.padding, dtype=values.dtype)
         full[tuple(slice(0, n) for n in values.shape)] = values
         values = full
-    codec = numcodecs.get_codec(array.compressor)
+    codec = get_codec(array.compressor)
     if array.dtype == "|O":
         return codec.encode(_VLEN_UTF8.encode(values))
     return codec.encode(np.ascontiguousarray(values, dtype=np.dtype(array.dtype)))

@@ -96,6 +96,12 @@ class SelectedRecords:
         self.passes = _passes(regions, targets)
 
     @property
+    def keeps_every_record(self) -> bool:
+        """Whether the selection keeps every record of the store (no region, target,
+        expression or record filter)."""
+        return self.passes == [None] and self.expression is None and not self.sites
+
+    @property
     def sample_names(self) -> list[str]:
         """The selected samples' names, in output order."""
         names = list(self.store.samples)
