@@ -266,7 +266,7 @@ def test_startup_packet_claims_are_bounded(serving, data_dir) -> None:
 def test_connections_and_logins_are_limited(serving, data_dir) -> None:
     """Logged-in clients are limited; connections still logging in have slots of their own
     (issue 23 item 2) and are dropped after the auth timeout."""
-    server = serving(data_dirs=[data_dir], limits=Limits(max_connections=3, auth_timeout=1))
+    server = serving(data_dirs=[data_dir], limits=Limits(max_connections=3, auth_timeout=2))
     idle = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(3)]
     clients = [_connect(server) for _ in range(3)]
     with pytest.raises(psycopg.OperationalError, match="too many clients"):

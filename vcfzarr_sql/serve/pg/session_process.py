@@ -79,14 +79,31 @@ _CONTEXT = multiprocessing.get_context("forkserver")
 def start_forkserver() -> None:
     """Start the parent of the sessions' processes, with the session modules loaded (once per
     process; it exits with this process)."""
+    global _ready_forkserver
     _CONTEXT.set_forkserver_preload(["vcfzarr_sql.serve.pg.session_preload"])
     multiprocessing.forkserver.ensure_running()
+    pid = _forkserver_pid()
+    if pid != _ready_forkserver:  # its first child waits for the session modules to load: not
+        process = _Process(target=int, daemon=True)  # a client's (its auth timeout runs)
+        process.start()
+        process.join()
+        process.close()
+        _ready_forkserver = pid
+
+
+#: The forkserver known to have loaded the session modules (:func:`start_forkserver`).
+_ready_forkserver: int | None = None
+
+
+def _forkserver_pid() -> int | None:
+    pid = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_forkserver_pid", None)
+    return pid if isinstance(pid, int) else None
 
 
 def forkserver_bytes() -> int:
     """The memory the parent of the sessions' processes takes (proportional, as theirs)."""
-    pid = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_forkserver_pid", None)
-    return memory.proportional_bytes(pid) if isinstance(pid, int) else 0
+    pid = _forkserver_pid()
+    return 0 if pid is None else memory.proportional_bytes(pid)
 
 
 class _Popen(multiprocessing.popen_forkserver.Popen):
@@ -304,7 +321,8 @@ class SessionProcess:
             self.busy_since = None
         elif name == "admit":
             self.user = str(args[0])
-            self.logged_in = host.admit(self.key)
+            with self._lock:  # (never both: dropped while it logged in, and admitted)
+                self.logged_in = not self._dropped and host.admit(self.key)
             return self.logged_in
         elif name == "wait":
             deadline = None if args[0] is None else float(args[0])
@@ -366,6 +384,8 @@ class SessionProcess:
     def drop(self) -> None:
         """End a connection past the auth timeout (or to make room for another login)."""
         with self._lock:
+            if self.logged_in:  # (logged in since the watchdog looked)
+                return
             self._dropped = True
             if self._control is None:  # still waiting for the client's first bytes
                 with contextlib.suppress(OSError):
