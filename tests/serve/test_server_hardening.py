@@ -223,8 +223,8 @@ def test_throttled_logins_do_not_hold_slots_past_the_auth_timeout(serving, data_
     """After a failed login, logins from that address that would wait past the auth timeout
     are refused at once: they hold no connection slot, and another address gets in."""
     server = serving(data_dirs=[data_dir], password=PASSWORD,
-                     limits=Limits(max_connections=4, auth_timeout=1))
-    server.security.throttle.base_delay = 4  # the default reaches 8 s after 5 failures
+                     limits=Limits(max_connections=4, auth_timeout=2))
+    server.security.throttle.base_delay = 8  # (the default's after 5 failures; past the auth timeout)
     with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
         _connect(server, password="guess")
     socks = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(4)]
