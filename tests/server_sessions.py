@@ -103,6 +103,20 @@ def _wait_for(condition, timeout: float = 10.0) -> bool:
     return condition()
 
 
+def cancel_once_busy(server, con: psycopg.Connection) -> None:
+    """Send ``con``'s CancelRequest (from a thread) once its session on ``server`` runs a
+    statement (a timer could fire before the statement starts on a loaded machine: there
+    would be nothing to cancel, and the statement would run on)."""
+    pid = con.info.backend_pid
+
+    def cancel() -> None:
+        _wait_for(lambda: any(key[0] == pid and session.busy_since
+                              for key, session in list(server.sessions.items())))
+        time.sleep(0.2)  # (busy is told as the statement begins)
+        con.cancel_safe()
+    threading.Thread(target=cancel, daemon=True).start()
+
+
 def _default_signals(ignore_sigint: bool) -> Callable[[], None]:
     def reset() -> None:  # in the child, before exec: a test's own dispositions do not leak
         signal.signal(signal.SIGINT, signal.SIG_IGN if ignore_sigint else signal.SIG_DFL)

@@ -185,13 +185,13 @@ def test_planning_a_million_chunks_takes_well_under_a_second():
     for table, filter in [("variants", None), ("variants", region), ("calls", region & (pc.field("qual") > 3))]:
         request = ScanRequest(table, schema if table == "calls" else schema.remove(4), columns=("pos",), filter=filter)
         elapsed = float("inf")
-        for _ in range(2):  # the best of two: the test machine is shared
-            started = time.perf_counter()
+        for _ in range(2):  # the best of two, in CPU time: the test machine is shared
+            started = time.process_time()
             # (a layout has the members planning and cutting read)
             tasks = cut_plan(cast(VczStore, layout), plan_scan(layout, request), request, min_tasks=8)
-            elapsed = min(elapsed, time.perf_counter() - started)
+            elapsed = min(elapsed, time.process_time() - started)
         assert len(tasks) >= 8
-        assert elapsed < 1.0, f"{table} {filter}: planned in {elapsed:.2f} s"
+        assert elapsed < 1.0, f"{table} {filter}: planned in {elapsed:.2f} CPU-s"
         assert tasks[0].variant_chunks[0] == (0 if filter is None else n // 4)  # contig "2"
 
 

@@ -208,7 +208,10 @@ def _running_query(server, user: str) -> tuple[psycopg.Connection, int, threadin
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10  # (its statement running: a cancel before it cancels nothing)
+    while not any(s.busy_since for s in server.sessions.values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)
     return con, pid, thread, ended
 
 

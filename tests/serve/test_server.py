@@ -15,6 +15,7 @@ import time
 import oracle
 import psycopg
 import pytest
+from server_sessions import cancel_once_busy
 
 import vcfzarr_sql
 from vcfzarr_sql.serve.pg import make_server
@@ -240,7 +241,7 @@ def test_binary_results_equal_text_results(con, store) -> None:
 
 def test_cancel(server) -> None:
     with _connect(server) as con:
-        threading.Timer(0.5, con.cancel_safe).start()
+        cancel_once_busy(server, con)
         started = time.monotonic()
         with pytest.raises(psycopg.errors.QueryCanceled):
             con.execute("SELECT count(*) FROM range(1000000000000) a")

@@ -17,7 +17,6 @@ import socket
 import struct
 import subprocess
 import tempfile
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -69,30 +68,34 @@ _REDOS = {
 
 def _psql_select_1(server, delay: float) -> subprocess.Popen:
     """psql (another process: it needs no GIL of ours) running SELECT 1 after ``delay``
-    seconds; it prints how many seconds the SELECT took."""
+    seconds; it prints when the SELECT began and ended, and psql's exit status."""
     script = ('sleep "$2"; s=$(date +%s.%N); psql -X -h 127.0.0.1 -p "$1" -U other -d any -At '
-              '-c "SELECT 1" >/dev/null 2>&1; e=$(date +%s.%N); echo "$s $e"')
+              '-c "SELECT 1" >/dev/null 2>&1; r=$?; e=$(date +%s.%N); echo "$s $e $r"')
     return subprocess.Popen(["bash", "-c", script, "psql", str(server.port), str(delay)],
                             stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PGCONNECT_TIMEOUT": "60"})
 
 
 def _seconds(psql: subprocess.Popen) -> float:
-    start, end = map(float, psql.communicate(timeout=120)[0].split())
-    return end - start
+    start, end, status = psql.communicate(timeout=120)[0].split()
+    assert status == "0", f"psql's SELECT 1 failed (exit status {status})"
+    return float(end) - float(start)
 
 
 @pytest.mark.parametrize("attack", sorted(_REDOS))
 def test_a_query_text_cannot_freeze_every_client(serving, data_dir, attack) -> None:
+    """Another client's SELECT 1 during the attack takes under 5 s (the freezes were 6 to
+    18 s on an idle machine), or 5 times what one took just before on a loaded one."""
     server = serving(data_dirs=[data_dir])
-    assert _seconds(_psql_select_1(server, 0)) < 5
+    usual = _seconds(_psql_select_1(server, 0))
     attacker = _raw_session(server, timeout=120)
     other = _psql_select_1(server, 1)  # started now: it runs while the attack does
     attacker.sendall(_msg(b"Q", _REDOS[attack].encode() + b"\x00"))
     with attacker:
         _until_ready(attacker)
     waited = _seconds(other)
-    assert waited < 5, f"another client waited {waited:.1f} s for SELECT 1 ({attack} regex)"
+    assert waited < max(5, 5 * usual), \
+        f"another client waited {waited:.1f} s for SELECT 1 ({attack} regex; {usual:.1f} s before)"
 
 
 def test_catalog_rewrites_keep_their_meaning() -> None:
@@ -132,19 +135,21 @@ def test_a_glob_does_not_list_files_outside_the_data_directories(serving, data_d
 def test_a_glob_over_a_symlink_loop_is_bounded(serving, tmp_path) -> None:
     """A data directory holding a link loop (as /usr/bin/X11 -> . on real machines): a glob
     through it names at most MAX_GLOB_STORES stores, then fails, in well under a second's
-    worth of them."""
+    worth of them (the session's CPU time: its wall time is the machine's load's; the
+    statement timeout only keeps an unbounded glob from running on)."""
     root = tmp_path / "served"
     loop = root / "loop"
     loop.mkdir(parents=True)
     for name in "abc":
         (loop / name).symlink_to(".")
-    server = serving(data_dirs=[root], limits=Limits(statement_timeout=0.5))
+    server = serving(data_dirs=[root], limits=Limits(statement_timeout=10))
     with _connect(server) as con:
-        started = time.monotonic()
+        [session] = server.sessions.values()
+        cpu = session.cpu_seconds()
         with pytest.raises(psycopg.Error, match="matches more than 10000 stores"):
             con.execute(f"SELECT count(*) FROM vcf_zarr('loop{'/*' * 10}')")  # 3^10 paths
-        elapsed = time.monotonic() - started
-    assert elapsed < 10, elapsed
+        spent = session.cpu_seconds() - cpu
+    assert spent < 0.5, f"the glob took {spent:.2f} CPU-s"
 
 
 # -- an OSError while a statement runs is that statement's error --------------------------------
@@ -218,8 +223,8 @@ def test_throttled_logins_do_not_hold_slots_past_the_auth_timeout(serving, data_
     """After a failed login, logins from that address that would wait past the auth timeout
     are refused at once: they hold no connection slot, and another address gets in."""
     server = serving(data_dirs=[data_dir], password=PASSWORD,
-                     limits=Limits(max_connections=4, auth_timeout=1))
-    server.security.throttle.base_delay = 4  # the default reaches 8 s after 5 failures
+                     limits=Limits(max_connections=4, auth_timeout=2))
+    server.security.throttle.base_delay = 8  # (the default's after 5 failures; past the auth timeout)
     with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
         _connect(server, password="guess")
     socks = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(4)]

@@ -72,8 +72,8 @@ def test_a_value_that_cannot_be_interrupted_ends_its_session_in_time(serving, da
         with pytest.raises(psycopg.errors.QueryCanceled, match="could not be stopped"):
             con.execute("SELECT length(repeat('x', 1000000000))")
         took = time.monotonic() - started
-        assert took < 3 + 7, f"{took:.1f} s"
-    assert _wait_for(lambda: not server.sessions, 2)
+        assert took < 3 + 5 + 5, f"{took:.1f} s"  # (the timeout, END_GRACE_WALL, a loaded machine's margin)
+    assert _wait_for(lambda: not server.sessions, 10)
     with _connect(server.port) as other:
         assert other.execute("SELECT 42").fetchone() == (42,)
 

@@ -15,7 +15,6 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from server_sessions import (
     _running,
     _startup,
     _wait_for,
+    cancel_once_busy,
 )
 
 from vcfzarr_sql.serve.pg import Limits, make_server
@@ -266,7 +266,7 @@ def test_startup_packet_claims_are_bounded(serving, data_dir) -> None:
 def test_connections_and_logins_are_limited(serving, data_dir) -> None:
     """Logged-in clients are limited; connections still logging in have slots of their own
     (issue 23 item 2) and are dropped after the auth timeout."""
-    server = serving(data_dirs=[data_dir], limits=Limits(max_connections=3, auth_timeout=1))
+    server = serving(data_dirs=[data_dir], limits=Limits(max_connections=3, auth_timeout=2))
     idle = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(3)]
     clients = [_connect(server) for _ in range(3)]
     with pytest.raises(psycopg.OperationalError, match="too many clients"):
@@ -285,7 +285,7 @@ def test_connections_and_logins_are_limited(serving, data_dir) -> None:
 def test_cancel_request_served_when_full(serving, data_dir) -> None:
     server = serving(data_dirs=[data_dir], limits=Limits(max_connections=1))
     with _connect(server) as con:
-        threading.Timer(0.5, con.cancel_safe).start()
+        cancel_once_busy(server, con)
         with pytest.raises(psycopg.errors.QueryCanceled, match="user request"):
             con.execute("SELECT count(*) FROM range(100000000) a, range(100000000) b")
         assert con.execute("SELECT 1").fetchone() == (1,)
@@ -294,7 +294,7 @@ def test_cancel_request_served_when_full(serving, data_dir) -> None:
 def test_idle_clients_are_disconnected(serving, data_dir) -> None:
     server = serving(data_dirs=[data_dir], limits=Limits(idle_timeout=0.5))
     with _connect(server) as con:
-        time.sleep(1.2)
+        assert _wait_for(lambda: not server.sessions), "an idle session was kept 10 s"
         with pytest.raises(psycopg.OperationalError):
             con.execute("SELECT 1")
 

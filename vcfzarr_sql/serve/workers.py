@@ -46,17 +46,34 @@ CONTEXT = multiprocessing.get_context("forkserver")
 
 
 def start_forkserver() -> None:
-    """Start the parent of the servers' processes, with their modules loaded (once per
-    process; it exits with this process)."""
+    """Start the parent of the servers' processes, with their modules loaded, and wait until
+    they are (once per process; it exits with this process)."""
+    global _ready_forkserver
     CONTEXT.set_forkserver_preload(PRELOAD)
     multiprocessing.forkserver.ensure_running()
+    pid = _forkserver_pid()
+    if pid != _ready_forkserver:  # its first child waits for the modules to load: not a
+        process = Process(target=int, daemon=True)  # client's (whose auth timeout runs)
+        process.start()
+        process.join()
+        process.close()
+        _ready_forkserver = pid
+
+
+#: The forkserver known to have loaded the servers' modules (:func:`start_forkserver`).
+_ready_forkserver: int | None = None
+
+
+def _forkserver_pid() -> int | None:
+    pid = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_forkserver_pid", None)
+    return pid if isinstance(pid, int) else None
 
 
 def forkserver_bytes(exact: bool = True) -> int:
     """The memory the parent of the servers' processes takes (proportional, as theirs; not
     ``exact``: resident, cheaper and never less)."""
-    pid = getattr(getattr(multiprocessing.forkserver, "_forkserver", None), "_forkserver_pid", None)
-    if not isinstance(pid, int):
+    pid = _forkserver_pid()
+    if pid is None:
         return 0
     return memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
 

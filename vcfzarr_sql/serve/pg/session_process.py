@@ -228,7 +228,8 @@ class SessionProcess:
             self.busy_since = None
         elif name == "admit":
             self.user = str(args[0])
-            self.logged_in = host.admit(self.key)
+            with self._lock:  # (never both: dropped while it logged in, and admitted)
+                self.logged_in = not self._dropped and host.admit(self.key)
             return self.logged_in
         elif name == "wait":
             deadline = None if args[0] is None else float(args[0])
@@ -294,6 +295,8 @@ class SessionProcess:
         """End a connection past the auth timeout (or to make room for another login): its
         process is ended if it has not exited :data:`END_WAIT` seconds later."""
         with self._lock:
+            if self.logged_in:  # (logged in since the watchdog looked)
+                return
             self._dropped = True
             if self._control is None:  # still waiting for the client's first bytes
                 with contextlib.suppress(OSError):
