@@ -27,7 +27,9 @@ from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql  # noqa: E402 (the fli
 from vcfzarr_sql.serve.flight import FlightSqlServer, make_flight_server  # noqa: E402
 from vcfzarr_sql.serve.flight.auth import PasswordAuth, Tokens  # noqa: E402
 from vcfzarr_sql.serve.flight.server import MAX_STATEMENTS_PER_CLIENT, pack, unpack  # noqa: E402
+from vcfzarr_sql.serve.flight.worker import Pool  # noqa: E402
 from vcfzarr_sql.serve.pg.config import Limits  # noqa: E402
+from vcfzarr_sql.serve.pg.sqlstate import PgError  # noqa: E402
 
 PASSWORD = "correct horse battery staple"
 
@@ -338,3 +340,50 @@ def test_a_long_statement_does_not_hold_the_gil(flight_serving, tmp_path) -> Non
         assert sql.DoPutUpdateResult.FromString(reader.read().to_pybytes()).record_count == 1
         writer.close()
     assert max(gaps) < 1.5, f"the GIL was held {max(gaps):.1f} s"
+
+
+def test_worker_processes_are_bounded_however_many_calls_run_at_once(flight_serving, tmp_path) -> None:
+    """Calls that run on a worker without an open statement (catalog commands, prepares)
+    take processes too: they are bounded as statements are (4 x --max-connections), the rest
+    refused (53300). Before, 40 such calls at once forked 16 workers under a limit of 8."""
+    server, client = flight_serving(data_dirs=[tmp_path], limits=Limits(max_connections=1))
+    tables = flight.FlightDescriptor.for_command(pack(sql.CommandGetTables(include_schema=True)))
+    peak, errors, done = [0], [], threading.Event()
+
+    def count() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], len(server._pool._taken) + len(server._pool._idle))
+            time.sleep(0.002)
+
+    def call() -> None:
+        try:
+            flight.FlightClient(f"grpc://127.0.0.1:{server.port}").get_flight_info(tables)
+        except flight.FlightError as err:
+            errors.append(str(err))
+
+    threading.Thread(target=count, daemon=True).start()
+    calls = [threading.Thread(target=call) for _ in range(16)]
+    for thread in calls:
+        thread.start()
+    for thread in calls:
+        thread.join()
+    done.set()
+    assert peak[0] <= 4
+    assert all("too many statements running at once" in error for error in errors), errors
+    client.get_flight_info(tables)  # (and the server goes on)
+
+
+def test_the_pool_never_has_more_runners_than_its_limit() -> None:
+    class Fake:
+        def alive(self) -> bool:
+            return True
+
+        def close(self) -> None:
+            pass
+
+    pool = Pool(Fake, limit=2)  # type: ignore[arg-type]
+    first, _ = pool.take(), pool.take()
+    with pytest.raises(PgError, match="too many statements running at once"):
+        pool.take()
+    pool.give_back(first)
+    assert pool.take() is first

@@ -221,15 +221,17 @@ class FlightSqlServer(flight.FlightServerBase):
         policy = sessions.policy
         #: Whether statements run in worker processes (not for a shared writable database).
         self.processes = processes and not (policy.writable and policy.database is not None)
+        # (as many runners as statements may be open: each holds one at most)
+        most = STATEMENTS_PER_CONNECTION * self.limits.max_connections
         if self.processes:
             workers.start_forkserver()
             setup = WorkerSetup(policy, self.limits.max_memory)
-            self._pool = Pool(lambda: Worker(setup))
+            self._pool = Pool(lambda: Worker(setup), most)
         else:
-            self._pool = Pool(lambda: Executor(sessions))
+            self._pool = Pool(lambda: Executor(sessions), most)
         self._used = 0  # (bytes, at the watchdog's last look)
         self._statements = _Statements(self._pool, idle_timeout=self.limits.idle_timeout or math.inf,
-                                       clients=self.limits.max_connections)
+                                       clients=self.limits.max_connections, total=most)
         super().__init__(location, tls_certificates=tls_certificates or [],
                          auth_handler=HandshakeAccepted(), middleware={"auth": PasswordAuth(password)})
         self._stop_watching = threading.Event()

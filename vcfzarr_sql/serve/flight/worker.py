@@ -585,19 +585,26 @@ def _obey(control: object, executor: Executor, cap: _Cap) -> None:
 class Pool:
     """Runners made by ``start``, one per statement while it runs (or holds rows not fetched
     yet), kept for the next statements once done: at most :data:`IDLE_RUNNERS` idle, each
-    for :data:`IDLE_LINGER` seconds."""
+    for :data:`IDLE_LINGER` seconds; at most ``limit`` in all (each call that runs something
+    takes one, open statements or not: concurrent calls cannot fork without bound)."""
 
-    def __init__(self, start: Callable[[], Runner]):
+    def __init__(self, start: Callable[[], Runner], limit: int = 128):
         self._start = start
+        self.limit = limit
         self._idle: list[tuple[float, Runner]] = []
         self._taken: list[Runner] = []
+        self._starting = 0
         self._lock = threading.Lock()
 
     def take(self) -> Runner:
-        """A runner for a statement (an idle one, or a new one)."""
+        """A runner for a statement (an idle one, or a new one; PgError 53300 when ``limit``
+        are in use)."""
         while True:
             with self._lock:
                 if not self._idle:
+                    if len(self._taken) + self._starting >= self.limit:
+                        raise PgError("53300", f"too many statements running at once ({self.limit})")
+                    self._starting += 1
                     break
                 _, runner = self._idle.pop()
             if runner.alive():
@@ -605,7 +612,11 @@ class Pool:
                     self._taken.append(runner)
                 return runner
             runner.close()
-        runner = self._start()
+        try:
+            runner = self._start()
+        finally:
+            with self._lock:
+                self._starting -= 1
         with self._lock:
             self._taken.append(runner)
         return runner
