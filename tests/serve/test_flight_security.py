@@ -25,6 +25,7 @@ else:
 
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql  # noqa: E402 (the flight extra)
 from vcfzarr_sql.serve.flight import FlightSqlServer, make_flight_server  # noqa: E402
+from vcfzarr_sql.serve.flight import worker as worker_module  # noqa: E402
 from vcfzarr_sql.serve.flight.auth import PasswordAuth, Tokens  # noqa: E402
 from vcfzarr_sql.serve.flight.server import MAX_STATEMENTS_PER_CLIENT, pack, unpack  # noqa: E402
 from vcfzarr_sql.serve.flight.worker import Pool  # noqa: E402
@@ -387,3 +388,30 @@ def test_the_pool_never_has_more_runners_than_its_limit() -> None:
         pool.take()
     pool.give_back(first)
     assert pool.take() is first
+
+
+def test_a_reply_the_server_fails_to_read_ends_its_worker(flight_serving, tmp_path, monkeypatch) -> None:
+    """A reply the server cannot take in (here its payload's memory refused after its header,
+    as ``--max-memory`` may) leaves the rest of it in the socket: its worker must not serve
+    the next statement. Before, the next query on it failed with 'the statement's process
+    ended unexpectedly' (it read that rest as a reply)."""
+    server, client = flight_serving(data_dirs=[tmp_path])
+    options = flight.FlightCallOptions()
+
+    def fetch(query: str) -> list[dict]:
+        info = client.get_flight_info(_query(query), options)
+        return client.do_get(info.endpoints[0].ticket, options).read_all().to_pylist()
+
+    assert fetch("SELECT 1 AS one") == [{"one": 1}]  # (a worker waits in the pool now)
+    read_exactly = worker_module._read_exactly
+
+    def refused(sock, size: int) -> bytearray:
+        if size > worker_module._FRAME.size:
+            raise MemoryError
+        return read_exactly(sock, size)
+
+    monkeypatch.setattr(worker_module, "_read_exactly", refused)
+    with pytest.raises(flight.FlightError):
+        fetch("SELECT 2 AS two")
+    monkeypatch.setattr(worker_module, "_read_exactly", read_exactly)
+    assert fetch("SELECT 42 AS answer") == [{"answer": 42}]

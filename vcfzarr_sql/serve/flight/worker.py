@@ -361,6 +361,9 @@ class Worker:
         except (OSError, EOFError, ValueError):
             self._gone = True
             raise self._ended or PgError("XX000", "the statement's process ended unexpectedly") from None
+        except BaseException:  # (MemoryError...: what is left of the reply would be read as the next)
+            self._kill()
+            raise
         if reply[0] == "error":
             raise PgError(str(reply[1]), str(reply[2]))
         if reply[0] == "internal":
