@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 else:
     flight = pytest.importorskip("pyarrow.flight")
 
+from vcfzarr_sql.serve import memory  # noqa: E402
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql  # noqa: E402 (the flight extra)
 from vcfzarr_sql.serve.flight import FlightSqlServer, make_flight_server  # noqa: E402
 from vcfzarr_sql.serve.flight import worker as worker_module  # noqa: E402
@@ -415,3 +416,25 @@ def test_a_reply_the_server_fails_to_read_ends_its_worker(flight_serving, tmp_pa
         fetch("SELECT 2 AS two")
     monkeypatch.setattr(worker_module, "_read_exactly", read_exactly)
     assert fetch("SELECT 42 AS answer") == [{"answer": 42}]
+
+
+def test_a_workers_memory_room_is_counted_as_the_server_measured_it(flight_serving, tmp_path) -> None:
+    """Below half the cap the server measures workers by resident size and gives each its
+    room in that measure; the worker counted it against its proportional size (smaller by
+    the pages it shares with the forkserver, ~70 MB), so it could take that much more than
+    its room. Now it counts as the server measured (read here from its ``RLIMIT_DATA``)."""
+    server, client = flight_serving(data_dirs=[tmp_path], limits=Limits(max_memory=1 << 40))
+    info = client.get_flight_info(_query("SELECT 1 AS one"))
+    client.do_get(info.endpoints[0].ticket).read_all()
+    [worker] = server._pool.all()
+    pid = worker._pid
+    spare = memory.SPARE_THREADS * memory.thread_stack_bytes()
+    time.sleep(2 * worker_module._PERIOD)  # (the worker has kept its cap with its room since)
+    with open(f"/proc/{pid}/limits") as f:
+        [limit] = [int(line.split()[3]) for line in f if line.startswith("Max data size")]
+    with open(f"/proc/{pid}/status") as f:
+        [data] = [int(line.split()[1]) << 10 for line in f if line.startswith("VmData:")]
+    resident, proportional = memory.resident_bytes(pid), memory.proportional_bytes(pid)
+    assert resident - proportional > 16 << 20  # (else this test shows nothing)
+    slack = limit - data - spare
+    assert abs(slack - (worker._room - resident)) < (resident - proportional) / 2

@@ -17,14 +17,15 @@ never code):
 - ``catalog(name, arguments)`` -> the table of a Flight SQL catalog command;
 - any of them -> ``error(sqlstate, message)`` instead (``internal(text)``: an unexpected
   error, which the server logs);
-- ``room(bytes)``, before a request that starts a statement, unanswered: the memory the
-  worker may take from then on (so that no statement starts under an older cap).
+- ``room(bytes, exact)``, before a request that starts a statement, unanswered: the memory
+  the worker may take from then on (so that no statement starts under an older cap), counted
+  as the server last measured the worker (``exact``: proportional sizes, else resident).
 
 A request the server cannot write within :data:`WRITE_WAIT` seconds kills the worker; a
 worker that runs on is the watchdog's (the server reads replies as they come).
 
 A control pipe, which the server never waits on (a worker whose pipe is full is killed),
-carries ``interrupt(reason)`` and ``room(bytes)`` (the memory the worker may take, kept by the
+carries ``interrupt(reason)`` and ``room(bytes, exact)`` (the memory the worker may take, kept by the
 kernel: :func:`~vcfzarr_sql.serve.memory.cap_process_memory`). The watchdog
 (:mod:`~vcfzarr_sql.serve.watchdog`) sees each worker as a session it can end: it
 interrupts a statement past the statement timeout, kills the worker when the statement goes
@@ -321,6 +322,8 @@ class Worker:
         self.measured = 0
         self._room = 0
         self._room_due: int | None = None
+        self._exact = True  # (how ``measured`` was last read: the measure its room is in)
+        self._told_exact = True
         self._lock = threading.Lock()
         self._ended: PgError | None = None
         self._gone = False
@@ -349,8 +352,9 @@ class Worker:
             self._calls.settimeout(WRITE_WAIT)  # (a worker that does not read is killed)
             room, self._room_due = self._room_due, None
             if room is not None:  # (read before the request: no statement starts under an older cap)
-                _write(self._calls, ("room", room))
-                self._room = room
+                exact = self._exact
+                _write(self._calls, ("room", room, exact))
+                self._room, self._told_exact = room, exact
             _write(self._calls, message, payload)
             self._calls.settimeout(None)  # (its reply: the watchdog ends a worker that runs on)
             reply, data = _read(self._calls)
@@ -456,13 +460,17 @@ class Worker:
             self.measured = 0
         else:
             self.measured = memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
+        self._exact = exact
         return self.measured
 
     def limit_memory(self, room: int) -> None:
-        """Let the process take at most ``room`` bytes from now on (told when it changed by
-        more than a 64th)."""
-        if abs(room - self._room) > max(room, self._room) // 64 and self._tell("room", room):
-            self._room = room
+        """Let the process take at most ``room`` bytes from now on, counted as its memory was
+        last measured (:meth:`memory_bytes`; told when that changed, or ``room`` by more than
+        a 64th)."""
+        exact = self._exact
+        if (abs(room - self._room) > max(room, self._room) // 64 or exact != self._told_exact) \
+                and self._tell("room", room, exact):
+            self._room, self._told_exact = room, exact
 
     def start_with(self, room: int) -> None:
         """Let the process take at most ``room`` bytes from its next request on."""
@@ -530,7 +538,7 @@ def _worker_main(calls: socket.socket, control: object, setup: WorkerSetup) -> N
         except (EOFError, OSError, ValueError):  # the server is gone, or closed this worker
             os._exit(0)
         if message[0] == "room":  # (no reply)
-            cap.set(int(message[1]))
+            cap.set(int(message[1]), bool(message[2]))
             continue
         try:
             reply, data = _answer(executor, message, payload)
@@ -547,23 +555,26 @@ def _worker_main(calls: socket.socket, control: object, setup: WorkerSetup) -> N
 
 class _Cap:
     """The memory a worker may take (none without a server cap), which the kernel holds it to
-    (:func:`~vcfzarr_sql.serve.memory.cap_process_memory`, from both of its threads)."""
+    (:func:`~vcfzarr_sql.serve.memory.cap_process_memory`, from both of its threads), counted
+    in the measure the server gave it in (``exact``: proportional sizes, else resident)."""
 
     def __init__(self, max_memory: int):
         self._capped = bool(max_memory)
         self._room = max_memory
+        self._exact = True
         self._lock = threading.Lock()
 
-    def set(self, room: int) -> None:
+    def set(self, room: int, exact: bool) -> None:
         if self._capped:
             with self._lock:
-                self._room = max(room, 0)
+                self._room, self._exact = max(room, 0), exact
             self.keep()
 
     def keep(self) -> None:
         if self._capped:
             with self._lock:
-                memory.cap_process_memory(self._room, memory.proportional_bytes())
+                memory.cap_process_memory(
+                    self._room, memory.proportional_bytes() if self._exact else memory.resident_bytes())
 
 
 def _obey(control: object, executor: Executor, cap: _Cap) -> None:
@@ -579,7 +590,7 @@ def _obey(control: object, executor: Executor, cap: _Cap) -> None:
         if name == "interrupt":
             executor.interrupt(str(args[0]))
         elif name == "room":
-            cap.set(int(args[0]))
+            cap.set(int(args[0]), bool(args[1]))
 
 
 # -- runners kept for the next statements -------------------------------------------------------
