@@ -438,3 +438,25 @@ def test_a_workers_memory_room_is_counted_as_the_server_measured_it(flight_servi
     assert resident - proportional > 16 << 20  # (else this test shows nothing)
     slack = limit - data - spare
     assert abs(slack - (worker._room - resident)) < (resident - proportional) / 2
+
+
+def test_a_cancelled_call_whose_worker_does_not_stop_ends_it(flight_serving, tmp_path) -> None:
+    """A call the client cancels (its deadline here) interrupts its statement; a worker that
+    does not stop (stopped here; a value DuckDB cannot interrupt) is killed 5 s later, as the
+    watchdog ends a departed client's statement. Before, the server waited on it until the
+    statement timeout (an hour by default), its worker and a gRPC thread held meanwhile."""
+    server, client = flight_serving(data_dirs=[tmp_path])
+    info = client.get_flight_info(_query("SELECT 1 AS one"))
+    client.do_get(info.endpoints[0].ticket).read_all()
+    [worker] = server._pool.all()
+    pid = worker._pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(flight.FlightTimedOutError):
+            client.get_flight_info(_query("SELECT 2 AS two"), flight.FlightCallOptions(timeout=1))
+        assert _wait_for_exit(pid, 15)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    info = client.get_flight_info(_query("SELECT 42 AS answer"))
+    assert client.do_get(info.endpoints[0].ticket).read_all().to_pylist() == [{"answer": 42}]

@@ -526,7 +526,11 @@ class FlightSqlServer(flight.FlightServerBase):
         def watch() -> None:
             while not finished.wait(0.1):
                 if context is not None and context.is_cancelled():
-                    runner.interrupt()
+                    runner.interrupt("client disconnect")
+                    # (as the watchdog ends a departed client's statement that does not stop)
+                    if isinstance(runner, Worker) and not finished.wait(watchdog.END_GRACE_WALL):
+                        runner.end("57014", "terminating connection due to client disconnect: the "
+                                            "statement could not be stopped, so the session was ended")
                     return
 
         if isinstance(runner, Worker) and self.limits.max_memory:
