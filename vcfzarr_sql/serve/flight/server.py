@@ -412,7 +412,7 @@ class FlightSqlServer(flight.FlightServerBase):
                 self._close(handle)
         elif isinstance(command, (sql.CommandPreparedStatementQuery, sql.CommandPreparedStatementUpdate)):
             statement = self._statement(command.prepared_statement_handle)
-            rows = reader.read_all()
+            rows = _parameter_rows(reader, self.limits.max_message)
             statement.parameters = rows if rows.num_rows else None
             if isinstance(command, sql.CommandPreparedStatementQuery):
                 result = sql.DoPutPreparedStatementResult(
@@ -560,6 +560,21 @@ class FlightSqlServer(flight.FlightServerBase):
                     statement.closed = statement.closed or single_use
                 if runner is not None:
                     self._pool.give_back(runner)
+
+
+def _parameter_rows(reader: flight.MetadataRecordBatchReader, longest: int) -> pa.Table:
+    """The rows a DoPut binds to a prepared statement, which it keeps in the server's memory
+    until it is closed: refused (PgError 54000) past ``longest`` bytes, as a PostgreSQL Bind
+    message longer than ``Limits.max_message`` is."""
+    batches, size = [], 0
+    for chunk in reader:
+        if chunk.data is None:
+            continue
+        size += chunk.data.nbytes
+        if size > longest:
+            raise PgError("54000", f"parameter rows of more than {longest >> 20} MB: bind fewer at once")
+        batches.append(chunk.data)
+    return pa.Table.from_batches(batches, reader.schema)
 
 
 def _optional(message: Message, name: str) -> str | None:
