@@ -488,3 +488,16 @@ def test_parameter_rows_are_bounded(flight_serving, tmp_path) -> None:
     bind(pa.table({"p": ["here"]}))
     info = client.get_flight_info(prepared)
     assert client.do_get(info.endpoints[0].ticket).read_all().to_pylist() == [{"s": "here"}]
+
+
+def test_a_long_error_reaches_the_client_and_keeps_its_worker(flight_serving, tmp_path) -> None:
+    """An error longer than a worker's reply may be (one naming a 20,000-character column)
+    came out as 'the statement's process ended unexpectedly', and its worker was thrown away,
+    so each such query cost a process start. Now its text is cut to fit."""
+    server, client = flight_serving(data_dirs=[tmp_path])
+    client.do_get(client.get_flight_info(_query("SELECT 1 AS one")).endpoints[0].ticket).read_all()
+    [worker] = server._pool.all()
+    with pytest.raises(flight.FlightServerError, match="42703") as raised:
+        client.get_flight_info(_query('SELECT "' + "\x01" * 20_000 + '"'))
+    assert "ended unexpectedly" not in str(raised.value)
+    assert server._pool.all() == [worker] and worker.alive()

@@ -82,6 +82,9 @@ MAX_REQUEST = 1 << 28
 #: Seconds between two looks of a worker at its memory cap and at its server.
 _PERIOD = 0.2
 _FRAME = struct.Struct(">IQ")  # the JSON message's length, the payload's
+#: Characters of an error's text a worker sends (each at most 6 bytes of JSON, \u escaped:
+#: the reply fits in the message the server reads; an error naming a long identifier does not).
+_LONGEST_TEXT = workers.MAX_MESSAGE // 8
 
 
 @dataclass(frozen=True)
@@ -544,9 +547,9 @@ def _worker_main(calls: socket.socket, control: object, setup: WorkerSetup) -> N
             reply, data = _answer(executor, message, payload)
         except (VcfZarrError, duckdb.Error) as err:
             error = sql_error(err)
-            reply, data = ("error", error.sqlstate, error.message), b""
+            reply, data = ("error", error.sqlstate[:5], error.message[:_LONGEST_TEXT]), b""
         except Exception as err:  # (told to the server, which logs it)
-            reply, data = ("internal", f"{type(err).__name__}: {err}"[:workers.MAX_MESSAGE // 2]), b""
+            reply, data = ("internal", f"{type(err).__name__}: {err}"[:_LONGEST_TEXT]), b""
         try:
             _write(calls, reply, data)
         except OSError:
