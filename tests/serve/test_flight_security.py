@@ -23,11 +23,15 @@ if TYPE_CHECKING:
 else:
     flight = pytest.importorskip("pyarrow.flight")
 
+from vcfzarr_sql.serve import memory  # noqa: E402
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql  # noqa: E402 (the flight extra)
 from vcfzarr_sql.serve.flight import FlightSqlServer, make_flight_server  # noqa: E402
+from vcfzarr_sql.serve.flight import worker as worker_module  # noqa: E402
 from vcfzarr_sql.serve.flight.auth import PasswordAuth, Tokens  # noqa: E402
 from vcfzarr_sql.serve.flight.server import MAX_STATEMENTS_PER_CLIENT, pack, unpack  # noqa: E402
+from vcfzarr_sql.serve.flight.worker import Pool  # noqa: E402
 from vcfzarr_sql.serve.pg.config import Limits  # noqa: E402
+from vcfzarr_sql.serve.pg.sqlstate import PgError  # noqa: E402
 
 PASSWORD = "correct horse battery staple"
 
@@ -338,3 +342,162 @@ def test_a_long_statement_does_not_hold_the_gil(flight_serving, tmp_path) -> Non
         assert sql.DoPutUpdateResult.FromString(reader.read().to_pybytes()).record_count == 1
         writer.close()
     assert max(gaps) < 1.5, f"the GIL was held {max(gaps):.1f} s"
+
+
+def test_worker_processes_are_bounded_however_many_calls_run_at_once(flight_serving, tmp_path) -> None:
+    """Calls that run on a worker without an open statement (catalog commands, prepares)
+    take processes too: they are bounded as statements are (4 x --max-connections), the rest
+    refused (53300). Before, 40 such calls at once forked 16 workers under a limit of 8."""
+    server, client = flight_serving(data_dirs=[tmp_path], limits=Limits(max_connections=1))
+    tables = flight.FlightDescriptor.for_command(pack(sql.CommandGetTables(include_schema=True)))
+    peak, errors, done = [0], [], threading.Event()
+
+    def count() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], len(server._pool._taken) + len(server._pool._idle))
+            time.sleep(0.002)
+
+    def call() -> None:
+        try:
+            flight.FlightClient(f"grpc://127.0.0.1:{server.port}").get_flight_info(tables)
+        except flight.FlightError as err:
+            errors.append(str(err))
+
+    threading.Thread(target=count, daemon=True).start()
+    calls = [threading.Thread(target=call) for _ in range(16)]
+    for thread in calls:
+        thread.start()
+    for thread in calls:
+        thread.join()
+    done.set()
+    assert peak[0] <= 4
+    assert all("too many statements running at once" in error for error in errors), errors
+    client.get_flight_info(tables)  # (and the server goes on)
+
+
+def test_the_pool_never_has_more_runners_than_its_limit() -> None:
+    class Fake:
+        def alive(self) -> bool:
+            return True
+
+        def close(self) -> None:
+            pass
+
+    pool = Pool(Fake, limit=2)  # type: ignore[arg-type]
+    first, _ = pool.take(), pool.take()
+    with pytest.raises(PgError, match="too many statements running at once"):
+        pool.take()
+    pool.give_back(first)
+    assert pool.take() is first
+
+
+def test_a_reply_the_server_fails_to_read_ends_its_worker(flight_serving, tmp_path, monkeypatch) -> None:
+    """A reply the server cannot take in (here its payload's memory refused after its header,
+    as ``--max-memory`` may) leaves the rest of it in the socket: its worker must not serve
+    the next statement. Before, the next query on it failed with 'the statement's process
+    ended unexpectedly' (it read that rest as a reply)."""
+    server, client = flight_serving(data_dirs=[tmp_path])
+    options = flight.FlightCallOptions()
+
+    def fetch(query: str) -> list[dict]:
+        info = client.get_flight_info(_query(query), options)
+        return client.do_get(info.endpoints[0].ticket, options).read_all().to_pylist()
+
+    assert fetch("SELECT 1 AS one") == [{"one": 1}]  # (a worker waits in the pool now)
+    read_exactly = worker_module._read_exactly
+
+    def refused(sock, size: int) -> bytearray:
+        if size > worker_module._FRAME.size:
+            raise MemoryError
+        return read_exactly(sock, size)
+
+    monkeypatch.setattr(worker_module, "_read_exactly", refused)
+    with pytest.raises(flight.FlightError):
+        fetch("SELECT 2 AS two")
+    monkeypatch.setattr(worker_module, "_read_exactly", read_exactly)
+    assert fetch("SELECT 42 AS answer") == [{"answer": 42}]
+
+
+def test_a_workers_memory_room_is_counted_as_the_server_measured_it(flight_serving, tmp_path) -> None:
+    """Below half the cap the server measures workers by resident size and gives each its
+    room in that measure; the worker counted it against its proportional size (smaller by
+    the pages it shares with the forkserver, ~70 MB), so it could take that much more than
+    its room. Now it counts as the server measured (read here from its ``RLIMIT_DATA``)."""
+    server, client = flight_serving(data_dirs=[tmp_path], limits=Limits(max_memory=1 << 40))
+    info = client.get_flight_info(_query("SELECT 1 AS one"))
+    client.do_get(info.endpoints[0].ticket).read_all()
+    [worker] = server._pool.all()
+    pid = worker._pid
+    spare = memory.SPARE_THREADS * memory.thread_stack_bytes()
+    time.sleep(2 * worker_module._PERIOD)  # (the worker has kept its cap with its room since)
+    with open(f"/proc/{pid}/limits") as f:
+        [limit] = [int(line.split()[3]) for line in f if line.startswith("Max data size")]
+    with open(f"/proc/{pid}/status") as f:
+        [data] = [int(line.split()[1]) << 10 for line in f if line.startswith("VmData:")]
+    resident, proportional = memory.resident_bytes(pid), memory.proportional_bytes(pid)
+    assert resident - proportional > 16 << 20  # (else this test shows nothing)
+    slack = limit - data - spare
+    assert abs(slack - (worker._room - resident)) < (resident - proportional) / 2
+
+
+def test_a_cancelled_call_whose_worker_does_not_stop_ends_it(flight_serving, tmp_path) -> None:
+    """A call the client cancels (its deadline here) interrupts its statement; a worker that
+    does not stop (stopped here; a value DuckDB cannot interrupt) is killed 5 s later, as the
+    watchdog ends a departed client's statement. Before, the server waited on it until the
+    statement timeout (an hour by default), its worker and a gRPC thread held meanwhile."""
+    server, client = flight_serving(data_dirs=[tmp_path])
+    info = client.get_flight_info(_query("SELECT 1 AS one"))
+    client.do_get(info.endpoints[0].ticket).read_all()
+    [worker] = server._pool.all()
+    pid = worker._pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(flight.FlightTimedOutError):
+            client.get_flight_info(_query("SELECT 2 AS two"), flight.FlightCallOptions(timeout=1))
+        assert _wait_for_exit(pid, 15)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    info = client.get_flight_info(_query("SELECT 42 AS answer"))
+    assert client.do_get(info.endpoints[0].ticket).read_all().to_pylist() == [{"answer": 42}]
+
+
+def test_parameter_rows_are_bounded(flight_serving, tmp_path) -> None:
+    """The rows a DoPut binds stay in the server's memory as long as their prepared statement
+    is open: they are refused past Limits.max_message, 64 MiB (as a PostgreSQL Bind is). Before, any size
+    was kept (measured: 200 MB bound to one statement, 32 statements a client)."""
+    server, client = flight_serving(data_dirs=[tmp_path], limits=Limits(max_message=1 << 20))
+    body = pack(sql.ActionCreatePreparedStatementRequest(query="SELECT $1::VARCHAR AS s"))
+    [result] = client.do_action(flight.Action("CreatePreparedStatement", body))
+    created = unpack(result.body.to_pybytes())
+    assert isinstance(created, sql.ActionCreatePreparedStatementResult)
+    handle = created.prepared_statement_handle
+    prepared = flight.FlightDescriptor.for_command(
+        pack(sql.CommandPreparedStatementQuery(prepared_statement_handle=handle)))
+
+    def bind(table: pa.Table) -> None:
+        writer, reader = client.do_put(prepared, table.schema)
+        with writer:
+            writer.write_table(table, max_chunksize=64)
+            writer.done_writing()
+            reader.read()
+
+    with pytest.raises(flight.FlightError, match="parameter rows of more than 1 MB"):
+        bind(pa.table({"p": ["x" * 1000] * 2000}))
+    assert server._statements._open[handle].parameters is None
+    bind(pa.table({"p": ["here"]}))
+    info = client.get_flight_info(prepared)
+    assert client.do_get(info.endpoints[0].ticket).read_all().to_pylist() == [{"s": "here"}]
+
+
+def test_a_long_error_reaches_the_client_and_keeps_its_worker(flight_serving, tmp_path) -> None:
+    """An error longer than a worker's reply may be (one naming a 20,000-character column)
+    came out as 'the statement's process ended unexpectedly', and its worker was thrown away,
+    so each such query cost a process start. Now its text is cut to fit."""
+    server, client = flight_serving(data_dirs=[tmp_path])
+    client.do_get(client.get_flight_info(_query("SELECT 1 AS one")).endpoints[0].ticket).read_all()
+    [worker] = server._pool.all()
+    with pytest.raises(flight.FlightServerError, match="42703") as raised:
+        client.get_flight_info(_query('SELECT "' + "\x01" * 20_000 + '"'))
+    assert "ended unexpectedly" not in str(raised.value)
+    assert server._pool.all() == [worker] and worker.alive()

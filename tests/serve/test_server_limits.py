@@ -26,7 +26,7 @@ from server_sessions import (  # noqa: F401 (fixtures)
 )
 
 from vcfzarr_sql.engine.saved_calls import sidecar
-from vcfzarr_sql.serve.pg import Limits, memory
+from vcfzarr_sql.serve.pg import Limits, PgServer, memory
 from vcfzarr_sql.serve.pg.auth import LoginThrottle
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy
 from vcfzarr_sql.store.confined import DataDirs
@@ -135,6 +135,33 @@ def test_a_success_does_not_reset_the_login_back_off() -> None:
         throttle.failed("10.0.0.9")
     throttle.succeeded("10.0.0.9")
     assert throttle.delay("10.0.0.9") == 8.0
+
+
+def test_an_ipv6_client_counts_by_its_64_for_logins() -> None:
+    """One IPv6 client has a /64 of addresses to rotate through: the login back-off and the
+    logins in wait from one address counted each address alone, so a guesser changing
+    address each time was never slowed, and its waiting logins ended other clients' first."""
+    throttle = LoginThrottle(base_delay=0.5, max_delay=8)
+    for suffix in range(1, 6):
+        throttle.failed(f"2001:db8::{suffix}")
+    assert throttle.delay("2001:db8::ffff") == 8.0 and throttle.delay("2001:db8:0:1::1") == 0.0
+
+    class Waiting:
+        def __init__(self, peer: str, connected_at: float):
+            self.peer, self.connected_at, self.dropped = peer, connected_at, False
+
+        def drop(self) -> None:
+            self.dropped = True
+
+    server = PgServer.__new__(PgServer)  # (its login slots only)
+    user = Waiting("192.0.2.7", 0.0)
+    guesser = [Waiting(f"2001:db8::{suffix}", 1.0 + suffix) for suffix in range(1, 3)]
+    waiting: list = [user, *guesser]
+    server.sessions = {(number, 0): session for number, session in enumerate(waiting)}
+    server.sessions_lock, server.admitted = threading.Lock(), set()
+    server.limits = Limits(max_logins=16, max_logins_per_address=2)
+    server._make_room_for_login("2001:db8::9")
+    assert guesser[0].dropped and not user.dropped
 
 
 def test_settings_show_no_server_directory(data_dir) -> None:  # noqa: F811

@@ -221,15 +221,17 @@ class FlightSqlServer(flight.FlightServerBase):
         policy = sessions.policy
         #: Whether statements run in worker processes (not for a shared writable database).
         self.processes = processes and not (policy.writable and policy.database is not None)
+        # (as many runners as statements may be open: each holds one at most)
+        most = STATEMENTS_PER_CONNECTION * self.limits.max_connections
         if self.processes:
             workers.start_forkserver()
             setup = WorkerSetup(policy, self.limits.max_memory)
-            self._pool = Pool(lambda: Worker(setup))
+            self._pool = Pool(lambda: Worker(setup), most)
         else:
-            self._pool = Pool(lambda: Executor(sessions))
+            self._pool = Pool(lambda: Executor(sessions), most)
         self._used = 0  # (bytes, at the watchdog's last look)
         self._statements = _Statements(self._pool, idle_timeout=self.limits.idle_timeout or math.inf,
-                                       clients=self.limits.max_connections)
+                                       clients=self.limits.max_connections, total=most)
         super().__init__(location, tls_certificates=tls_certificates or [],
                          auth_handler=HandshakeAccepted(), middleware={"auth": PasswordAuth(password)})
         self._stop_watching = threading.Event()
@@ -410,7 +412,7 @@ class FlightSqlServer(flight.FlightServerBase):
                 self._close(handle)
         elif isinstance(command, (sql.CommandPreparedStatementQuery, sql.CommandPreparedStatementUpdate)):
             statement = self._statement(command.prepared_statement_handle)
-            rows = reader.read_all()
+            rows = _parameter_rows(reader, self.limits.max_message)
             statement.parameters = rows if rows.num_rows else None
             if isinstance(command, sql.CommandPreparedStatementQuery):
                 result = sql.DoPutPreparedStatementResult(
@@ -524,7 +526,11 @@ class FlightSqlServer(flight.FlightServerBase):
         def watch() -> None:
             while not finished.wait(0.1):
                 if context is not None and context.is_cancelled():
-                    runner.interrupt()
+                    runner.interrupt("client disconnect")
+                    # (as the watchdog ends a departed client's statement that does not stop)
+                    if isinstance(runner, Worker) and not finished.wait(watchdog.END_GRACE_WALL):
+                        runner.end("57014", "terminating connection due to client disconnect: the "
+                                            "statement could not be stopped, so the session was ended")
                     return
 
         if isinstance(runner, Worker) and self.limits.max_memory:
@@ -554,6 +560,21 @@ class FlightSqlServer(flight.FlightServerBase):
                     statement.closed = statement.closed or single_use
                 if runner is not None:
                     self._pool.give_back(runner)
+
+
+def _parameter_rows(reader: flight.MetadataRecordBatchReader, longest: int) -> pa.Table:
+    """The rows a DoPut binds to a prepared statement, which it keeps in the server's memory
+    until it is closed: refused (PgError 54000) past ``longest`` bytes, as a PostgreSQL Bind
+    message longer than ``Limits.max_message`` is."""
+    batches, size = [], 0
+    for chunk in reader:
+        if chunk.data is None:
+            continue
+        size += chunk.data.nbytes
+        if size > longest:
+            raise PgError("54000", f"parameter rows of more than {longest >> 20} MB: bind fewer at once")
+        batches.append(chunk.data)
+    return pa.Table.from_batches(batches, reader.schema)
 
 
 def _optional(message: Message, name: str) -> str | None:

@@ -17,14 +17,15 @@ never code):
 - ``catalog(name, arguments)`` -> the table of a Flight SQL catalog command;
 - any of them -> ``error(sqlstate, message)`` instead (``internal(text)``: an unexpected
   error, which the server logs);
-- ``room(bytes)``, before a request that starts a statement, unanswered: the memory the
-  worker may take from then on (so that no statement starts under an older cap).
+- ``room(bytes, exact)``, before a request that starts a statement, unanswered: the memory
+  the worker may take from then on (so that no statement starts under an older cap), counted
+  as the server last measured the worker (``exact``: proportional sizes, else resident).
 
 A request the server cannot write within :data:`WRITE_WAIT` seconds kills the worker; a
 worker that runs on is the watchdog's (the server reads replies as they come).
 
 A control pipe, which the server never waits on (a worker whose pipe is full is killed),
-carries ``interrupt(reason)`` and ``room(bytes)`` (the memory the worker may take, kept by the
+carries ``interrupt(reason)`` and ``room(bytes, exact)`` (the memory the worker may take, kept by the
 kernel: :func:`~vcfzarr_sql.serve.memory.cap_process_memory`). The watchdog
 (:mod:`~vcfzarr_sql.serve.watchdog`) sees each worker as a session it can end: it
 interrupts a statement past the statement timeout, kills the worker when the statement goes
@@ -81,6 +82,9 @@ MAX_REQUEST = 1 << 28
 #: Seconds between two looks of a worker at its memory cap and at its server.
 _PERIOD = 0.2
 _FRAME = struct.Struct(">IQ")  # the JSON message's length, the payload's
+#: Characters of an error's text a worker sends (each at most 6 bytes of JSON, \u escaped:
+#: the reply fits in the message the server reads; an error naming a long identifier does not).
+_LONGEST_TEXT = workers.MAX_MESSAGE // 8
 
 
 @dataclass(frozen=True)
@@ -321,6 +325,8 @@ class Worker:
         self.measured = 0
         self._room = 0
         self._room_due: int | None = None
+        self._exact = True  # (how ``measured`` was last read: the measure its room is in)
+        self._told_exact = True
         self._lock = threading.Lock()
         self._ended: PgError | None = None
         self._gone = False
@@ -349,8 +355,9 @@ class Worker:
             self._calls.settimeout(WRITE_WAIT)  # (a worker that does not read is killed)
             room, self._room_due = self._room_due, None
             if room is not None:  # (read before the request: no statement starts under an older cap)
-                _write(self._calls, ("room", room))
-                self._room = room
+                exact = self._exact
+                _write(self._calls, ("room", room, exact))
+                self._room, self._told_exact = room, exact
             _write(self._calls, message, payload)
             self._calls.settimeout(None)  # (its reply: the watchdog ends a worker that runs on)
             reply, data = _read(self._calls)
@@ -361,6 +368,9 @@ class Worker:
         except (OSError, EOFError, ValueError):
             self._gone = True
             raise self._ended or PgError("XX000", "the statement's process ended unexpectedly") from None
+        except BaseException:  # (MemoryError...: what is left of the reply would be read as the next)
+            self._kill()
+            raise
         if reply[0] == "error":
             raise PgError(str(reply[1]), str(reply[2]))
         if reply[0] == "internal":
@@ -453,13 +463,17 @@ class Worker:
             self.measured = 0
         else:
             self.measured = memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
+        self._exact = exact
         return self.measured
 
     def limit_memory(self, room: int) -> None:
-        """Let the process take at most ``room`` bytes from now on (told when it changed by
-        more than a 64th)."""
-        if abs(room - self._room) > max(room, self._room) // 64 and self._tell("room", room):
-            self._room = room
+        """Let the process take at most ``room`` bytes from now on, counted as its memory was
+        last measured (:meth:`memory_bytes`; told when that changed, or ``room`` by more than
+        a 64th)."""
+        exact = self._exact
+        if (abs(room - self._room) > max(room, self._room) // 64 or exact != self._told_exact) \
+                and self._tell("room", room, exact):
+            self._room, self._told_exact = room, exact
 
     def start_with(self, room: int) -> None:
         """Let the process take at most ``room`` bytes from its next request on."""
@@ -527,15 +541,15 @@ def _worker_main(calls: socket.socket, control: object, setup: WorkerSetup) -> N
         except (EOFError, OSError, ValueError):  # the server is gone, or closed this worker
             os._exit(0)
         if message[0] == "room":  # (no reply)
-            cap.set(int(message[1]))
+            cap.set(int(message[1]), bool(message[2]))
             continue
         try:
             reply, data = _answer(executor, message, payload)
         except (VcfZarrError, duckdb.Error) as err:
             error = sql_error(err)
-            reply, data = ("error", error.sqlstate, error.message), b""
+            reply, data = ("error", error.sqlstate[:5], error.message[:_LONGEST_TEXT]), b""
         except Exception as err:  # (told to the server, which logs it)
-            reply, data = ("internal", f"{type(err).__name__}: {err}"[:workers.MAX_MESSAGE // 2]), b""
+            reply, data = ("internal", f"{type(err).__name__}: {err}"[:_LONGEST_TEXT]), b""
         try:
             _write(calls, reply, data)
         except OSError:
@@ -544,23 +558,26 @@ def _worker_main(calls: socket.socket, control: object, setup: WorkerSetup) -> N
 
 class _Cap:
     """The memory a worker may take (none without a server cap), which the kernel holds it to
-    (:func:`~vcfzarr_sql.serve.memory.cap_process_memory`, from both of its threads)."""
+    (:func:`~vcfzarr_sql.serve.memory.cap_process_memory`, from both of its threads), counted
+    in the measure the server gave it in (``exact``: proportional sizes, else resident)."""
 
     def __init__(self, max_memory: int):
         self._capped = bool(max_memory)
         self._room = max_memory
+        self._exact = True
         self._lock = threading.Lock()
 
-    def set(self, room: int) -> None:
+    def set(self, room: int, exact: bool) -> None:
         if self._capped:
             with self._lock:
-                self._room = max(room, 0)
+                self._room, self._exact = max(room, 0), exact
             self.keep()
 
     def keep(self) -> None:
         if self._capped:
             with self._lock:
-                memory.cap_process_memory(self._room, memory.proportional_bytes())
+                memory.cap_process_memory(
+                    self._room, memory.proportional_bytes() if self._exact else memory.resident_bytes())
 
 
 def _obey(control: object, executor: Executor, cap: _Cap) -> None:
@@ -576,7 +593,7 @@ def _obey(control: object, executor: Executor, cap: _Cap) -> None:
         if name == "interrupt":
             executor.interrupt(str(args[0]))
         elif name == "room":
-            cap.set(int(args[0]))
+            cap.set(int(args[0]), bool(args[1]))
 
 
 # -- runners kept for the next statements -------------------------------------------------------
@@ -585,19 +602,26 @@ def _obey(control: object, executor: Executor, cap: _Cap) -> None:
 class Pool:
     """Runners made by ``start``, one per statement while it runs (or holds rows not fetched
     yet), kept for the next statements once done: at most :data:`IDLE_RUNNERS` idle, each
-    for :data:`IDLE_LINGER` seconds."""
+    for :data:`IDLE_LINGER` seconds; at most ``limit`` in all (each call that runs something
+    takes one, open statements or not: concurrent calls cannot fork without bound)."""
 
-    def __init__(self, start: Callable[[], Runner]):
+    def __init__(self, start: Callable[[], Runner], limit: int = 128):
         self._start = start
+        self.limit = limit
         self._idle: list[tuple[float, Runner]] = []
         self._taken: list[Runner] = []
+        self._starting = 0
         self._lock = threading.Lock()
 
     def take(self) -> Runner:
-        """A runner for a statement (an idle one, or a new one)."""
+        """A runner for a statement (an idle one, or a new one; PgError 53300 when ``limit``
+        are in use)."""
         while True:
             with self._lock:
                 if not self._idle:
+                    if len(self._taken) + self._starting >= self.limit:
+                        raise PgError("53300", f"too many statements running at once ({self.limit})")
+                    self._starting += 1
                     break
                 _, runner = self._idle.pop()
             if runner.alive():
@@ -605,7 +629,11 @@ class Pool:
                     self._taken.append(runner)
                 return runner
             runner.close()
-        runner = self._start()
+        try:
+            runner = self._start()
+        finally:
+            with self._lock:
+                self._starting -= 1
         with self._lock:
             self._taken.append(runner)
         return runner

@@ -184,12 +184,13 @@ class PgServer(socketserver.ThreadingTCPServer):
             return True
 
     def _make_room_for_login(self, address: str) -> None:
-        """End the oldest connections still logging in: from ``address`` when it has
-        ``max_logins_per_address``, then of all when there are ``max_logins``."""
+        """End the oldest connections still logging in: from ``address`` (IPv6: its /64) when
+        it has ``max_logins_per_address``, then of all when there are ``max_logins``."""
         with self.sessions_lock:
             waiting = [s for key, s in self.sessions.items() if key not in self.admitted]
         waiting.sort(key=lambda session: session.connected_at)
-        same = [session for session in waiting if session.peer == address]
+        same = [session for session in waiting
+                if start_rate.address_key(session.peer) == start_rate.address_key(address)]
         ended = same[:len(same) - self.limits.max_logins_per_address + 1]
         rest = [session for session in waiting if session not in ended]
         for session in ended + rest[:len(rest) - self.limits.max_logins + 1]:

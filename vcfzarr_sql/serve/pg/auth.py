@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from vcfzarr_sql.errors import VcfZarrError
+from vcfzarr_sql.serve.pg.start_rate import address_key
 
 log = logging.getLogger("vcfzarr_sql.serve.pg")
 
@@ -149,12 +150,16 @@ class LoginThrottle:
     waits ``base_delay`` seconds, doubling with each further failure up to ``max_delay``;
     attempts from one host queue one after another. A success does not clear the host's
     record (a guesser would log in now and then to start again at no delay): the record is
-    forgotten ``forget_after`` seconds after its last failure.
+    forgotten ``forget_after`` seconds after its last failure. A host is an address as
+    :func:`~.start_rate.address_key` counts it (IPv6: its /64, which one client can rotate
+    through).
 
     >>> throttle = LoginThrottle(base_delay=0.5, max_delay=4)
     >>> throttle.failed("10.0.0.9"); throttle.failed("10.0.0.9"); throttle.succeeded("10.0.0.9")
     >>> throttle.delay("10.0.0.9"), throttle.delay("10.0.0.1")
     (1.0, 0.0)
+    >>> throttle.failed("2001:db8::1"); throttle.delay("2001:db8::2")
+    0.5
     """
 
     def __init__(self, base_delay: float = 0.5, max_delay: float = 8.0, forget_after: float = 600.0):
@@ -168,6 +173,7 @@ class LoginThrottle:
 
     def delay(self, host: str) -> float:
         """Seconds between attempts from ``host`` after its failures so far."""
+        host = address_key(host)
         failures = self._failures.get(host, 0)
         if failures and time.monotonic() - self._last_failure.get(host, 0.0) > self.forget_after:
             failures = 0
@@ -177,6 +183,7 @@ class LoginThrottle:
         """Block until ``host`` may try a password; False at once (and nothing booked) when
         that is after ``deadline`` (``time.monotonic()``: a login past its auth timeout must
         not hold a connection slot while it waits)."""
+        host = address_key(host)
         with self._lock:
             now = time.monotonic()
             start = max(now, self._next_attempt.get(host, now))
@@ -187,6 +194,7 @@ class LoginThrottle:
         return True
 
     def failed(self, host: str) -> None:
+        host = address_key(host)
         with self._lock:
             self._failures[host] = (self._failures.get(host, 0) if self.delay(host) else 0) + 1
             if len(self._failures) > 100_000:  # bounded memory under a spray of hosts
