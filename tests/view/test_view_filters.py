@@ -188,6 +188,26 @@ def test_genotype_option_counts_a_called_haploid_as_hom(tmp_path):
         assert _cli_positions(store, options, tmp_path / "out.vcf") == _bcftools_positions(vcf, *options), options
 
 
+PHASED_MISSING_VCF = HAPLOID_VCF.replace("0/1\n", "0|1\n") + """\
+1	6	.	A	C	.	.	.	GT	.|.	0|1
+1	7	.	A	C	.	.	.	GT	1|.	0|1
+1	8	.	A	C	.	.	.	GT	.|1	0|1
+1	9	.	A	C	.	.	.	GT	./.	0|1
+"""
+
+
+def test_phased_options_skip_a_call_without_allele(tmp_path):
+    """``-p``/``-P``: ``.|.`` has no called allele to carry a phase, so it is not phased (as
+    bcftools 1.24: 1.16 holds ``1|.`` unphased too); a haploid call is, even ``.``."""
+    (tmp_path / "p.vcf").write_text(PHASED_MISSING_VCF)
+    vcf = tmp_path / "p.vcf.gz"
+    pysam.tabix_compress(str(tmp_path / "p.vcf"), str(vcf))
+    store = tmp_path / "p.zarr"
+    convert(str(vcf), str(store), show_progress=False)
+    for options in (["-p"], ["-P"], ["-s", "A", "-p"], ["-s", "B", "-P"]):
+        assert _cli_positions(store, options, tmp_path / "out.vcf") == _bcftools_positions(vcf, *options), options
+
+
 def _cli_positions(store, args: list[str], out) -> list[int]:
     assert main(["view", str(store), *args, "-o", str(out)]) == 0
     return [int(line.split("\t")[1]) for line in out.read_text().splitlines() if not line.startswith("#")]
