@@ -117,6 +117,9 @@ def test_cli_writes_vcf_to_stdout(convert_once, capfd):
     ("selection", "error", "message"),
     [
         ({"include": "GT=\"RA\""}, NotSupportedError, "GT is compared"),
+        # (bcftools keeps the records whose first sample is het: an index is no more ignored)
+        ({"include": "GT[0]=\"het\""}, NotSupportedError, "GT\\[0\\]: FORMAT indexes"),
+        ({"include": "FMT/GT[1]=\"alt\""}, NotSupportedError, "FMT/GT\\[1\\]: FORMAT indexes"),
         ({"include": "DB"}, NotSupportedError, "DB=1"),
         ({"include": "INFO/DP>10 && TYPE=\"snv\""}, NotSupportedError, "TYPE is compared"),
         ({"include": "INFO/NOPE>1"}, QueryError, "no field INFO/NOPE"),

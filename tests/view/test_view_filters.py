@@ -163,6 +163,51 @@ OPTIONS = [  # item 6: bcftools view's record filters besides -i/-e
 ]
 
 
+HAPLOID_VCF = """\
+##fileformat=VCFv4.2
+##contig=<ID=1,length=1000>
+##FORMAT=<ID=GT,Number=1,Type=String,Description="gt">
+#CHROM	POS	ID	REF	ALT	QUAL	FILTER	INFO	FORMAT	A	B
+1	1	.	A	C	.	.	.	GT	1	0/1
+1	2	.	A	C	.	.	.	GT	0	0/1
+1	3	.	A	C	.	.	.	GT	1	0
+1	4	.	A	C	.	.	.	GT	.	0/1
+1	5	.	A	C	.	.	.	GT	1/.	0/1
+"""
+
+
+def test_genotype_option_counts_a_called_haploid_as_hom(tmp_path):
+    """``-g hom`` keeps a record with a called haploid genotype (bcftools' ``bcf_gt_type``
+    classes it with the homozygous), where ``GT="hom"`` does not; ``.`` and ``1/.`` are not."""
+    (tmp_path / "h.vcf").write_text(HAPLOID_VCF)
+    vcf = tmp_path / "h.vcf.gz"
+    pysam.tabix_compress(str(tmp_path / "h.vcf"), str(vcf))
+    store = tmp_path / "h.zarr"
+    convert(str(vcf), str(store), show_progress=False)
+    for options in (["-g", "hom"], ["-g", "^hom"], ["-s", "A", "-g", "hom"], ["-i", 'GT="hom"']):
+        assert _cli_positions(store, options, tmp_path / "out.vcf") == _bcftools_positions(vcf, *options), options
+
+
+PHASED_MISSING_VCF = HAPLOID_VCF.replace("0/1\n", "0|1\n") + """\
+1	6	.	A	C	.	.	.	GT	.|.	0|1
+1	7	.	A	C	.	.	.	GT	1|.	0|1
+1	8	.	A	C	.	.	.	GT	.|1	0|1
+1	9	.	A	C	.	.	.	GT	./.	0|1
+"""
+
+
+def test_phased_options_skip_a_call_without_allele(tmp_path):
+    """``-p``/``-P``: ``.|.`` has no called allele to carry a phase, so it is not phased (as
+    bcftools 1.24: 1.16 holds ``1|.`` unphased too); a haploid call is, even ``.``."""
+    (tmp_path / "p.vcf").write_text(PHASED_MISSING_VCF)
+    vcf = tmp_path / "p.vcf.gz"
+    pysam.tabix_compress(str(tmp_path / "p.vcf"), str(vcf))
+    store = tmp_path / "p.zarr"
+    convert(str(vcf), str(store), show_progress=False)
+    for options in (["-p"], ["-P"], ["-s", "A", "-p"], ["-s", "B", "-P"]):
+        assert _cli_positions(store, options, tmp_path / "out.vcf") == _bcftools_positions(vcf, *options), options
+
+
 def _cli_positions(store, args: list[str], out) -> list[int]:
     assert main(["view", str(store), *args, "-o", str(out)]) == 0
     return [int(line.split("\t")[1]) for line in out.read_text().splitlines() if not line.startswith("#")]

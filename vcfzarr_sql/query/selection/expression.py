@@ -219,13 +219,12 @@ class _Parser:
             if index is not None:  # (bcftools 1.16 indexes ALTs, 1.24 ignores the index)
                 raise self.refuse(f"{name}: an index on {upper} computed from GT is not supported")
             return Site(upper)
-        if "/" not in base and upper == "GT" or base.upper() in ("FMT/GT", "FORMAT/GT"):
-            return Format("GT", "1", "String")
-        category, number, vcf_type = self.field(base)
-        tag = base.rpartition("/")[2]
+        gt = "/" not in base and upper == "GT" or base.upper() in ("FMT/GT", "FORMAT/GT")
+        category, number, vcf_type = ("FORMAT", "1", "String") if gt else self.field(base)
+        tag = "GT" if gt else base.rpartition("/")[2]
         if category == "INFO":
             return Info(tag, number, vcf_type, index)
-        if index is not None:
+        if index is not None:  # (GT[0] too: not every sample's GT)
             raise self.refuse(f"{name}: FORMAT indexes ([sample:i]) are not supported")
         return Format(tag, number, vcf_type)
 

@@ -193,13 +193,15 @@ class ValueReader:
                 | (genotypes == spec.INT_FILL).all(axis=2))
 
     def phased(self, samples: np.ndarray | None = None) -> np.ndarray:
-        """Per sample: its genotype is phased (a haploid one counts as phased)."""
+        """Per sample: its genotype is phased (a haploid one counts as phased; ``.|.``, no
+        allele called, does not: bcftools 1.24 looks for the phase of a called allele)."""
         genotypes = self.genotypes(samples)
         haploid = (genotypes != spec.INT_FILL).sum(axis=2) == 1
         if not self.store.has_array(spec.CALL_GENOTYPE_PHASED):
             return haploid
         flags = self.read(spec.CALL_GENOTYPE_PHASED)
-        return np.asarray((flags if samples is None else flags[:, samples]).astype(bool) | haploid)
+        called = (genotypes >= 0).any(axis=2)
+        return np.asarray((flags if samples is None else flags[:, samples]).astype(bool) & called | haploid)
 
     def gt_class(self, name: str, samples: np.ndarray | None = None) -> np.ndarray:
         """Per sample: its genotype is of class ``name`` (bcftools ``GT="het"``...)."""

@@ -148,7 +148,10 @@ class SiteFilters:
             keep &= self._count_filters(reader, samples, n_alleles)
         if self.genotype is not None:
             wanted = self.genotype.removeprefix("^")
-            calls = reader.gt_class({"miss": "mis"}.get(wanted, wanted), samples).any(axis=1)
+            classes = reader.gt_class({"miss": "mis"}.get(wanted, wanted), samples)
+            if wanted == "hom":  # (a called haploid genotype is hom to -g, not to GT="hom")
+                classes |= reader.gt_class("hap", samples)
+            calls = classes.any(axis=1)
             keep &= ~calls if self.genotype.startswith("^") else calls
         if self.phased or self.exclude_phased:
             everyone = reader.phased(samples).all(axis=1)
