@@ -168,6 +168,18 @@ def process_tree_memory(pid: int) -> int:
     return total
 
 
+def peak_tree_memory(pid: int, threads: list[threading.Thread]) -> int:
+    """Start ``threads`` and return the most memory process ``pid`` and its descendants took
+    (:func:`process_tree_memory`, 50 looks a second) until every thread ended."""
+    peak = 0
+    for thread in threads:
+        thread.start()
+    while any(thread.is_alive() for thread in threads):
+        peak = max(peak, process_tree_memory(pid))
+        time.sleep(0.02)
+    return peak
+
+
 @contextlib.contextmanager
 def longest_gil_hold() -> Iterator[list[float]]:
     """A thread that wakes every 10 ms while the block runs; yields the list its gaps go to

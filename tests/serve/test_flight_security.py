@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
-from server_sessions import longest_gil_hold, process_tree_memory, serve_process
+from server_sessions import longest_gil_hold, peak_tree_memory, serve_process
 
 pytest.importorskip("google.protobuf")
 if TYPE_CHECKING:
@@ -236,12 +236,7 @@ def test_statements_allocating_at_once_stay_within_the_servers_memory(tmp_path) 
                 failed.append(err)
 
         threads = [threading.Thread(target=build) for _ in range(3)]
-        peak = 0
-        for thread in threads:
-            thread.start()
-        while any(thread.is_alive() for thread in threads):
-            peak = max(peak, process_tree_memory(process.pid))
-            time.sleep(0.02)
+        peak = peak_tree_memory(process.pid, threads)
         assert len(failed) == 3, failed
         assert peak < 1.5 * cap, f"{peak >> 20} MiB"
         info = client.get_flight_info(_query("SELECT 42 AS answer"))

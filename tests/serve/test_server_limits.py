@@ -20,7 +20,7 @@ from server_sessions import (  # noqa: F401 (fixtures)
     _wait_for,
     data_dir,
     longest_gil_hold,
-    process_tree_memory,
+    peak_tree_memory,
     serve_process,
     serving,
 )
@@ -97,12 +97,7 @@ def test_sessions_allocating_at_once_stay_within_the_servers_memory(data_dir) ->
                 failed.append(err)
 
         threads = [threading.Thread(target=build, args=(con,)) for con in clients]
-        peak = 0
-        for thread in threads:
-            thread.start()
-        while any(thread.is_alive() for thread in threads):
-            peak = max(peak, process_tree_memory(process.pid))
-            time.sleep(0.02)
+        peak = peak_tree_memory(process.pid, threads)
         assert len(failed) == 3, failed
         assert peak < 1.5 * cap, f"{peak >> 20} MiB"
         with _connect(port) as other:
