@@ -496,3 +496,36 @@ def test_a_long_error_reaches_the_client_and_keeps_its_worker(flight_serving, tm
         client.get_flight_info(_query('SELECT "' + "\x01" * 20_000 + '"'))
     assert "ended unexpectedly" not in str(raised.value)
     assert server._pool.all() == [worker] and worker.alive()
+
+
+def _poisoned_batch() -> bytes:
+    """Arrow IPC bytes of a string batch whose offsets go backwards (0, 5, 3): the IPC reader
+    and a basic ``validate()`` take it; a full validation refuses it."""
+    offsets = pa.py_buffer(pa.array([0, 5, 3], pa.int32()).buffers()[1])
+    strings = pa.StringArray.from_buffers(2, offsets, pa.py_buffer(b"abcdef"))
+    return worker_module._ipc(pa.record_batch({"s": strings}))
+
+
+def test_rows_a_worker_sends_are_validated(flight_serving, tmp_path, monkeypatch) -> None:
+    """A worker process is trusted no more than a client: a record batch it sends with bad
+    offsets (a hostile or broken worker, here its reply replaced in the server) is refused
+    with an error and the worker killed. Before, the batch went on to the client as it was."""
+    server, client = flight_serving(data_dirs=[tmp_path])
+    client.do_get(client.get_flight_info(_query("SELECT 1 AS one")).endpoints[0].ticket).read_all()
+    [worker] = server._pool.all()
+    pid = worker._pid
+    read = worker_module._read
+
+    def poisoned(sock, longest: int = worker_module.workers.MAX_MESSAGE) -> tuple[list, bytearray]:
+        reply, data = read(sock, longest)
+        return (reply, bytearray(_poisoned_batch())) if reply == ["batch"] else (reply, data)
+
+    monkeypatch.setattr(worker_module, "_read", poisoned)
+    info = client.get_flight_info(_query("SELECT 'ab' AS s"))
+    with pytest.raises(flight.FlightError, match="invalid Arrow data") as raised:
+        client.do_get(info.endpoints[0].ticket).read_all()
+    _one_line(raised.value)
+    assert _wait_for_exit(pid)
+    monkeypatch.setattr(worker_module, "_read", read)
+    info = client.get_flight_info(_query("SELECT 42 AS answer"))
+    assert client.do_get(info.endpoints[0].ticket).read_all().to_pylist() == [{"answer": 42}]

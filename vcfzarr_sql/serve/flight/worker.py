@@ -381,19 +381,38 @@ class Worker:
         reply, _ = self._call("prepare", query)
         return str(reply[1]), int(reply[2])
 
+    def _received(self, data: bytearray) -> pa.Table:
+        """The Arrow IPC stream a worker sent, fully validated (``validate(full=True)``: offsets,
+        UTF-8...; ~0.15 ms a 64k-row string batch, nothing for fixed-width columns), as the
+        server trusts nothing a worker says: bytes that fail are an error and kill the worker."""
+        try:
+            table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+            table.validate(full=True)
+        except pa.ArrowException:
+            self._kill()
+            raise PgError("XX000", "the statement's process sent invalid Arrow data") from None
+        return table
+
+    def _schema(self, data: bytearray) -> pa.Schema:
+        try:
+            return pa.ipc.read_schema(pa.py_buffer(data))
+        except pa.ArrowException:
+            self._kill()
+            raise PgError("XX000", "the statement's process sent an invalid Arrow schema") from None
+
     def schema(self, query: str, kind: str, count: int, parameters: pa.Table | None) -> pa.Schema:
         _, data = self._call("schema", query, kind, count, payload=_ipc(parameters))
-        return pa.ipc.read_schema(pa.py_buffer(data))
+        return self._schema(data)
 
     def run(self, query: str, kind: str, parameters: pa.Table | None) -> pa.Schema:
         _, data = self._call("run", query, kind, payload=_ipc(parameters))
-        return pa.ipc.read_schema(pa.py_buffer(data))
+        return self._schema(data)
 
     def next(self) -> pa.RecordBatch | None:
         reply, data = self._call("next")
         if reply[0] == "end":
             return None
-        batches = pa.ipc.open_stream(pa.py_buffer(data)).read_all().to_batches()
+        batches = self._received(data).to_batches()
         return batches[0] if batches else None
 
     def update(self, query: str, parameters: pa.Table | None) -> int:
@@ -402,9 +421,7 @@ class Worker:
 
     def catalog(self, name: str, arguments: dict) -> pa.Table:
         _, data = self._call("catalog", name, arguments)
-        table = _table(data)
-        assert table is not None  # (a catalog table has a schema)
-        return table
+        return self._received(data)
 
     # -- what the watchdog and the pool do to it -------------------------------------------------
 
