@@ -575,6 +575,7 @@ def _stopped_idle_worker(server: FlightSqlServer, client: flight.FlightClient) -
     """The pid of the server's one idle worker (after a query), stopped (SIGCONT it after)."""
     client.do_get(client.get_flight_info(_query("SELECT 1 AS one")).endpoints[0].ticket).read_all()
     [worker] = server._pool.all()
+    assert isinstance(worker, worker_module.Worker) and worker._pid is not None
     os.kill(worker._pid, signal.SIGSTOP)
     return worker._pid
 
