@@ -23,15 +23,17 @@ if TYPE_CHECKING:
 else:
     flight = pytest.importorskip("pyarrow.flight")
 
-from vcfzarr_sql.serve import memory  # noqa: E402
+from vcfzarr_sql.serve import memory, watchdog  # noqa: E402
+from vcfzarr_sql.serve.flight import Flight_pb2, FlightSqlServer, make_flight_server  # noqa: E402
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql  # noqa: E402 (the flight extra)
-from vcfzarr_sql.serve.flight import FlightSqlServer, make_flight_server  # noqa: E402
 from vcfzarr_sql.serve.flight import worker as worker_module  # noqa: E402
 from vcfzarr_sql.serve.flight.auth import PasswordAuth, Tokens  # noqa: E402
 from vcfzarr_sql.serve.flight.server import MAX_STATEMENTS_PER_CLIENT, pack, unpack  # noqa: E402
 from vcfzarr_sql.serve.flight.worker import Pool  # noqa: E402
 from vcfzarr_sql.serve.pg.config import Limits  # noqa: E402
+from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy  # noqa: E402
 from vcfzarr_sql.serve.pg.sqlstate import PgError  # noqa: E402
+from vcfzarr_sql.store.confined import DataDirs  # noqa: E402
 
 PASSWORD = "correct horse battery staple"
 
@@ -105,7 +107,7 @@ def test_errors_are_one_line_without_traceback(flight_serving, tmp_path) -> None
 def test_unexpected_errors_are_logged_not_sent(flight_serving, tmp_path, monkeypatch, caplog) -> None:
     server, client = flight_serving(data_dirs=[tmp_path])
 
-    def broken(command: object) -> None:
+    def broken(command: object, context: object) -> None:
         raise KeyError("/home/server/secret/path")
 
     monkeypatch.setattr(server, "_catalog_table", broken)
@@ -496,3 +498,140 @@ def test_a_long_error_reaches_the_client_and_keeps_its_worker(flight_serving, tm
         client.get_flight_info(_query('SELECT "' + "\x01" * 20_000 + '"'))
     assert "ended unexpectedly" not in str(raised.value)
     assert server._pool.all() == [worker] and worker.alive()
+
+
+def _poisoned_batch() -> bytes:
+    """Arrow IPC bytes of a string batch whose offsets go backwards (0, 5, 3): the IPC reader
+    and a basic ``validate()`` take it; a full validation refuses it."""
+    offsets = pa.py_buffer(pa.array([0, 5, 3], pa.int32()).buffers()[1])
+    strings = pa.StringArray.from_buffers(2, offsets, pa.py_buffer(b"abcdef"))
+    return worker_module._ipc(pa.record_batch({"s": strings}))
+
+
+def test_rows_a_worker_sends_are_validated(flight_serving, tmp_path, monkeypatch) -> None:
+    """A worker process is trusted no more than a client: a record batch it sends with bad
+    offsets (a hostile or broken worker, here its reply replaced in the server) is refused
+    with an error and the worker killed. Before, the batch went on to the client as it was."""
+    server, client = flight_serving(data_dirs=[tmp_path])
+    client.do_get(client.get_flight_info(_query("SELECT 1 AS one")).endpoints[0].ticket).read_all()
+    [worker] = server._pool.all()
+    pid = worker._pid
+    read = worker_module._read
+
+    def poisoned(sock, longest: int = worker_module.workers.MAX_MESSAGE) -> tuple[list, bytearray]:
+        reply, data = read(sock, longest)
+        return (reply, bytearray(_poisoned_batch())) if reply == ["batch"] else (reply, data)
+
+    monkeypatch.setattr(worker_module, "_read", poisoned)
+    info = client.get_flight_info(_query("SELECT 'ab' AS s"))
+    with pytest.raises(flight.FlightError, match="invalid Arrow data") as raised:
+        client.do_get(info.endpoints[0].ticket).read_all()
+    _one_line(raised.value)
+    assert _wait_for_exit(pid)
+    monkeypatch.setattr(worker_module, "_read", read)
+    info = client.get_flight_info(_query("SELECT 42 AS answer"))
+    assert client.do_get(info.endpoints[0].ticket).read_all().to_pylist() == [{"answer": 42}]
+
+
+def test_an_interrupt_reaches_only_the_use_it_was_sent_for(tmp_path) -> None:
+    """An interrupt (a client's cancel, CancelFlightInfo) names the use of the worker it is
+    for; the worker's control thread drives its executor as here. One that arrives as its
+    statement ends, once the next began, is ignored (before: it cancelled the next statement,
+    another client's maybe); one that arrives ahead of its statement's first request holds."""
+    executor = worker_module.Executor(LockedDatabase(SessionPolicy(DataDirs.of([tmp_path]))))
+    rows = 3 * worker_module.BATCH_ROWS
+
+    def fetched() -> int:
+        count = 0
+        while (batch := executor.next()) is not None:
+            count += batch.num_rows
+        return count
+
+    try:
+        executor.begin(1)
+        executor.run(f"SELECT * FROM range({rows})", "SELECT", None)
+        executor.begin(2)  # (the server's next statement, before statement 1's interrupt came)
+        executor.run(f"SELECT * FROM range({rows})", "SELECT", None)
+        executor.interrupt("user request", 1)
+        assert fetched() == rows
+        executor.interrupt("user request", 3)  # (its request not read yet)
+        executor.begin(3)
+        with pytest.raises(PgError, match="canceling statement due to user request"):
+            executor.prepare("SELECT 1")
+        executor.begin(4)
+        executor.interrupt("statement timeout", 4)  # (before its session started)
+        with pytest.raises(PgError, match="canceling statement due to statement timeout"):
+            executor.run("SELECT 1", "SELECT", None)
+        executor.begin(5)
+        executor.run(f"SELECT * FROM range({rows})", "SELECT", None)
+        executor.interrupt("user request", 5)
+        with pytest.raises(PgError, match="canceling statement due to user request"):
+            fetched()
+    finally:
+        executor.close()
+
+
+def _stopped_idle_worker(server: FlightSqlServer, client: flight.FlightClient) -> int:
+    """The pid of the server's one idle worker (after a query), stopped (SIGCONT it after)."""
+    client.do_get(client.get_flight_info(_query("SELECT 1 AS one")).endpoints[0].ticket).read_all()
+    [worker] = server._pool.all()
+    assert isinstance(worker, worker_module.Worker) and worker._pid is not None
+    os.kill(worker._pid, signal.SIGSTOP)
+    return worker._pid
+
+
+def test_a_cancelled_catalog_call_whose_worker_does_not_stop_ends_it(
+        flight_serving, tmp_path, monkeypatch) -> None:
+    """Catalog calls (GetTables...) run in a worker as statements do, and now are stopped as
+    theirs are when the client cancels: interrupted, and the worker killed if it has not
+    stopped END_GRACE_WALL seconds later (1 s here). Before, they had no call context: only
+    the statement timeout (an hour by default) ended them."""
+    monkeypatch.setattr(watchdog, "END_GRACE_WALL", 1.0)
+    server, client = flight_serving(data_dirs=[tmp_path])
+    pid = _stopped_idle_worker(server, client)
+    try:
+        with pytest.raises(flight.FlightTimedOutError):
+            client.get_flight_info(flight.FlightDescriptor.for_command(pack(sql.CommandGetTables())),
+                                   flight.FlightCallOptions(timeout=0.5))
+        assert _wait_for_exit(pid, 10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    tables = client.get_flight_info(flight.FlightDescriptor.for_command(pack(sql.CommandGetTables())))
+    assert client.do_get(tables.endpoints[0].ticket).read_all().num_rows == 0
+
+
+def test_cancel_flight_info_ends_a_worker_that_does_not_stop(flight_serving, tmp_path, monkeypatch) -> None:
+    """CancelFlightInfo interrupts the statement and, as a cancelled call's, kills its worker
+    if it has not stopped END_GRACE_WALL seconds later (1 s here). Before, it only
+    interrupted: a statement DuckDB cannot interrupt ran on to the statement timeout."""
+    monkeypatch.setattr(watchdog, "END_GRACE_WALL", 1.0)
+    server, client = flight_serving(data_dirs=[tmp_path])
+    handle = _prepare(client, flight.FlightCallOptions())
+    prepared = pack(sql.CommandPreparedStatementQuery(prepared_statement_handle=handle))
+    pid = _stopped_idle_worker(server, client)
+    failed: list[Exception] = []
+
+    def run() -> None:
+        try:
+            client.get_flight_info(flight.FlightDescriptor.for_command(prepared))
+        except flight.FlightError as err:
+            failed.append(err)
+
+    caller = threading.Thread(target=run)
+    try:
+        caller.start()
+        deadline = time.monotonic() + 10
+        while server.running() == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        request = Flight_pb2.CancelFlightInfoRequest()
+        request.info.endpoint.add().ticket.ticket = prepared
+        [result] = client.do_action(flight.Action("CancelFlightInfo", request.SerializeToString()))
+        status = Flight_pb2.CancelFlightInfoResult.FromString(result.body.to_pybytes()).status
+        assert status == Flight_pb2.CANCEL_STATUS_CANCELLED
+        assert _wait_for_exit(pid, 10)
+        caller.join(10)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    assert len(failed) == 1 and "57014" in str(failed[0]), failed

@@ -119,10 +119,11 @@ class _Statement:
         with self.lock:
             self.closed = True
             runner, busy = self.runner, self.busy
+            use = runner.statement if runner is not None else 0  # (its runner's use: this statement's)
             if not busy:
                 self.runner = None
         if busy and runner is not None:
-            runner.interrupt()
+            runner.interrupt("user request", use)
         elif runner is not None:
             pool.give_back(runner)
 
@@ -293,27 +294,29 @@ class FlightSqlServer(flight.FlightServerBase):
     def _start(self, context: flight.ServerCallContext, statement: _Statement) -> pa.Schema:
         """Run the statement: its rows wait on its runner (an empty stream for an update)."""
         with self._busy(statement):
-            runner = statement.runner or self._pool.take()
+            runner = statement.runner or self._take()
             statement.runner = runner
             try:
                 with self._watching(context, runner):
                     statement.schema = runner.run(statement.query, statement.kind, statement.parameters)
             except BaseException:
-                statement.runner = None
+                with statement.lock:
+                    statement.runner = None
                 self._pool.give_back(runner)
                 raise
         return statement.schema
 
-    def _catalog_table(self, command: Message) -> pa.Table:
-        """The answer to a catalog command, read on a connection of its own."""
+    def _catalog_table(self, command: Message, context: flight.ServerCallContext) -> pa.Table:
+        """The answer to a catalog command, read on a connection of its own (interrupted, and
+        ended if need be, when the client cancels the call, as a statement is)."""
         if isinstance(command, sql.CommandGetCatalogs):
-            return self._catalog("catalogs", {})
+            return self._catalog(context, "catalogs", {})
         if isinstance(command, sql.CommandGetDbSchemas):
-            return self._catalog("db_schemas", {
+            return self._catalog(context, "db_schemas", {
                 "catalog": _optional(command, "catalog"),
                 "pattern": _optional(command, "db_schema_filter_pattern")})
         if isinstance(command, sql.CommandGetTables):
-            return self._catalog("tables", {
+            return self._catalog(context, "tables", {
                 "catalog": _optional(command, "catalog"),
                 "schema_pattern": _optional(command, "db_schema_filter_pattern"),
                 "table_pattern": _optional(command, "table_name_filter_pattern"),
@@ -329,8 +332,8 @@ class FlightSqlServer(flight.FlightServerBase):
             return catalog.sql_info(self._sql_info(), list(command.info))
         raise flight.FlightServerError(f"{type(command).__name__} is not supported")
 
-    def _catalog(self, name: str, arguments: dict) -> pa.Table:
-        with self._borrowed(None) as runner:
+    def _catalog(self, context: flight.ServerCallContext, name: str, arguments: dict) -> pa.Table:
+        with self._borrowed(context) as runner:
             return runner.catalog(name, arguments)
 
     def _sql_info(self) -> dict[int, str | bool | int]:
@@ -358,7 +361,7 @@ class FlightSqlServer(flight.FlightServerBase):
             statement = self._statement(command.prepared_statement_handle)
             ticket = descriptor.command
         else:
-            schema = self._catalog_table(command).schema
+            schema = self._catalog_table(command, context).schema
             return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(descriptor.command, [])], -1, -1)
         try:
             schema = self._start(context, statement)  # DuckDB starts; DoGet streams its batches
@@ -380,7 +383,7 @@ class FlightSqlServer(flight.FlightServerBase):
                 self._close(handle)
         if isinstance(command, sql.CommandPreparedStatementQuery):
             return flight.SchemaResult(self._schema(context, self._statement(command.prepared_statement_handle)))
-        return flight.SchemaResult(self._catalog_table(command).schema)
+        return flight.SchemaResult(self._catalog_table(command, context).schema)
 
     @answering
     def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
@@ -390,7 +393,7 @@ class FlightSqlServer(flight.FlightServerBase):
         elif isinstance(command, sql.CommandPreparedStatementQuery):
             handle = command.prepared_statement_handle
         else:
-            return flight.RecordBatchStream(self._catalog_table(command))
+            return flight.RecordBatchStream(self._catalog_table(command, context))
         statement = self._statement(handle)
         schema = statement.schema
         if statement.runner is None or schema is None:  # (not run yet, or its rows fetched)
@@ -460,7 +463,8 @@ class FlightSqlServer(flight.FlightServerBase):
         raise flight.FlightServerError(f"unknown action {action.type!r}")
 
     def _cancel(self, tickets: list[bytes]) -> bool:
-        """Interrupt the statements the tickets name; False when none is known (any more)."""
+        """Stop the statements the tickets name, as a cancelled call's (:meth:`_stop`, in a
+        thread); False when none is known (any more)."""
         cancelled = False
         for ticket in tickets:
             command = unpack(ticket)
@@ -468,11 +472,29 @@ class FlightSqlServer(flight.FlightServerBase):
                 getattr(command, "prepared_statement_handle", None)
             statement = self._statements.get(handle or b"")
             if statement is not None:
-                runner = statement.runner
+                with statement.lock:  # (while it holds its runner, the runner's use is its own)
+                    runner = statement.runner
+                    use = runner.statement if runner is not None else 0
                 if runner is not None:
-                    runner.interrupt()
+                    threading.Thread(target=self._stop, args=(runner, use, "user request"),
+                                     name="vcfzarr-sql flight cancel", daemon=True).start()
                 cancelled = True
         return cancelled
+
+    @staticmethod
+    def _stop(runner: Runner, use: int, reason: str, over: threading.Event | None = None) -> None:
+        """Interrupt ``runner``'s use number ``use``; end a worker still busy on it
+        :data:`~.watchdog.END_GRACE_WALL` seconds later (``over`` not set then: the call
+        using it has not ended), as the watchdog ends a departed client's statement that does
+        not stop. Waits that long: for a thread of its own."""
+        runner.interrupt(reason, use)
+        if not isinstance(runner, Worker):
+            return
+        if (over or threading.Event()).wait(watchdog.END_GRACE_WALL):
+            return
+        if runner.statement == use and runner.busy_since is not None:
+            runner.end("57014", f"terminating connection due to {reason}: the statement could not "
+                                "be stopped, so the session was ended")
 
     def running(self) -> int:
         """How many statements are running or streaming now."""
@@ -510,27 +532,30 @@ class FlightSqlServer(flight.FlightServerBase):
     @contextlib.contextmanager
     def _borrowed(self, context: flight.ServerCallContext | None) -> Iterator[Runner]:
         """A runner of the pool for the block (:meth:`_watching` it)."""
-        runner = self._pool.take()
+        runner = self._take()
         try:
             with self._watching(context, runner):
                 yield runner
         finally:
             self._pool.give_back(runner)
 
+    def _take(self) -> Runner:
+        """A runner of the pool, on a new use (:meth:`~.worker.Runner.begin`)."""
+        runner = self._pool.take()
+        runner.begin()
+        return runner
+
     @contextlib.contextmanager
     def _watching(self, context: flight.ServerCallContext | None, runner: Runner) -> Iterator[None]:
         """While the block uses ``runner``: busy for the watchdog (the statement timeout...),
         and interrupted as soon as the client cancels the call."""
         finished = threading.Event()
+        use = runner.statement  # (taken: its use is this call's until given back)
 
         def watch() -> None:
             while not finished.wait(0.1):
                 if context is not None and context.is_cancelled():
-                    runner.interrupt("client disconnect")
-                    # (as the watchdog ends a departed client's statement that does not stop)
-                    if isinstance(runner, Worker) and not finished.wait(watchdog.END_GRACE_WALL):
-                        runner.end("57014", "terminating connection due to client disconnect: the "
-                                            "statement could not be stopped, so the session was ended")
+                    self._stop(runner, use, "client disconnect", finished)
                     return
 
         if isinstance(runner, Worker) and self.limits.max_memory:

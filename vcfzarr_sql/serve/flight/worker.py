@@ -24,8 +24,12 @@ never code):
 A request the server cannot write within :data:`WRITE_WAIT` seconds kills the worker; a
 worker that runs on is the watchdog's (the server reads replies as they come).
 
+Each use of a worker (a statement's requests, from when the server takes it from its
+:class:`Pool` to when it gives it back) has a number: ``statement(n)``, unanswered, comes before the first request of use ``n``.
+
 A control pipe, which the server never waits on (a worker whose pipe is full is killed),
-carries ``interrupt(reason)`` and ``room(bytes, exact)`` (the memory the worker may take, kept by the
+carries ``interrupt(reason, n)`` (for use ``n`` only: one that arrives as use ``n`` ends is
+ignored by the next, one that arrives ahead of its use's first request holds for it) and ``room(bytes, exact)`` (the memory the worker may take, kept by the
 kernel: :func:`~vcfzarr_sql.serve.memory.cap_process_memory`). The watchdog
 (:mod:`~vcfzarr_sql.serve.watchdog`) sees each worker as a session it can end: it
 interrupts a statement past the statement timeout, kills the worker when the statement goes
@@ -103,6 +107,10 @@ class Runner(Protocol):
     connected_at: float
     logged_in: bool
     busy_since: float | None
+    #: The number of its current use (:meth:`begin`), which interrupts name.
+    statement: int
+
+    def begin(self) -> int: ...
 
     def fileno(self) -> int | None: ...
 
@@ -120,7 +128,7 @@ class Runner(Protocol):
 
     def catalog(self, name: str, arguments: dict) -> pa.Table: ...
 
-    def interrupt(self, reason: str = "user request") -> None: ...
+    def interrupt(self, reason: str = "user request", statement: int | None = None) -> None: ...
 
     def alive(self) -> bool: ...
 
@@ -146,17 +154,31 @@ class Executor:
         self._con: Connection | None = None
         self._reader: pa.RecordBatchReader | None = None
         self._reason: str | None = None
+        self.statement = 0
+        self._early: tuple[int, str] | None = None  # (an interrupt of a use not begun yet)
         self._lock = threading.Lock()
+
+    def begin(self, statement: int | None = None) -> int:
+        """Begin use number ``statement`` (None: the next): interrupts of earlier uses are
+        ignored from now on; one told for this use before it began holds."""
+        with self._lock:
+            self.statement = self.statement + 1 if statement is None else statement
+            early, self._early = self._early, None
+            self._reason = early[1] if early is not None and early[0] == self.statement else None
+            return self.statement
 
     @contextlib.contextmanager
     def _session(self, keep: bool = False) -> Iterator[Connection]:
-        """A new session (the last one closed), whose interruption is told as such; closed
-        at the end unless ``keep``."""
+        """A new session (the last one closed), whose interruption is told as such (an
+        interrupt of this use before it started cancels it now); closed at the end unless
+        ``keep``."""
         self.close()
         con = self.sessions.connect()
         with self._lock:
-            self._con, self._reason = con, None
+            self._con, reason = con, self._reason
         try:
+            if reason is not None:
+                raise PgError("57014", f"canceling statement due to {reason}")
             yield con
         except (duckdb.Error, pa.ArrowException) as err:
             self._told(err)
@@ -217,7 +239,7 @@ class Executor:
         except StopIteration:
             self.close()
             return None
-        except (duckdb.Error, pa.ArrowException) as err:
+        except (duckdb.Error, pa.ArrowException, OSError) as err:  # (DuckDB's interrupt: OSError)
             self._told(err)
             raise
 
@@ -241,9 +263,14 @@ class Executor:
         with self._session() as con:
             return answer(con.duckdb_connection, **arguments)  # type: ignore[operator]
 
-    def interrupt(self, reason: str = "user request") -> None:
-        """Cancel the running statement (from another thread)."""
+    def interrupt(self, reason: str = "user request", statement: int | None = None) -> None:
+        """Cancel the running statement (from another thread), if it is of use number
+        ``statement`` (None: the current use); one of a later use is kept for it."""
         with self._lock:
+            if statement is not None and statement != self.statement:
+                if statement > self.statement:
+                    self._early = (statement, reason)
+                return
             self._reason = reason
             if self._con is not None:
                 with contextlib.suppress(duckdb.Error):
@@ -327,6 +354,8 @@ class Worker:
         self._room_due: int | None = None
         self._exact = True  # (how ``measured`` was last read: the measure its room is in)
         self._told_exact = True
+        self.statement = 0
+        self._told_statement = 0
         self._lock = threading.Lock()
         self._ended: PgError | None = None
         self._gone = False
@@ -353,6 +382,9 @@ class Worker:
         """The worker's reply to ``message`` (PgError: its error, or why it ended)."""
         try:
             self._calls.settimeout(WRITE_WAIT)  # (a worker that does not read is killed)
+            if self.statement != self._told_statement:
+                _write(self._calls, ("statement", self.statement))
+                self._told_statement = self.statement
             room, self._room_due = self._room_due, None
             if room is not None:  # (read before the request: no statement starts under an older cap)
                 exact = self._exact
@@ -381,19 +413,38 @@ class Worker:
         reply, _ = self._call("prepare", query)
         return str(reply[1]), int(reply[2])
 
+    def _received(self, data: bytearray) -> pa.Table:
+        """The Arrow IPC stream a worker sent, fully validated (``validate(full=True)``: offsets,
+        UTF-8...; ~0.15 ms a 64k-row string batch, nothing for fixed-width columns), as the
+        server trusts nothing a worker says: bytes that fail are an error and kill the worker."""
+        try:
+            table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+            table.validate(full=True)
+        except pa.ArrowException:
+            self._kill()
+            raise PgError("XX000", "the statement's process sent invalid Arrow data") from None
+        return table
+
+    def _schema(self, data: bytearray) -> pa.Schema:
+        try:
+            return pa.ipc.read_schema(pa.py_buffer(data))
+        except pa.ArrowException:
+            self._kill()
+            raise PgError("XX000", "the statement's process sent an invalid Arrow schema") from None
+
     def schema(self, query: str, kind: str, count: int, parameters: pa.Table | None) -> pa.Schema:
         _, data = self._call("schema", query, kind, count, payload=_ipc(parameters))
-        return pa.ipc.read_schema(pa.py_buffer(data))
+        return self._schema(data)
 
     def run(self, query: str, kind: str, parameters: pa.Table | None) -> pa.Schema:
         _, data = self._call("run", query, kind, payload=_ipc(parameters))
-        return pa.ipc.read_schema(pa.py_buffer(data))
+        return self._schema(data)
 
     def next(self) -> pa.RecordBatch | None:
         reply, data = self._call("next")
         if reply[0] == "end":
             return None
-        batches = pa.ipc.open_stream(pa.py_buffer(data)).read_all().to_batches()
+        batches = self._received(data).to_batches()
         return batches[0] if batches else None
 
     def update(self, query: str, parameters: pa.Table | None) -> int:
@@ -402,9 +453,7 @@ class Worker:
 
     def catalog(self, name: str, arguments: dict) -> pa.Table:
         _, data = self._call("catalog", name, arguments)
-        table = _table(data)
-        assert table is not None  # (a catalog table has a schema)
-        return table
+        return self._received(data)
 
     # -- what the watchdog and the pool do to it -------------------------------------------------
 
@@ -439,8 +488,14 @@ class Worker:
         """No socket the server sees (gRPC's calls have none)."""
         return None
 
-    def interrupt(self, reason: str = "user request") -> None:
-        self._tell("interrupt", reason)
+    def begin(self) -> int:
+        """Begin its next use (told to the process with the use's first request)."""
+        self.statement += 1
+        return self.statement
+
+    def interrupt(self, reason: str = "user request", statement: int | None = None) -> None:
+        """Interrupt use number ``statement`` (None: the current one)."""
+        self._tell("interrupt", reason, self.statement if statement is None else statement)
 
     def drop(self) -> None:
         """(Never logging in.)"""
@@ -543,6 +598,9 @@ def _worker_main(calls: socket.socket, control: object, setup: WorkerSetup) -> N
         if message[0] == "room":  # (no reply)
             cap.set(int(message[1]), bool(message[2]))
             continue
+        if message[0] == "statement":  # (no reply)
+            executor.begin(int(message[1]))
+            continue
         try:
             reply, data = _answer(executor, message, payload)
         except (VcfZarrError, duckdb.Error) as err:
@@ -591,7 +649,7 @@ def _obey(control: object, executor: Executor, cap: _Cap) -> None:
         except (EOFError, OSError, ValueError):  # the server is gone
             os._exit(1)
         if name == "interrupt":
-            executor.interrupt(str(args[0]))
+            executor.interrupt(str(args[0]), int(args[1]))
         elif name == "room":
             cap.set(int(args[0]), bool(args[1]))
 
