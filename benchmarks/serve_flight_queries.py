@@ -15,17 +15,13 @@ times; medians printed.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import pyarrow.flight as flight
 
-from benchmarks.serve_logins import _tree_cpu
+from benchmarks.served import served, tree_cpu
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql
 from vcfzarr_sql.serve.flight.server import pack
 
@@ -48,22 +44,17 @@ def _query(client: flight.FlightClient) -> None:
 
 def _round(how: str, queries: int, data: str) -> tuple[float, float]:
     """(wall s, server tree CPU s) per query."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    server = subprocess.Popen([sys.executable, "-c", _SERVER, data, how], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=env)
-    assert server.stdout is not None and server.stdin is not None
-    client = flight.FlightClient(f"grpc://127.0.0.1:{int(server.stdout.readline())}")
-    _query(client)  # (the first query of a server starts what later ones share)
-    time.sleep(0.5)
-    before = _tree_cpu(server.pid)
-    started = time.monotonic()
-    for _ in range(queries):
-        _query(client)
-    wall = time.monotonic() - started
-    cpu = _tree_cpu(server.pid) - before
-    client.close()
-    server.stdin.close()
-    server.wait(60)
+    with served(_SERVER, data, how) as (server, port):
+        client = flight.FlightClient(f"grpc://127.0.0.1:{port}")
+        _query(client)  # (the first query of a server starts what later ones share)
+        time.sleep(0.5)
+        before = tree_cpu(server.pid)
+        started = time.monotonic()
+        for _ in range(queries):
+            _query(client)
+        wall = time.monotonic() - started
+        cpu = tree_cpu(server.pid) - before
+        client.close()
     return wall / queries, cpu / queries
 
 

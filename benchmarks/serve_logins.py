@@ -15,15 +15,13 @@ the two, ``--repeat`` times; medians printed.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import psycopg
+
+from benchmarks.served import served, tree_cpu
 
 _SERVER = """
 import sys, threading
@@ -37,49 +35,20 @@ server.server_close()
 """
 
 
-def _tree_cpu(pid: int) -> float:
-    """CPU seconds of process ``pid``, its children and the children they reaped."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-    total, todo = 0.0, [pid]
-    while todo:
-        current = todo.pop()
-        todo += children.get(current, [])
-        try:
-            with open(f"/proc/{current}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 def _round(how: str, logins: int, data: str) -> tuple[float, float]:
     """(wall s, server tree CPU s) per login."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
-    server = subprocess.Popen([sys.executable, "-c", _SERVER, data, how], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=env)
-    assert server.stdout is not None and server.stdin is not None
-    port = int(server.stdout.readline())
-    with psycopg.connect(host="127.0.0.1", port=port, user="bench", autocommit=True):
-        pass  # (the first login of a server starts what later ones share)
-    time.sleep(0.5)
-    before = _tree_cpu(server.pid)
-    started = time.monotonic()
-    for _ in range(logins):
-        with psycopg.connect(host="127.0.0.1", port=port, user="bench", autocommit=True) as con:
-            assert con.execute("SELECT 1").fetchone() == (1,)
-    wall = time.monotonic() - started
-    time.sleep(0.5)  # (the last session's process is reaped)
-    cpu = _tree_cpu(server.pid) - before
-    server.stdin.close()
-    server.wait(60)
+    with served(_SERVER, data, how) as (server, port):
+        with psycopg.connect(host="127.0.0.1", port=port, user="bench", autocommit=True):
+            pass  # (the first login of a server starts what later ones share)
+        time.sleep(0.5)
+        before = tree_cpu(server.pid)
+        started = time.monotonic()
+        for _ in range(logins):
+            with psycopg.connect(host="127.0.0.1", port=port, user="bench", autocommit=True) as con:
+                assert con.execute("SELECT 1").fetchone() == (1,)
+        wall = time.monotonic() - started
+        time.sleep(0.5)  # (the last session's process is reaped)
+        cpu = tree_cpu(server.pid) - before
     return wall / logins, cpu / logins
 
 

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 
 import psycopg
 
-from benchmarks.serve_logins import _tree_cpu
+from benchmarks.served import served, tree_cpu
 
 _SERVER = """
 import sys, threading
@@ -40,25 +38,19 @@ server.server_close()
 
 
 def _idle_cpu(how: str, sessions: int, max_memory: str, seconds: float) -> float:
-    with tempfile.TemporaryDirectory() as data:
-        server = subprocess.Popen([sys.executable, "-c", _SERVER, data, max_memory, how],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert server.stdout is not None and server.stdin is not None
-        port = int(server.stdout.readline())
+    with tempfile.TemporaryDirectory() as data, served(_SERVER, data, max_memory, how) as (server, port):
         clients = [psycopg.connect(host="127.0.0.1", port=port, user="bench", autocommit=True)
                    for _ in range(sessions)]
         try:
             for con in clients:
                 con.execute("SELECT 1")
             time.sleep(1)
-            before = _tree_cpu(server.pid)
+            before = tree_cpu(server.pid)
             time.sleep(seconds)
-            return _tree_cpu(server.pid) - before
+            return tree_cpu(server.pid) - before
         finally:
             for con in clients:
                 con.close()
-            server.stdin.close()
-            server.wait(60)
 
 
 def main() -> None:
