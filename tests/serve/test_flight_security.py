@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 else:
     flight = pytest.importorskip("pyarrow.flight")
 
-from vcfzarr_sql.serve import memory, watchdog  # noqa: E402
+from vcfzarr_sql.serve import memory, watchdog, workers  # noqa: E402
 from vcfzarr_sql.serve.flight import Flight_pb2, FlightSqlServer, make_flight_server  # noqa: E402
 from vcfzarr_sql.serve.flight import FlightSql_pb2 as sql  # noqa: E402 (the flight extra)
 from vcfzarr_sql.serve.flight import worker as worker_module  # noqa: E402
@@ -426,7 +426,7 @@ def test_a_workers_memory_room_is_counted_as_the_server_measured_it(flight_servi
     [worker] = server._pool.all()
     pid = worker._pid
     spare = memory.SPARE_THREADS * memory.thread_stack_bytes()
-    time.sleep(2 * worker_module._PERIOD)  # (the worker has kept its cap with its room since)
+    time.sleep(2 * workers.PERIOD)  # (the worker has kept its cap with its room since)
     with open(f"/proc/{pid}/limits") as f:
         [limit] = [int(line.split()[3]) for line in f if line.startswith("Max data size")]
     with open(f"/proc/{pid}/status") as f:

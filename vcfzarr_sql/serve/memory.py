@@ -136,6 +136,12 @@ def resident_bytes(pid: int | None = None) -> int:
         return 0
 
 
+def used_bytes(pid: int | None = None, exact: bool = True) -> int:
+    """The memory process ``pid`` (None: this one) takes: :func:`proportional_bytes`, or
+    not ``exact``, :func:`resident_bytes` (cheaper and never less)."""
+    return proportional_bytes(pid) if exact else resident_bytes(pid)
+
+
 def proportional_bytes(pid: int | None = None) -> int:
     """Bytes of memory process ``pid`` (None: this one) takes, pages it shares with other
     processes counted in proportion (``Pss`` of ``/proc/PID/smaps_rollup``: session processes

@@ -96,20 +96,23 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
     session whose ``fileno()`` is None has no socket."""
     running = []
     endable = [session for session in sessions if isinstance(session, Endable)]
+    can_end = {id(session): session for session in endable}
     for session in sessions:
         if not session.logged_in:
             if limits.auth_timeout and now - session.connected_at > limits.auth_timeout:
                 session.drop()
             continue
         busy_since = session.busy_since
+        if busy_since is None:
+            continue
         seen = interrupted.get(id(session))
-        if busy_since is None or (seen is not None and seen.busy_since == busy_since):
-            if busy_since is not None and seen is not None and not seen.ended \
-                    and isinstance(session, Endable) and (now - seen.at > END_GRACE_WALL or (
-                        now - seen.at > END_GRACE and session.cpu_seconds() - seen.cpu > END_GRACE)):
+        if seen is not None and seen.busy_since == busy_since:  # (interrupted, still running)
+            ender = can_end.get(id(session))
+            if not seen.ended and ender is not None and (now - seen.at > END_GRACE_WALL or (
+                    now - seen.at > END_GRACE and ender.cpu_seconds() - seen.cpu > END_GRACE)):
                 seen.ended = True
-                session.end("57014", f"terminating connection due to {seen.reason}: the statement "
-                                     "could not be stopped, so the session was ended")
+                ender.end("57014", f"terminating connection due to {seen.reason}: the statement "
+                                   "could not be stopped, so the session was ended")
             continue
         fd = session.fileno()
         if limits.statement_timeout and now - busy_since > limits.statement_timeout:
@@ -119,7 +122,7 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
         else:
             running.append((busy_since, session))
             continue
-        _interrupt(session, Interrupted(busy_since, now, reason), interrupted)
+        _interrupt(session, can_end.get(id(session)), Interrupted(busy_since, now, reason), interrupted)
     if not limits.max_memory:
         return
     # what is free is shared among the busy sessions (and one more that may start meanwhile)
@@ -128,7 +131,8 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
         session.limit_memory(session.measured + share)
     if running and used > memory.CANCEL_AT * limits.max_memory:
         busy_since, oldest = min(running, key=lambda started: started[0])
-        _interrupt(oldest, Interrupted(busy_since, now, "server memory limit"), interrupted)
+        _interrupt(oldest, can_end.get(id(oldest)), Interrupted(busy_since, now, "server memory limit"),
+                   interrupted)
     if used <= limits.max_memory:
         return
     ending = [s for s in endable if id(s) in interrupted and interrupted[id(s)].ended]
@@ -141,9 +145,12 @@ def check(sessions: Sequence[Watched], limits: Limits, now: float,
                              "sessions passed its cap (--max-memory), and this one took the most")
 
 
-def _interrupt(session: Watched, what: Interrupted, interrupted: dict[int, Interrupted]) -> None:
-    if isinstance(session, Endable):
-        what.cpu = session.cpu_seconds()
+def _interrupt(session: Watched, ender: Endable | None, what: Interrupted,
+               interrupted: dict[int, Interrupted]) -> None:
+    """Interrupt ``session``'s statement, remembered as ``what`` (with the CPU time it had
+    then, if it can be ended: ``ender``, the same session)."""
+    if ender is not None:
+        what.cpu = ender.cpu_seconds()
     interrupted[id(session)] = what
     session.interrupt(what.reason)
 

@@ -15,6 +15,7 @@ its memory (:func:`.memory.proportional_bytes`) and its CPU time (:func:`cpu_sec
 
 from __future__ import annotations
 
+import abc
 import io
 import json
 import multiprocessing
@@ -27,16 +28,19 @@ import multiprocessing.reduction
 import multiprocessing.util
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Protocol
 
 from vcfzarr_sql.serve import memory
 
-__all__ = ["CONTEXT", "KILL_WAIT", "MAX_MESSAGE", "Process", "cpu_seconds", "decode", "encode",
-           "forkserver_bytes", "receive", "send", "start_forkserver"]
+__all__ = ["CONTEXT", "KILL_WAIT", "MAX_MESSAGE", "PERIOD", "MemoryCap", "Process", "ProcessHandle", "cpu_seconds",
+           "decode", "encode", "forkserver_bytes", "receive", "send", "start_forkserver"]
 
 #: Seconds a process told to end has to exit before it is killed.
 KILL_WAIT = 1.0
+#: Seconds between two looks of a forked process at its memory cap and at its server.
+PERIOD = 0.2
 #: Longest JSON message either side reads.
 MAX_MESSAGE = 1 << 13
 #: The modules the forkserver loads once, for every process it forks (both servers').
@@ -75,7 +79,7 @@ def forkserver_bytes(exact: bool = True) -> int:
     pid = _forkserver_pid()
     if pid is None:
         return 0
-    return memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
+    return memory.used_bytes(pid, exact)
 
 
 class Measured(Protocol):
@@ -190,3 +194,63 @@ class Process(multiprocessing.process.BaseProcess):
         if _OWN_LAUNCH:
             return _Popen(process_obj)
         return multiprocessing.popen_forkserver.Popen(process_obj)
+
+
+class ProcessHandle(abc.ABC):
+    """What the server's handle on a forked process (a PostgreSQL session's, a Flight SQL
+    worker's) measures and tells of its memory; the subclass sends the messages."""
+
+    #: Its pid while it runs (None: not started, or reaped).
+    _pid: int | None = None
+    #: Its memory when the server's was last measured (:meth:`memory_bytes`).
+    measured = 0
+    _exact = True  # (how ``measured`` was last read: the measure its room is in)
+    _room = 0  # (the room last told, and in which measure)
+    _told_exact = True
+
+    @abc.abstractmethod
+    def _tell(self, *message: object) -> bool:
+        """Send ``message`` on the control pipe (False: the process is not running)."""
+
+    def memory_bytes(self, exact: bool = True) -> int:
+        """The memory the process takes now (its proportional share of shared pages; not
+        ``exact``: its resident memory, cheaper and never less)."""
+        pid, self._exact = self._pid, exact
+        self.measured = 0 if pid is None else memory.used_bytes(pid, exact)
+        return self.measured
+
+    def cpu_seconds(self) -> float:
+        """The CPU time the process has spent."""
+        return cpu_seconds(self._pid)
+
+    def limit_memory(self, room: int) -> None:
+        """Let the process take at most ``room`` bytes from now on, counted as its memory was
+        last measured (:meth:`memory_bytes`; told when that changed, or ``room`` by more than
+        a 64th)."""
+        exact = self._exact
+        if (abs(room - self._room) > max(room, self._room) // 64 or exact != self._told_exact) \
+                and self._tell("room", room, exact):
+            self._room, self._told_exact = room, exact
+
+
+class MemoryCap:
+    """The memory a forked process may take (none without a server cap), which the kernel
+    holds it to (:func:`.memory.cap_process_memory`, from any of its threads), counted in the
+    measure the server gave it in (``exact``: proportional sizes, else resident)."""
+
+    def __init__(self, max_memory: int):
+        self._capped = bool(max_memory)
+        self._room = max_memory
+        self._exact = True
+        self._lock = threading.Lock()
+
+    def set(self, room: int, exact: bool) -> None:
+        if self._capped:
+            with self._lock:
+                self._room, self._exact = max(room, 0), exact
+            self.keep()
+
+    def keep(self) -> None:
+        if self._capped:
+            with self._lock:
+                memory.cap_process_memory(self._room, memory.used_bytes(exact=self._exact))

@@ -83,8 +83,6 @@ WRITE_WAIT = 5.0
 MAX_PAYLOAD = 1 << 31
 #: Longest request a worker reads (its statement's text is in it; gRPC's messages are smaller).
 MAX_REQUEST = 1 << 28
-#: Seconds between two looks of a worker at its memory cap and at its server.
-_PERIOD = 0.2
 _FRAME = struct.Struct(">IQ")  # the JSON message's length, the payload's
 #: Characters of an error's text a worker sends (each at most 6 bytes of JSON, \u escaped:
 #: the reply fits in the message the server reads; an error naming a long identifier does not).
@@ -340,7 +338,7 @@ def _table(data: bytes | bytearray) -> pa.Table | None:
     return pa.ipc.open_stream(pa.py_buffer(data)).read_all() if data else None
 
 
-class Worker:
+class Worker(workers.ProcessHandle):
     """The server's handle on one worker process (see the module): a :class:`Runner`, and a
     session the watchdog can end (:class:`~vcfzarr_sql.serve.watchdog.Endable`)."""
 
@@ -348,12 +346,7 @@ class Worker:
         self.connected_at = time.monotonic()
         self.logged_in = True
         self.busy_since: float | None = None
-        #: Its memory when the server's was last measured (:meth:`memory_bytes`).
-        self.measured = 0
-        self._room = 0
         self._room_due: int | None = None
-        self._exact = True  # (how ``measured`` was last read: the measure its room is in)
-        self._told_exact = True
         self.statement = 0
         self._told_statement = 0
         self._lock = threading.Lock()
@@ -373,7 +366,7 @@ class Worker:
         finally:
             calls_there.close()
             control_there.close()
-        self._pid: int | None = self._process.pid
+        self._pid = self._process.pid
         os.set_blocking(self._control.fileno(), False)  # (a full pipe: the worker is killed)
 
     # -- requests ------------------------------------------------------------------------------
@@ -395,7 +388,6 @@ class Worker:
             reply, data = _read(self._calls)
         except TimeoutError:
             self._kill()
-            self._gone = True
             raise PgError("XX000", "the statement's process stopped reading") from None
         except (OSError, EOFError, ValueError):
             self._gone = True
@@ -504,31 +496,7 @@ class Worker:
         """End the worker now, whatever it is doing: its statement fails with this error."""
         self._ended = PgError(sqlstate, message.replace("connection", "statement").replace(
             "so the session was ended", "so its process was ended"))
-        self._gone = True
         self._kill()
-
-    def cpu_seconds(self) -> float:
-        return workers.cpu_seconds(self._pid)
-
-    def memory_bytes(self, exact: bool = True) -> int:
-        """The memory the process takes now (its proportional share of shared pages; not
-        ``exact``: its resident memory, cheaper and never less)."""
-        pid = self._pid
-        if pid is None:
-            self.measured = 0
-        else:
-            self.measured = memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
-        self._exact = exact
-        return self.measured
-
-    def limit_memory(self, room: int) -> None:
-        """Let the process take at most ``room`` bytes from now on, counted as its memory was
-        last measured (:meth:`memory_bytes`; told when that changed, or ``room`` by more than
-        a 64th)."""
-        exact = self._exact
-        if (abs(room - self._room) > max(room, self._room) // 64 or exact != self._told_exact) \
-                and self._tell("room", room, exact):
-            self._room, self._told_exact = room, exact
 
     def start_with(self, room: int) -> None:
         """Let the process take at most ``room`` bytes from its next request on."""
@@ -587,7 +555,7 @@ def _worker_main(calls: socket.socket, control: object, setup: WorkerSetup) -> N
     if setup.max_memory:
         memory.cap_process_memory(setup.max_memory)
     executor = Executor(LockedDatabase(setup.policy, check=False))
-    cap = _Cap(setup.max_memory)
+    cap = workers.MemoryCap(setup.max_memory)
     threading.Thread(target=_obey, args=(control, executor, cap),
                      name="vcfzarr-sql worker control", daemon=True).start()
     while True:
@@ -614,36 +582,12 @@ def _worker_main(calls: socket.socket, control: object, setup: WorkerSetup) -> N
             os._exit(0)
 
 
-class _Cap:
-    """The memory a worker may take (none without a server cap), which the kernel holds it to
-    (:func:`~vcfzarr_sql.serve.memory.cap_process_memory`, from both of its threads), counted
-    in the measure the server gave it in (``exact``: proportional sizes, else resident)."""
-
-    def __init__(self, max_memory: int):
-        self._capped = bool(max_memory)
-        self._room = max_memory
-        self._exact = True
-        self._lock = threading.Lock()
-
-    def set(self, room: int, exact: bool) -> None:
-        if self._capped:
-            with self._lock:
-                self._room, self._exact = max(room, 0), exact
-            self.keep()
-
-    def keep(self) -> None:
-        if self._capped:
-            with self._lock:
-                memory.cap_process_memory(
-                    self._room, memory.proportional_bytes() if self._exact else memory.resident_bytes())
-
-
-def _obey(control: object, executor: Executor, cap: _Cap) -> None:
+def _obey(control: object, executor: Executor, cap: workers.MemoryCap) -> None:
     """Do what the server says; keep the process's memory cap current."""
     while True:
         cap.keep()
         try:
-            if not control.poll(_PERIOD):  # type: ignore[attr-defined]
+            if not control.poll(workers.PERIOD):  # type: ignore[attr-defined]
                 continue
             name, *args = workers.receive(control)  # type: ignore[arg-type]
         except (EOFError, OSError, ValueError):  # the server is gone

@@ -61,8 +61,6 @@ END_WAIT = 2.0
 _MAX_LOGGED = 1 << 11
 #: The loggers whose records a session's process sends (the server logs no other name).
 _LOGGERS = frozenset({"vcfzarr_sql.serve.pg"})
-#: Seconds between two looks of a session's process at its memory cap and at its server.
-_PERIOD = 0.2
 
 @dataclass(frozen=True)
 class Setup:
@@ -90,7 +88,7 @@ class Host(Protocol):
     def refuse(self, request: socket.socket, message: str) -> None: ...
 
 
-class SessionProcess:
+class SessionProcess(workers.ProcessHandle):
     """The server's handle on one connection, served by a process of its own (see the module).
 
     What the watchdog (:class:`~.watchdog.Endable`), ``pg_cancel_backend`` and the login
@@ -108,14 +106,9 @@ class SessionProcess:
         #: When the session began its current message, as the server saw it (None: idle).
         self.busy_since: float | None = None
         self._lock = threading.Lock()
-        self._pid: int | None = None
         self._control: multiprocessing.connection.Connection | None = None
         self._dropped = False
         self._ending: threading.Timer | None = None  # (a drop or terminate not yet obeyed)
-        #: Its memory when the server's was last measured (:meth:`memory_bytes`).
-        self.measured = 0
-        self._exact = True  # (whether ``measured`` is proportional, else resident)
-        self._room = (0, True)
 
     # -- the server's side ---------------------------------------------------------------------
 
@@ -209,7 +202,7 @@ class SessionProcess:
         """Answer the process's calls until it exits (killing it once told to end and late)."""
         while True:
             try:
-                if not calls.poll(_PERIOD):
+                if not calls.poll(workers.PERIOD):
                     if process.exitcode is not None:
                         return
                     continue
@@ -329,28 +322,6 @@ class SessionProcess:
         timer.start()
         self._tell("end", sqlstate, message)
 
-    def memory_bytes(self, exact: bool = True) -> int:
-        """The memory the process takes now (its proportional share of shared pages; not
-        ``exact``: its resident memory, cheaper and never less)."""
-        pid, self._exact = self._pid, exact
-        if pid is None:
-            self.measured = 0
-        else:
-            self.measured = memory.proportional_bytes(pid) if exact else memory.resident_bytes(pid)
-        return self.measured
-
-    def cpu_seconds(self) -> float:
-        """The CPU time the process has spent."""
-        return workers.cpu_seconds(self._pid)
-
-    def limit_memory(self, room: int) -> None:
-        """Let the process take at most ``room`` bytes from now on, counted as its memory was
-        last measured (:meth:`memory_bytes`; told when that changed, or ``room`` by more than
-        a 64th)."""
-        told, exact = self._room
-        if (abs(room - told) > max(room, told) // 64 or exact != self._exact) \
-                and self._tell("room", room, self._exact):
-            self._room = (room, self._exact)
 
 
 # -- the session's side ------------------------------------------------------------------------
@@ -426,21 +397,18 @@ def _session_main(sock: socket.socket, calls: multiprocessing.connection.Connect
         signal=lambda _caller, pid, terminate: server.ask("signal", pid, terminate),
         admit=lambda user: server.ask("admit", user),
         on_busy=lambda busy: server.tell("busy" if busy else "idle"))
-    threading.Thread(target=_obey, args=(control, session, setup.limits.max_memory),
+    threading.Thread(target=_obey, args=(control, session, workers.MemoryCap(setup.limits.max_memory)),
                      name="vcfzarr-sql session control", daemon=True).start()
     session.run()
 
 
 def _obey(control: multiprocessing.connection.Connection, session: ClientSession,
-          max_memory: int) -> None:
+          cap: workers.MemoryCap) -> None:
     """Do what the server says to ``session``; keep the process's memory cap current."""
-    room, exact = max_memory or None, True
     while True:
-        if room is not None:
-            memory.cap_process_memory(
-                room, memory.proportional_bytes() if exact else memory.resident_bytes())
+        cap.keep()
         try:
-            if not control.poll(_PERIOD):
+            if not control.poll(workers.PERIOD):
                 continue
             name, *args = workers.receive(control)
         except (EOFError, OSError, ValueError):  # the server is gone
@@ -457,7 +425,7 @@ def _obey(control: multiprocessing.connection.Connection, session: ClientSession
         elif name == "hang_up":
             session.hang_up()
         elif name == "room":  # (counted as the server measured: proportional, or resident)
-            room, exact = max(int(args[0]), 0) if max_memory else None, bool(args[1])
+            cap.set(int(args[0]), bool(args[1]))
         elif name == "end":
             try:
                 session.end(str(args[0]), str(args[1]))
