@@ -3,7 +3,7 @@ Blosc's automatic blocksize, and at clevel 3, 4, 5 and 7 with 1 MiB blocks, re-e
 chunks of one array of existing stores: compression CPU, decompression CPU and stored bytes,
 best of ``--repeats`` (single-threaded Blosc, as the encode workers of ``convert --workers 2``
 run it). Ratios are to clevel 7 with the automatic blocksize (the default before 2026-11-27);
-the default now is clevel 5 with 1 MiB blocks (:func:`vcfzarr_sql.converter.arrays.default_compressor`).
+the default now is :func:`vcfzarr_sql.converter.arrays.default_compressor`'s.
 
     python -m benchmarks.codec_levels benchmarks/data/gt_only_2000x50000/sim.vcz x.vcz
     python -m benchmarks.codec_levels --array call_genotype_phased STORE

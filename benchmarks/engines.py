@@ -20,10 +20,10 @@ import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import vcfzarr_sql
+from benchmarks.served import tree_cpu
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -34,24 +34,7 @@ COLUMNS = ["fmt_GT_1", "fmt_GT_2"]
 
 def tree_cpu_seconds() -> float:
     """User + system CPU seconds of this process and every live descendant (from /proc)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    parent, cpu = {}, {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(pid)] = int(fields[1])
-        cpu[int(pid)] = (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / ticks
-
-    def ours(pid: int) -> bool:
-        while pid > 1:
-            if pid == os.getpid():
-                return True
-            pid = parent.get(pid, 1)
-        return False
-
-    return sum(c for pid, c in cpu.items() if ours(pid))
+    return tree_cpu(os.getpid())
 
 
 def timed(run: Callable[[], int], repeats: int) -> tuple[float, float, int]:

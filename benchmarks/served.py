@@ -1,6 +1,7 @@
-"""A server of ours in a process of its own, for the serve benchmarks: started from a script
-that prints its port and serves until its standard input closes; and the CPU time of its whole
-process tree (the server, the forkserver and every session's or worker's process)."""
+"""For the benchmarks that measure processes: a server of ours in a process of its own, started
+from a script that prints its port and serves until its standard input closes; and the CPU time
+of a whole process tree (a server's: it, the forkserver and every session's or worker's
+process; or the benchmark's own, with Spark's JVM or Ray's workers)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,6 @@ per record or call. ``values`` is
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,7 +35,13 @@ import pyarrow.compute as pc
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.query import arrays, decode
-from vcfzarr_sql.query.execute import RUN_GENOTYPE_BYTES, region_rows, residual_rows, run_plan, scan_source
+from vcfzarr_sql.query.execute import (
+    genotype_chunks_per_run,
+    region_rows,
+    residual_rows,
+    run_plan,
+    scan_source,
+)
 from vcfzarr_sql.query.expressions import parse_or_none
 from vcfzarr_sql.query.packed_dosage import MISSING_DOSAGE, packed_dosage
 from vcfzarr_sql.query.plan import ScanPlan, batch_runs, plan_regions, plan_scan
@@ -116,9 +121,8 @@ def genotype_matrix(
     # RUN_GENOTYPE_BYTES of genotypes. Decoded genotypes: a chunk a run, decoded in threads
     # (joined, they measured 2x the CPU at 20,000 samples: two copies of much larger blocks).
     genotypes = store.array_info(genotype_array)
-    per_chunk = genotypes.chunks[0] * math.prod(genotypes.shape[1:]) * genotypes.dtype.itemsize
     joined = where is None and values == "dosage" and packed_stored(store)
-    length = max(1, RUN_GENOTYPE_BYTES // max(per_chunk, 1)) if joined else 1
+    length = genotype_chunks_per_run(store, genotype_array) if joined else 1
     parts = list(run_plan(source, plan, work, cut=lambda pieces: batch_runs(plan, pieces, lambda: length),
                           ahead=PREFETCH_DEPTH))
     sample_ids: list[str] = (store.samples if plan.sample_groups[0][1] is None

@@ -20,6 +20,7 @@ from vcfzarr_sql.converter.masks import mask_name
 from vcfzarr_sql.converter.stats import ColumnStats
 from vcfzarr_sql.errors import NotSupportedError
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.store.summary_arrays import COMPRESSOR
 
 _INT_DTYPES = (np.int8, np.int16, np.int32, np.int64)
 _FILL = {"char": b"", "filter": False, "contig": spec.INT_FILL, "mask": True}
@@ -93,7 +94,7 @@ def default_compressor(bitshuffle: bool) -> dict:
     """
     if bitshuffle:
         return Blosc(cname="zstd", clevel=4, shuffle=Blosc.BITSHUFFLE, blocksize=BITSHUFFLE_BLOCKSIZE).get_config()
-    return Blosc(cname="zstd", clevel=7, shuffle=Blosc.SHUFFLE).get_config()
+    return dict(COMPRESSOR)
 
 
 @dataclass(frozen=True)

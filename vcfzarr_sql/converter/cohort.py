@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from numcodecs import Blosc
 
 from vcfzarr_sql import __version__
 from vcfzarr_sql.converter import convert
@@ -33,6 +32,7 @@ from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_written
 from vcfzarr_sql.store.fasta import Fasta
 from vcfzarr_sql.store.kvstore import open_kv
 from vcfzarr_sql.store.opening import open_store, read_manifest
+from vcfzarr_sql.store.summary_arrays import COMPRESSOR
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.store.vcz import open_store as open_plain
 from vcfzarr_sql.store.writer import NewArray, write_group, write_whole
@@ -44,7 +44,7 @@ __all__ = ["AddSummary", "DuplicateSampleError", "add"]
 MAX_BATCH_CHUNK_RECORDS = 16
 #: The sites store's arrays, rewritten at every add: Blosc zstd 3 (zstd 7, what convert
 #: writes, took 6x the CPU time for 20% smaller genotype counts).
-SITES_COMPRESSOR = Blosc(cname="zstd", clevel=3, shuffle=Blosc.SHUFFLE).get_config()
+SITES_COMPRESSOR = {**COMPRESSOR, "clevel": 3}
 
 _STRUCTURED = re.compile(r"##(INFO|FORMAT|FILTER|contig)=<ID=([^,>]+)")
 

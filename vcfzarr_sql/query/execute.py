@@ -63,14 +63,9 @@ def _run(source: ChunkSource, plan: ScanPlan, task: ChunkTask, tree: Any) -> pa.
 
     if not task.columns:
         batch = arrays.rows_only(task.num_rows)
-    elif _filters_first(plan, task):
-        kept = _matching_run(source, plan, task, tree)
-        if kept is not None:
-            return decode.decode_variants(source, task.variant_chunk, plan.schema.names, task.samples,
-                                          task.chunk_count, task.sample_order, rows=kept)
-        batch = decode.decode_variants(
-            source, task.variant_chunk, task.columns, task.samples, task.chunk_count, task.sample_order
-        )
+    elif _filters_first(plan, task) and (kept := _matching_run(source, plan, task, tree)) is not None:
+        return decode.decode_variants(source, task.variant_chunk, plan.schema.names, task.samples,
+                                      task.chunk_count, task.sample_order, rows=kept)
     elif task.sample_chunk is None:
         batch = decode.decode_variants(
             source, task.variant_chunk, task.columns, task.samples, task.chunk_count, task.sample_order
@@ -132,9 +127,15 @@ def chunks_per_batch(source: ChunkSource, plan: ScanPlan) -> int:
     subset = plan.sample_groups[0][1] is not None  # (then counted from the packed genotypes)
     if gt is None or not (packed_stored(store) if subset else stored_counts.stored(store)):
         return 1
-    genotypes = store.array_info(gt.array)
+    return min(most, genotype_chunks_per_run(store, gt.array))
+
+
+def genotype_chunks_per_run(store: VczStore, genotype_array: str) -> int:
+    """How many variant chunks of ``genotype_array`` one run may join: at least one, at most
+    :data:`RUN_GENOTYPE_BYTES` of genotypes."""
+    genotypes = store.array_info(genotype_array)
     per_chunk = genotypes.chunks[0] * math.prod(genotypes.shape[1:]) * genotypes.dtype.itemsize
-    return max(1, min(most, RUN_GENOTYPE_BYTES // max(per_chunk, 1)))
+    return max(1, RUN_GENOTYPE_BYTES // max(per_chunk, 1))
 
 
 def plan_batches(source: ChunkSource, plan: ScanPlan) -> Iterator[pa.RecordBatch]:

@@ -215,12 +215,10 @@ def _v2_pipeline(name: str, meta: dict, dtype: np.dtype, chunks: tuple[int, ...]
     return V2Codec(name, compressor, filters, dtype, chunks, meta.get("order", "C"))
 
 
-#: v3 bytes->bytes codec names -> numcodecs codec (decoding needs no configuration).
-_BYTES_CODECS = {
-    "blosc": lambda conf: get_codec({"id": "blosc"}),
-    "zstd": lambda conf: get_codec({"id": "zstd"}),
-    "gzip": lambda conf: get_codec({"id": "gzip"}),
-    "crc32c": lambda conf: get_codec({"id": "crc32c", "location": "end"}),
+#: v3 bytes->bytes codec names -> the numcodecs configuration that decodes them (decoding
+#: needs none of the stored one's).
+_BYTES_CODECS: dict[str, dict[str, str]] = {
+    "blosc": {}, "zstd": {}, "gzip": {}, "crc32c": {"location": "end"},
 }
 _VLEN_CODECS = ("vlen-utf8", "vlen-bytes")
 
@@ -303,7 +301,7 @@ def _v3_pipeline(name: str, codecs: list[dict], dtype: np.dtype, chunks: tuple[i
         elif stored is None and cname in _VLEN_CODECS:
             stored, vlen = dtype, get_codec({"id": cname})
         elif stored is not None and cname in _BYTES_CODECS:
-            bytes_codecs.append(_BYTES_CODECS[cname](conf))
+            bytes_codecs.append(get_codec({"id": cname, **_BYTES_CODECS[cname]}))
         elif stored is not None and cname.startswith("numcodecs."):
             try:
                 bytes_codecs.append(get_codec({"id": cname[10:], **conf}))

@@ -9,7 +9,8 @@ from vcfzarr_sql.format import spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.store.writer import NewArray
 
-#: Every summary array: Blosc zstd 7, byte-shuffled.
+#: Every summary array, and every array the converter writes but genotypes and bools
+#: (:func:`vcfzarr_sql.converter.arrays.default_compressor`): Blosc zstd 7, byte-shuffled.
 COMPRESSOR = Blosc(cname="zstd", clevel=7, shuffle=Blosc.SHUFFLE).get_config()
 #: The arrays with one row per record (the sample class counts have one per variant chunk).
 PER_RECORD = (sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.HWE)
