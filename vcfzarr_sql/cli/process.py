@@ -149,11 +149,6 @@ def reuse_freed_memory() -> bool:
     about a quarter of a .pgen export's CPU, in the kernel). The process keeps up to
     :data:`TRIM_THRESHOLD` bytes of freed memory instead.
     """
-    import ctypes
+    from vcfzarr_sql.serve.memory import mallopt
 
-    try:
-        libc = ctypes.CDLL(None)  # (the process's symbols, libc's among them: no ldconfig run)
-        return bool(libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-                    and libc.mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
-    except (OSError, AttributeError):
-        return False
+    return mallopt((_M_MMAP_THRESHOLD, MMAP_THRESHOLD), (_M_TRIM_THRESHOLD, TRIM_THRESHOLD))

@@ -106,9 +106,15 @@ def cap_process_memory(limit: int, used: int | None = None) -> None:
 @functools.cache
 def one_malloc_arena() -> bool:
     """Make glibc's ``malloc`` use one arena from now on (False: not glibc)."""
+    return mallopt((_M_ARENA_MAX, 1))
+
+
+def mallopt(*settings: tuple[int, int]) -> bool:
+    """Set glibc's ``mallopt`` parameters ``(parameter, value)``, in order, for the whole
+    process from now on (False: not glibc, or one was refused)."""
     try:
         libc = ctypes.CDLL(None)  # (the process's symbols, libc's among them: no ldconfig run)
-        return bool(libc.mallopt(_M_ARENA_MAX, 1))
+        return all(libc.mallopt(parameter, value) for parameter, value in settings)
     except (OSError, AttributeError):
         return False
 
