@@ -170,7 +170,6 @@ class _PartitionReader:
                 block = []
         if block:
             self.flush(block)
-        self._check_long_values()
         return self.finish()
 
     def _check_long_values(self) -> None:
@@ -186,6 +185,8 @@ class _PartitionReader:
                                 field=f"INFO/{found[1]}")
 
     def finish(self) -> PartitionResult:
+        """The result of the partition read (by either path), once no INFO value was too long."""
+        self._check_long_values()
         self.result.header = read_header(self.reader)
         self.result.contigs = list(self.seen_contigs)
         self.result.filters = list(self.seen_filters)
