@@ -337,6 +337,7 @@ def convert(
     compressor: numcodecs.abc.Codec | None = None,
     max_memory: int | None = None,
     batch: bool = False,
+    fork_workers: bool = False,
 ) -> ConvertSummary:
     """Convert a VCF, bgzipped VCF or BCF file to a VCF Zarr 0.3 store (Zarr v2) at ``output``.
 
@@ -351,7 +352,10 @@ def convert(
     the record, as htslib grows its line buffer without limit. ``batch``: the store is a batch
     ``add`` adds to a cohort, which reads of its batches only their region index and genotype
     counts (per record and per sample): the packed genotypes and the ``stats`` counts per
-    variant chunk are not written (``index`` writes them). Raises :class:`VcfParseError` for input that
+    variant chunk are not written (``index`` writes them). ``fork_workers``: fork the worker
+    processes instead of spawning them, for a caller that has imported the converter already
+    (``add``: a forked worker starts at once), on Linux in a process running no other thread
+    (:class:`.workers.WorkerPool`). Raises :class:`VcfParseError` for input that
     cannot be read (and leaves nothing behind), :class:`OutputError` if ``output`` exists and
     ``force`` is not set, if ``force`` is set but ``output`` is not a VCF Zarr store (or is the
     input, holds it, holds anything but Zarr metadata and chunks, or is the working directory
@@ -384,7 +388,7 @@ def convert(
             work = Path(tempfile.mkdtemp(prefix=f".{output_path.name}.", suffix=WORK_SUFFIX,
                                          dir=output_path.parent))
             try:
-                layout = _build_in(inputs, work, show_progress, settings, max_memory)
+                layout = _build_in(inputs, work, show_progress, settings, max_memory, fork_workers)
                 swap_into_place(work / "store", output_path)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
@@ -395,13 +399,12 @@ def convert(
 
 
 def _build_in(inputs: list[str], work: Path, show_progress: bool, settings: dict,
-              max_memory: int | None) -> Layout:
-    """Build the store in ``work/store`` with a worker pool; its layout."""
+              max_memory: int | None, fork_workers: bool) -> Layout:
+    """Build the store in ``work/store`` with a worker pool (forked: ``fork_workers``); its layout."""
     input_path = str(single_input(inputs, work))
     if inputs == [STDIN]:  # spooled to a file: checked as a file is
         _check_bgzf_eof(Path(input_path), "standard input")
-    # (a batch of ``add``: its process has imported the converter, so forked workers start at once)
-    with WorkerPool(input_path, settings["workers"], work, max_memory, fork=settings["batch"]) as pool:
+    with WorkerPool(input_path, settings["workers"], work, max_memory, fork=fork_workers) as pool:
         progress = _Progress(show_progress, pool)
         try:
             return _build(input_path, work / "store", work, pool, progress, **settings)
