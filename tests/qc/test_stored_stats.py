@@ -40,7 +40,7 @@ def _bcftools(path: Path, *options: str) -> list[str]:
     return _data(done.stdout.decode())
 
 
-def _ours(store: Path, regions: str | None = None) -> list[str]:
+def _ours(store: Path | str, regions: str | None = None) -> list[str]:
     """``stats -s -`` (and ``-r regions``)."""
     return _data("".join(stats_lines(store, Selection(samples="-", regions=regions))))
 
@@ -127,3 +127,30 @@ def test_whole_cohort_decodes_each_chunk_of_the_per_record_counts_once(call_sets
     _ours(store)
     assert open_store(store).num_variant_chunks == 5
     assert decoded.count(summaries.CALL_COUNTS) == decoded.count(summaries.ALLELE_COUNTS) == 1
+
+
+def test_whole_cohort_over_a_url_decodes_each_chunk_of_the_per_record_counts_once(call_sets, tmp_path, monkeypatch):
+    """Over a remote store the chunks are worked on in windows that start anywhere (1, then
+    2, 4 ... variant chunks): the runs of whole chunks are cut at the per-record counts' chunk
+    boundaries, so no run reads two of their chunks. Here a chunk of them holds two variant
+    chunks (90 records in 5 variant chunks: 3 chunks); before, the windows' runs [1, 3) and
+    [3, 5) each read two of them, decoding chunks 0 and 1 twice."""
+    pytest.importorskip("fsspec", reason="fsspec (test extra) is needed for URLs")
+    from vcfzarr_sql.query import execute
+
+    bcf, store = call_sets["diploid"]
+    copy = copy_store(store, tmp_path / "short.vcz")
+    monkeypatch.setattr(summaries, "SUMMARY_RECORDS", 40)
+    assert write_genotype_counts(copy)
+    monkeypatch.setattr(execute, "PREFETCH_DEPTH", 0)  # (runs in order: one chunk kept at a time)
+    decoded: list[tuple[str, tuple[int, ...]]] = []
+    decode = VczStore.decode_chunk
+
+    def counted(self, name, raw, chunk):
+        decoded.append((name, tuple(chunk)))
+        return decode(self, name, raw, chunk)
+
+    monkeypatch.setattr(VczStore, "decode_chunk", counted)
+    assert _ours(f"file://{copy}") == _bcftools(bcf, "-s", "-")
+    for name in (summaries.CALL_COUNTS, summaries.ALLELE_COUNTS):
+        assert sorted(chunk[0] for array, chunk in decoded if array == name) == [0, 1, 2], name

@@ -11,13 +11,13 @@ With every sample in store order (``-s -``), a variant chunk the selection keeps
 no genotype where the store holds its counts (:mod:`vcfzarr_sql.query.call_stats`, the sample
 class counts, and, without INFO/AC and AN, the allele counts): they are added up instead.
 When the selection keeps every record, the chunks one chunk of the per-record summaries spans
-are counted as one batch (:func:`~vcfzarr_sql.query.execute.every_run`): a chunk counted so
-costs little more than its decoding, and the rest is paid per batch.
+are counted as one batch (:meth:`~vcfzarr_sql.query.selection.SelectedRecords.runs`'
+``whole_runs``): a chunk counted so costs little more than its decoding, and the rest is paid
+per batch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,13 +31,12 @@ from vcfzarr_sql.format.summaries import (
     SAMPLE_CALL_STATS,
     SAMPLE_CLASS_COUNTS,
     SAMPLE_STATS,
-    variant_chunks_per_chunk,
 )
 from vcfzarr_sql.qc.sites import af_bins, count_sites
 from vcfzarr_sql.query import call_stats
-from vcfzarr_sql.query.execute import EveryChunk, every_run
+from vcfzarr_sql.query.execute import EveryChunk
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
-from vcfzarr_sql.query.selection import ChunkWork, SelectedRecords, Selection
+from vcfzarr_sql.query.selection import ChunkWork, RunWork, SelectedRecords, Selection
 from vcfzarr_sql.query.stats_calls import Alleles, count_calls, count_hwe
 from vcfzarr_sql.query.stats_totals import SAMPLE_ROW, Totals
 from vcfzarr_sql.query.stored_counts import class_counts_stored, stored_counts
@@ -63,12 +62,7 @@ def collect(store: VczStore, selection: Selection | None = None) -> Counted:
     totals = Totals(store.num_samples, 0 if samples is None else len(samples))
     ahead = PREFETCH_DEPTH if samples is not None and GT in store.format_fields else 0
     work, whole_runs = _chunk_counts(store, totals, samples)
-    if whole_runs is not None and selected.keeps_every_record:
-        join = variant_chunks_per_chunk(store.variants_chunk_size)
-        runs: Iterator[Totals] = every_run(store, whole_runs, join=join, ahead=ahead)
-    else:
-        runs = selected.runs(work, ahead=ahead)
-    for counted in runs:
+    for counted in selected.runs(work, ahead=ahead, whole_runs=whole_runs):
         totals.add(counted)
     names = () if samples is None else tuple(store.samples[k] for k in samples)
     return Counted(totals, names)
@@ -92,10 +86,10 @@ def _present(blocks: BatchBlocks, field: FieldInfo, keep: np.ndarray) -> np.ndar
 
 
 def _chunk_counts(store: VczStore, totals: Totals, samples: np.ndarray | None
-                  ) -> tuple[ChunkWork[Totals], Callable[[ChunkSource, range], Totals] | None]:
+                  ) -> tuple[ChunkWork[Totals], RunWork[Totals] | None]:
     """The work of :meth:`SelectedRecords.runs`: the counts of the kept records of one variant
     chunk; and, where the store holds the per-sample counts of every sample (``-s -``) in
-    calls of at most two alleles, the work of :func:`~vcfzarr_sql.query.execute.every_run`:
+    calls of at most two alleles, the ``whole_runs`` work of :meth:`SelectedRecords.runs`:
     the counts of a run of whole chunks, as one batch (the cost of a chunk counted from
     stored counts is mostly per batch)."""
     ac, an = _integer_field(store, "INFO", "AC"), _integer_field(store, "INFO", "AN")

@@ -328,17 +328,30 @@ def every_chunk(store: VczStore, work: Callable[[CountingSource, int], T], *,
 
 def every_run(store: VczStore, work: Callable[[CountingSource, range], T], *, join: int = 1,
               ahead: int = 0) -> Iterator[T]:
-    """``work(source, chunks)`` for every run of ``join`` consecutive variant chunks of
-    ``store`` (the last maybe shorter), in order, run by :func:`run_plan` over
-    :class:`EveryChunk` (``ahead``: as there): :func:`every_chunk` with ``join`` 1; work whose
-    cost is mostly per batch (``stats`` from stored counts) joins more."""
+    """``work(source, chunks)`` for every run of consecutive variant chunks of ``store``, in
+    order, cut at the multiples of ``join`` (:func:`_aligned_runs`), run by :func:`run_plan`
+    over :class:`EveryChunk` (``ahead``: as there): :func:`every_chunk` with ``join`` 1; work
+    whose cost is mostly per batch (``stats`` from stored counts) joins the chunks one chunk
+    of its arrays spans."""
     plan = EveryChunk.of(store)
     source = scan_source(store, plan)
+    return run_plan(source, plan, lambda run: work(source, run), cut=lambda tasks: _aligned_runs(tasks, join),
+                    ahead=ahead)
 
-    def cut(tasks: range) -> Iterator[range]:
-        return (range(i, min(i + join, tasks.stop)) for i in range(tasks.start, tasks.stop, join))
 
-    return run_plan(source, plan, lambda run: work(source, run), cut=cut, ahead=ahead)
+def _aligned_runs(tasks: range, join: int) -> Iterator[range]:
+    """``tasks`` cut at the multiples of ``join``: runs of at most ``join`` tasks, none across
+    a multiple (a range of tasks, a remote scan's window, may start anywhere; a run across
+    a multiple would read two chunks of arrays that hold ``join`` tasks a chunk).
+
+    >>> [list(run) for run in _aligned_runs(range(3, 10), 4)]
+    [[3], [4, 5, 6, 7], [8, 9]]
+    """
+    start = tasks.start
+    while start < tasks.stop:
+        stop = min((start // join + 1) * join, tasks.stop)
+        yield range(start, stop)
+        start = stop
 
 
 class RunLength:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.query.execute import EveryChunk, every_chunk, residual_rows, run_plan, scan_source
+from vcfzarr_sql.format.summaries import variant_chunks_per_chunk
+from vcfzarr_sql.query.execute import EveryChunk, every_chunk, every_run, residual_rows, run_plan, scan_source
 from vcfzarr_sql.query.selection.regions import Intervals, intervals, sample_indexes
 from vcfzarr_sql.query.selection.rows import ExpressionFilter
 from vcfzarr_sql.query.selection.sites import SiteFilters
@@ -32,6 +33,8 @@ T = TypeVar("T")
 
 #: a writer's work on one variant chunk: (what it reads through, the chunk, its kept rows)
 ChunkWork = Callable[[ChunkSource, int, np.ndarray], T]
+#: work on a run of whole variant chunks: (what it reads through, the chunks)
+RunWork = Callable[[ChunkSource, range], T]
 
 
 def recounts(update_counts: bool, subsets: bool, has_gt: bool, counts_alleles: bool) -> bool:
@@ -111,14 +114,24 @@ class SelectedRecords:
         """The records the selection keeps (a pass over it that reads what its filters read)."""
         return sum(self.runs(lambda source, chunk, rows: len(rows)))
 
-    def runs(self, work: ChunkWork[T], *, ahead: int = 0) -> Iterator[T]:
+    def runs(self, work: ChunkWork[T], *, ahead: int = 0, whole_runs: RunWork[T] | None = None) -> Iterator[T]:
         """``work(source, chunk, rows)`` for each variant chunk of the selection, in output
         order: ``rows``, the chunk's records the selection keeps (maybe none). One scan plan
         per pass (its region filter, its samples), run by the executor, ``ahead`` runs ahead
         in the scan threads (:func:`~vcfzarr_sql.query.execute.run_plan`). A selection without
         ``-r/-t`` runs over :func:`~vcfzarr_sql.query.execute.every_chunk`: its filters
         (``-i/-e`` and the record filters) read the chunk's arrays, so no scan plan, nor
-        Arrow, is needed."""
+        Arrow, is needed.
+
+        ``whole_runs``: work whose cost is mostly per batch, on a run of whole variant chunks
+        (those one chunk of the per-record summaries holds:
+        :func:`~vcfzarr_sql.format.summaries.variant_chunks_per_chunk`, run by
+        :func:`~vcfzarr_sql.query.execute.every_run`), done instead of ``work`` when the
+        selection keeps every record."""
+        if whole_runs is not None and self.keeps_every_record:
+            join = variant_chunks_per_chunk(self.store.variants_chunk_size)
+            yield from every_run(self.store, whole_runs, join=join, ahead=ahead)
+            return
         if self.passes == [None]:
             records = EveryChunk.of(self.store).rows
 
