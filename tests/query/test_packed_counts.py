@@ -1,6 +1,6 @@
 """Genotypes packed 2 bits per call (``summary_gt_packed``, written by ``convert`` and by
 ``vcfzarr-sql index``): the codes and exact flags against the calls' definitions, popcounts over
-sample subsets against plain counting, the ``gt_`` columns over subsets read from them equal to
+sample subsets of a store against plain counting of its calls, the ``gt_`` columns over subsets read from them equal to
 ``bcftools +fill-tags`` (and to a store without them), and ``validate`` finds packed genotypes
 that disagree with ``call_genotype``."""
 
@@ -17,7 +17,9 @@ from store_support import copy_store, zarr_array, zarr_values
 import vcfzarr_sql
 from vcfzarr_sql.cli import main
 from vcfzarr_sql.format import packed_genotypes as pg
-from vcfzarr_sql.query.packed_counts import code_counts, selection_mask
+from vcfzarr_sql.query.packed_counts import subset_code_counts
+from vcfzarr_sql.store.blocks import BatchBlocks
+from vcfzarr_sql.store.packed_arrays import packed_stored
 
 PACKED = (pg.PACKED, pg.PACKED_EXACT)
 SAMPLES = [f"sample{i}" for i in range(37)]
@@ -37,7 +39,7 @@ def _random_calls(rng: np.random.Generator, records: int, samples: int, wide: bo
 
 @pytest.mark.parametrize("wide", [True, False])
 @pytest.mark.parametrize("seed", range(4))
-def test_codes_and_counts_follow_the_calls(seed, wide):
+def test_codes_follow_the_calls(seed, wide):
     rng = np.random.default_rng(seed)
     calls = _random_calls(rng, 40, 37, wide)
     first, second = calls[..., 0].astype(int), calls[..., 1].astype(int)
@@ -51,13 +53,6 @@ def test_codes_and_counts_follow_the_calls(seed, wide):
         codes = pg.byte_codes()[rows].reshape(40, -1)[:, slots]
         assert (codes[called] == (first + second)[called]).all()
         assert (codes[~called] == pg.MISSING).all()
-        chosen = np.sort(rng.choice(37, int(rng.integers(1, 37)), replace=False))
-        het, hom_alt, n_missing = code_counts(rows, selection_mask(chosen, rows.shape[1], size))
-        pick = np.zeros(37, dtype=bool)
-        pick[chosen] = True
-        assert het.tolist() == (called & (first != second) & pick).sum(axis=1).tolist()
-        assert hom_alt.tolist() == (called & (first + second == 2) & pick).sum(axis=1).tolist()
-        assert n_missing.tolist() == (~called & pick).sum(axis=1).tolist()
 
 
 def test_other_ploidies_and_wide_alleles_are_never_exact():
@@ -75,6 +70,34 @@ def store(tmp_path_factory, convert_once):
     vcf = simulated_vcf(root / "diploid.vcf", seed=31, samples=37, ploidies=(2,), max_alts=2,
                         missing=0.01)
     return vcf, convert_once(vcf, variants_chunk_size=25, samples_chunk_size=10)
+
+
+@pytest.mark.parametrize("samples_chunk", [10, 33])
+def test_subset_code_counts_follow_the_calls(store, convert_once, samples_chunk):
+    """Per record, the het, hom-alt and missing calls (those not 0 or 1 on both sides: the
+    packed codes' missing) of a sample subset, counted from the packed rows, against the calls
+    read with zarr-python: subsets within one sample chunk, across chunks, in the last
+    (narrower) one, every sample; sample chunks of 10 (4 packed chunk columns) and of 33 (2,
+    the last one cut)."""
+    vcf, _ = store
+    path = convert_once(vcf, variants_chunk_size=25, samples_chunk_size=samples_chunk)
+    calls = zarr_values(zarr_array(zarr.open_group(str(path), mode="r"), "call_genotype")).astype(int)
+    first, second = calls[..., 0], calls[..., 1]
+    called = (first >= 0) & (first <= 1) & (second >= 0) & (second <= 1)
+    assert (~called).any() and (first != second)[called].any() and (first + second == 2)[called].any()
+    opened = vcfzarr_sql.open_store(path)
+    assert packed_stored(opened)
+    blocks = BatchBlocks(opened, 0, None, opened.num_variant_chunks)
+    rng = np.random.default_rng(samples_chunk)
+    random_subsets = [np.sort(rng.choice(37, int(rng.integers(1, 37)), replace=False)) for _ in range(4)]
+    for chosen in [np.arange(37), np.array([36]), np.array([2, 3]), np.array([0, 9, 10, 32, 33, 36]),
+                   *random_subsets]:
+        het, hom_alt, n_missing = subset_code_counts(blocks, chosen)
+        pick = np.zeros(37, dtype=bool)
+        pick[chosen] = True
+        assert het.tolist() == (called & (first != second) & pick).sum(axis=1).tolist()
+        assert hom_alt.tolist() == (called & (first + second == 2) & pick).sum(axis=1).tolist()
+        assert n_missing.tolist() == (~called & pick).sum(axis=1).tolist()
 
 
 def _gt_columns(con, store, samples) -> list[dict]:

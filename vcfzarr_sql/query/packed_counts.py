@@ -26,56 +26,38 @@ from vcfzarr_sql.store.packed_arrays import packed_stored
 from vcfzarr_sql.store.source import ChunkSource
 
 
-def selection_mask(samples: np.ndarray, row_bytes: int, samples_chunk_size: int) -> np.ndarray:
-    """The words (uint64, as a row of ``row_bytes`` bytes reads) with the low bit of each of
-    ``samples``' calls set.
+def _slot_mask(slots: np.ndarray, row_bytes: int) -> np.ndarray:
+    """The words (uint64, as a row of ``row_bytes`` bytes reads) with the low bit of each
+    call at ``slots`` set.
 
-    >>> selection_mask(np.array([0, 2, 33]), 16, 32).tolist()
+    >>> _slot_mask(pg.sample_slots(np.array([0, 2, 33]), 32), 16).tolist()
     [17, 4]
     """
-    return _slot_mask(pg.sample_slots(samples, samples_chunk_size), row_bytes)
-
-
-def _slot_mask(slots: np.ndarray, row_bytes: int) -> np.ndarray:
-    """:func:`selection_mask` of the calls at ``slots`` of a row."""
     mask = np.zeros(row_bytes, dtype=np.uint8)
     np.bitwise_or.at(mask, slots // 4, (1 << (2 * (slots % 4))).astype(np.uint8))
     return mask.view(np.uint64)
 
 
-def code_counts(rows: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of packed ``rows`` (records, bytes): the calls coded het, hom-alt and missing
-    among those ``mask`` (:func:`selection_mask`) selects (int64 each).
-
-    >>> rows, _ = pg.pack(np.array([[[0, 1], [1, 1], [-1, -1], [1, 0]]], dtype=np.int8))
-    >>> [c.tolist() for c in code_counts(rows, selection_mask(np.arange(4), 8, 32))]
-    [[2], [1], [1]]
-    """
-    low_bits, high_bits, both = _bit_counts(np.ascontiguousarray(rows).view(np.uint64), mask)
-    return low_bits - both, high_bits - both, both
-
-
-def _bit_counts(words: np.ndarray, mask: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
+def _bit_counts(words: np.ndarray, mask: np.ndarray, scratch: np.ndarray) -> np.ndarray:
     """(3, records) int64: per row of ``words`` (records, words), the selected calls (``mask``)
     whose low bit is set, whose high bit is set, and whose both bits are set: in-place
     operations over slices that stay in the cache (in ``scratch``, :func:`_scratch` of the
-    width, when given: one buffer for a batch's chunks, no page faults), the three popcounts
-    in one call."""
+    width: one buffer for a batch's chunks, no page faults), the three popcounts in one
+    call."""
     records, width = words.shape
     counts = np.empty((3, records), dtype=np.int64)
     step = _slice_rows(width)
-    bits = _scratch(width) if scratch is None else scratch
     ones = np.empty((3, min(step, records), width), dtype=np.uint8)
     high_mask = mask << np.uint64(1)
     for start in range(0, records, step):
         part = words[start : start + step]
         n = len(part)
-        low, high, both = bits[0, :n], bits[1, :n], bits[2, :n]
+        low, high, both = scratch[0, :n], scratch[1, :n], scratch[2, :n]
         np.bitwise_and(part, mask, out=low)
         np.bitwise_and(part, high_mask, out=high)
         np.right_shift(high, np.uint64(1), out=high)
         np.bitwise_and(low, high, out=both)
-        np.bitwise_count(bits[:, :n], out=ones[:, :n])
+        np.bitwise_count(scratch[:, :n], out=ones[:, :n])
         # (each word holds at most 32 selected calls: uint16 holds the sum of 1000 words)
         counts[:, start : start + n] = ones[:, :n].sum(axis=2, dtype=_SUM_DTYPE[width > _UINT16_WORDS])
     return counts
@@ -101,9 +83,9 @@ _SUM_DTYPE = {False: np.uint16, True: np.int64}
 
 
 def subset_code_counts(blocks: BatchBlocks, samples: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`code_counts` of the batch's packed rows for ``samples`` (sorted sample
-    indexes), read a chunk at a time (only the sample chunks that hold them, each counted as
-    it is decompressed: no joined copy of the batch)."""
+    """Per record of the batch: the calls of ``samples`` (sorted sample indexes) its packed
+    rows code het, hom-alt and missing (int64 each), read a chunk at a time (only the sample
+    chunks that hold them, each counted as it is decompressed: no joined copy of the batch)."""
     store = blocks.store
     info = store.array_info(pg.PACKED)
     size = store.samples_chunk_size
@@ -126,7 +108,7 @@ def subset_code_counts(blocks: BatchBlocks, samples: np.ndarray) -> tuple[np.nda
 @lru_cache(maxsize=8)
 def _chunk_masks(samples: bytes, samples_chunk_size: int, chunk_bytes: int,
                  row_bytes: int) -> list[tuple[int, np.ndarray]]:
-    """(packed chunk column, :func:`selection_mask` of its bytes) of each chunk column that
+    """(packed chunk column, :func:`_slot_mask` of its bytes) of each chunk column that
     holds one of ``samples`` (int64 sample indexes as bytes): made once per subset (a query's
     batches share it)."""
     indexes = np.frombuffer(samples, dtype=np.int64)
