@@ -126,6 +126,8 @@ def test_text_formats_write_floats_as_bcftools(fmt, convert_once, floats_vcf, ca
                 (line.split("\t") for line in out.splitlines())]
     assert rows[1:] == expected
     assert expected[0][:3] == ["2", "2", "2,-0"] and expected[2][0] == "117757"  # (what is tested)
+    # -0 (a float's negative zero) as htslib's kputd prints it, in QUAL, INFO and FORMAT
+    assert (expected[1][:2], expected[0][6], expected[0][7]) == (["-0", "-0"], "2,-0", "2,-0,1e+20 1e-20,.,117757")
     # view writes the same values (nan, inf, -0 included) as bcftools view
     theirs = subprocess.run(["bcftools", "view", "-H", str(vcf)], check=True, capture_output=True,
                             text=True).stdout.splitlines()

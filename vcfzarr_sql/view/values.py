@@ -71,6 +71,12 @@ def float_text_sql(x: str) -> str:
     >>> import duckdb
     >>> duckdb.sql(f"SELECT {float_text_sql('x')} FROM (SELECT unnest([117756.5, 2, 1e20, 0.1]::FLOAT[]) AS x)").fetchall()
     [('117757',), ('2',), ('1e+20',), ('0.1',)]
+
+    A negative zero is ``-0``, as htslib (and :func:`float_text`) prints it; the SQL literal
+    ``(-0.0)`` is a DECIMAL, whose zero has no sign (``-0.0::FLOAT`` negates a FLOAT zero):
+
+    >>> duckdb.sql(f"SELECT {float_text_sql('x')} FROM (SELECT unnest([-0.0::FLOAT, (-0.0)::FLOAT]) AS x)").fetchall()
+    [('-0',), ('0',)]
     """
     d = f"abs({x}::DOUBLE)"
     offset = "CASE " + " ".join(f"WHEN {d} < {bound} THEN {offset}" for bound, offset in ROUNDING[:-1])
