@@ -121,6 +121,12 @@ def _element_table(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, list[
 _SLOT_ITEMS = {size: np.dtype(f"u{size}") for size in (1, 2, 4, 8)}
 
 
+def _slot_bytes(size: int) -> int:
+    """Bytes of a slot for texts of ``size`` bytes: 3 and 7 rounded up (numpy copies items
+    of 4 and 8 bytes much faster than of 3 or 7; the NUL is dropped with the padding)."""
+    return size + 1 if size in (3, 7) else size
+
+
 @dataclass(frozen=True)
 class Cells:
     """The VCF text of cells as codes into a table of texts: ``table``, a uint8 row per code
@@ -140,10 +146,8 @@ class Cells:
 
     @property
     def slot(self) -> int:
-        """Bytes of a code's text: the table's width, 3 and 7 rounded up (numpy copies items
-        of 4 and 8 bytes much faster than of 3 or 7; the NUL is dropped with the padding)."""
-        size = int(self.table.shape[1])
-        return size + 1 if size in (3, 7) else size
+        """Bytes of a code's text: :func:`_slot_bytes` of the table's width."""
+        return _slot_bytes(int(self.table.shape[1]))
 
     @property
     def width(self) -> int:
@@ -400,7 +404,7 @@ def _key_texts(low: int, base: int, lead: str, phase: str) -> np.ndarray:
         code += 1
     elif phase == "mixed":
         code = np.concatenate([code, code + 1])
-    slot = Cells(texts, every[:1, None]).slot
+    slot = _slot_bytes(texts.shape[1])
     padded = np.zeros((len(texts), slot), np.uint8)
     padded[:, :texts.shape[1]] = texts
     table = padded[code.clip(0, len(texts) - 1)]  # (keys no call has: any text)
