@@ -36,12 +36,19 @@ MAX_ALLELES = 255
 
 def allele_codes(first: np.ndarray, second: np.ndarray, missing: np.ndarray) -> np.ndarray:
     """(records, 2 * samples) int32: each call's two alleles (:meth:`.ChunkCalls.pairs`, a
-    haploid call as its homozygote), as pgenlib's ``append_alleles`` takes them."""
+    haploid call as its homozygote), as pgenlib's ``append_alleles`` takes them (of no
+    record too: a chunk's records of one kind may be none).
+
+    >>> allele_codes(np.array([[0, 1]]), np.array([[1, -2]]), np.array([[False, False]])).tolist()
+    [[0, 1, 1, 1]]
+    >>> allele_codes(np.zeros((0, 3), np.int16), np.zeros((0, 3), np.int16), np.zeros((0, 3), bool)).shape
+    (0, 6)
+    """
     codes = np.empty((*first.shape, 2), np.int32)
     codes[:, :, 0] = first
     codes[:, :, 1] = np.where(second == spec.INT_FILL, first, second)
     codes[missing] = MISSING
-    return codes.reshape(len(first), -1)
+    return codes.reshape(len(first), 2 * first.shape[1])
 
 
 def genotype_codes(first: np.ndarray, second: np.ndarray, missing: np.ndarray) -> np.ndarray:
@@ -124,9 +131,7 @@ class PgenFileWriter:
             phased[rows] = calls.phased[rows] & codes.heterozygous(rows)
             full[rows] |= phased[rows].any(axis=1)
         simple, rich = np.flatnonzero(~full), np.flatnonzero(full)
-        nothing = np.zeros((0, 0), np.int8)  # (the codes of a kind no record is of)
-        genotypes = codes.genotypes(simple) if len(simple) else nothing
-        alleles = codes.alleles(rich) if len(rich) else nothing
+        genotypes, alleles = codes.genotypes(simple), codes.alleles(rich)
         counts = np.maximum(calls.num_alleles[rich], 2).astype(np.uint32)
         rich_phased = None if phased is None else phased[rich]
         done = [0, 0]  # (records of each kind written)
