@@ -1,9 +1,9 @@
 """HWE and ExcHet equal bcftools +fill-tags to the last bit: computed once per distinct
-triple, each row gets what the row alone gets; hand-computed cases; every count of up to 32
+triple, each row gets what the row alone gets; hand-computed cases; every count of up to 40
 samples, and every heterozygote count of 600, with walks cut (or cut too short and walked
 again), and large cohorts (Hypothesis), equal a line-for-line transcription of bcftools'
-``calc_hwe`` in float64; and the float32 values bcftools writes for 1,500 samples equal ours
-(the simulated files of test_genotype_stats compare every record with bcftools too)."""
+``calc_hwe`` in float64; and the float32 values bcftools writes for 1,500 samples, and for
+every count of up to 12 samples, equal ours (the simulated files of test_genotype_stats compare every record with bcftools too)."""
 
 from __future__ import annotations
 
@@ -148,18 +148,9 @@ def test_large_cohorts_equal_bcftools_formula(n, frequency, where, far):
         _assert_bcftools_formula([2 * n - nalt], [nalt], [rare - 2 * round(where * (rare // 2))])
 
 
-@pytest.mark.skipif(BCFTOOLS is None, reason="needs Debian bcftools (+fill-tags)")
-def test_float32_bits_equal_bcftools_fill_tags(tmp_path):
-    # 1,500 samples (walks cut), genotype counts from a rare to the commonest ALT, heterozygotes
-    # from none to all, with missing calls; bcftools' BCF float32 values read back exactly.
-    n = 1500
-    counts = []  # (hom_ref, het, hom_alt) of the called samples
-    for called in (n, n - 37):
-        for nalt in (1, 2, 31, 400, called - 3, called, 2 * called - 1):
-            rare = min(nalt, 2 * called - nalt)
-            for het in sorted({rare & 1, rare, *(rare - 2 * (rare // 2 * k // 6) for k in range(1, 6))}):
-                hom_alt = (nalt - het) // 2
-                counts.append((called - het - hom_alt, het, hom_alt))
+def _fill_tags(tmp_path, n: int, counts: list[tuple[int, int, int]]) -> list[tuple[float, float]]:
+    """bcftools +fill-tags' (HWE, ExcHet) of records of ``n`` samples with these (hom_ref,
+    het, hom_alt) counts (the other samples missing), its BCF float32 values read back exactly."""
     lines = ["##fileformat=VCFv4.2", "##contig=<ID=1>", '##FORMAT=<ID=GT,Number=1,Type=String,Description="GT">',
              "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT"]
                        + [f"s{i}" for i in range(n)])]
@@ -172,7 +163,43 @@ def test_float32_bits_equal_bcftools_fill_tags(tmp_path):
     subprocess.run(bcftools("+fill-tags", str(vcf), "-Ob", "-o", str(bcf), "--", "-t", "HWE,ExcHet"), check=True)
     with pysam.VariantFile(str(bcf)) as filled:
         expected = [(record.info["HWE"][0], record.info["ExcHet"][0]) for record in filled]
+    assert len(expected) == len(counts)
+    return expected
+
+
+def _ours_in_float32(counts: list[tuple[int, int, int]]) -> list[tuple[float, float]]:
     hom_ref, het, hom_alt = np.array(counts).T
     ours = hwe_tests(2 * hom_ref + het, 2 * hom_alt + het, het)
-    assert len(expected) == len(counts)
-    assert [tuple(map(float, pair)) for pair in zip(*(np.float32(p) for p in ours))] == expected
+    hwe, exc_het = (p.astype(np.float32).tolist() for p in ours)
+    return list(zip(hwe, exc_het))
+
+
+@pytest.mark.skipif(BCFTOOLS is None, reason="needs Debian bcftools (+fill-tags)")
+def test_float32_bits_equal_bcftools_fill_tags(tmp_path):
+    # 1,500 samples (walks cut), genotype counts from a rare to the commonest ALT, heterozygotes
+    # from none to all, with missing calls; bcftools' BCF float32 values read back exactly.
+    n = 1500
+    counts = []  # (hom_ref, het, hom_alt) of the called samples
+    for called in (n, n - 37):
+        for nalt in (1, 2, 31, 400, called - 3, called, 2 * called - 1):
+            rare = min(nalt, 2 * called - nalt)
+            for het in sorted({rare & 1, rare, *(rare - 2 * (rare // 2 * k // 6) for k in range(1, 6))}):
+                hom_alt = (nalt - het) // 2
+                counts.append((called - het - hom_alt, het, hom_alt))
+    assert _ours_in_float32(counts) == _fill_tags(tmp_path, n, counts)
+
+
+def test_every_count_of_33_to_40_samples_equals_bcftools_formula():
+    # (up to 32: above), every (hom_ref, het, hom_alt) of 33 to 40 called samples
+    rows = [(2 * n - a, a, h) for n in range(33, 41) for a in range(1, 2 * n)
+            for h in range(min(a, 2 * n - a) & 1, min(a, 2 * n - a) + 1, 2)]
+    _assert_bcftools_formula(*(list(column) for column in zip(*rows)))
+
+
+@pytest.mark.skipif(BCFTOOLS is None, reason="needs Debian bcftools (+fill-tags)")
+def test_every_count_of_up_to_12_samples_equals_bcftools_fill_tags(tmp_path):
+    # Every (hom_ref, het, hom_alt) of 1 to 12 called samples of 12 (the others missing),
+    # monomorphic ones too, through bcftools itself.
+    counts = [(called - het - hom_alt, het, hom_alt) for called in range(1, 13)
+              for het in range(called + 1) for hom_alt in range(called - het + 1)]
+    assert _ours_in_float32(counts) == _fill_tags(tmp_path, 12, counts)

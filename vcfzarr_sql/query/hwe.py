@@ -187,24 +187,32 @@ class _Walks:
         """(HWE, ExcHet, exact) of triples: their ``shape`` (column) and ``nhet``. The sums
         are in bcftools' order, a row (heterozygote count) at a time; rows of counts a shape
         does not have are 0s, and so are terms a sum leaves out: adding them changes nothing.
-        The HWE sums of triples with values cut below are also done from the bound of those."""
+        The HWE sums of triples with values cut below are also done from the bound of those
+        (they are put first, so that their terms are the first columns)."""
+        first = np.argsort(self.below[shape] == 0, kind="stable")
+        shape = shape[first]
         probs = self.probs[:, shape]
         n = len(shape)
-        observed_at = (nhet - self.lowest[shape]) // 2
+        observed_at = (nhet[first] - self.lowest[shape]) // 2
         observed = probs[observed_at, np.arange(n)]
-        cut = np.flatnonzero(self.below[shape] > 0)
-        terms = np.empty((len(probs), 2 * n + len(cut)))  # HWE, ExcHet, HWE from the bound
+        terms = np.empty((len(probs), 2 * n))  # HWE, ExcHet
         np.multiply(probs, probs <= observed, out=terms[:, :n])
-        np.multiply(probs, np.arange(len(probs))[:, None] >= observed_at, out=terms[:, n:2 * n])
-        terms[:, 2 * n:] = terms[:, cut]
-        sums = np.concatenate([np.zeros(2 * n), self.below[shape[cut]]])
+        np.multiply(probs, np.arange(len(probs))[:, None] >= observed_at, out=terms[:, n:])
+        sums = np.zeros(2 * n)
         for row in terms:
             sums += row
-        hwe, exc_het, most = sums[:n], sums[n:2 * n], sums[2 * n:]
+        most = self.below[shape]
+        cut = int(np.count_nonzero(most))
+        most = most[:cut]  # (a copy: ``shape`` is an index array)
+        for row in terms[:, :cut]:
+            most += row
+        hwe, exc_het = sums[:n], sums[n:]
         above = self.above[shape]
         exact = self.fits[shape] & (hwe + above == hwe) & (exc_het + above == exc_het)
-        exact[cut] &= most == hwe[cut]
-        return np.minimum(hwe, 1.0), exc_het, exact
+        exact[:cut] &= most == hwe[:cut]
+        hwe_out, exc_het_out, exact_out = np.empty(n), np.empty(n), np.empty(n, dtype=bool)
+        hwe_out[first], exc_het_out[first], exact_out[first] = np.minimum(hwe, 1.0), exc_het, exact
+        return hwe_out, exc_het_out, exact_out
 
 
 def _walk(shapes: _Shapes, which: np.ndarray) -> _Walks:
