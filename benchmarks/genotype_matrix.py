@@ -66,6 +66,8 @@ def main(argv: list[str] | None = None) -> None:
                              "reads one chunk per 1000 records, others two")
     parser.add_argument("--gtstats", default="", metavar="SAMPLESxRECORDS",
                         help="the store and .pgen of benchmarks.genotype_stats at that size instead")
+    parser.add_argument("--only", default="", metavar="TOOL,...",
+                        help="time only these tools beside pgenlib (e.g. 'ours': the others evict the caches)")
     args = parser.parse_args(argv)
     import pgenlib
 
@@ -125,6 +127,8 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("different dosages from the store without packed genotypes")
     tools = {"pgenlib": theirs, "ours": ours, "ours unpacked": ours_unpacked, "SQL+Arrow": through_sql,
              "decode floor": decode_floor}
+    if args.only:
+        tools = {tool: run for tool, run in tools.items() if tool == "pgenlib" or tool in args.only.split(",")}
     cpu: dict[str, list[float]] = {tool: [] for tool in tools}
     wall: dict[str, list[float]] = {tool: [] for tool in tools}
     for _ in range(args.repeats):
