@@ -111,8 +111,8 @@ def genotype_matrix(
     names = list(plan.schema.names)
     selected = plan.sample_groups[0][1]
     sample_ids: list[str] = (store.samples if selected is None else store.samples[selected]).tolist()
-    packed = (PackedColumns.of(np.arange(store.num_samples) if selected is None else selected,
-                               store.samples_chunk_size)
+    packed = ((PackedColumns.every(store.num_samples, store.samples_chunk_size) if selected is None
+               else PackedColumns.of(selected, store.samples_chunk_size))
               if values == "dosage" and packed_stored(store) else None)
 
     def work(run: range) -> tuple[pa.RecordBatch, np.ndarray | PackedPart]:
@@ -139,8 +139,9 @@ def genotype_matrix(
     # much larger blocks).
     genotypes = store.array_info(genotype_array)
     length = genotype_chunks_per_run(store, genotype_array) if where is None and packed is not None else 1
+    ahead = PREFETCH_DEPTH if len(plan) > length else 0  # (one run: nothing to overlap, threads cost CPU)
     parts = list(run_plan(source, plan, work, cut=lambda pieces: batch_runs(plan, pieces, lambda: length),
-                          ahead=PREFETCH_DEPTH))
+                          ahead=ahead))
     variants = pa.Table.from_batches([b for b, _ in parts], schema=plan.schema)
     if packed is not None:
         matrix = packed_matrix([v for _, v in parts if isinstance(v, PackedPart)], packed, len(sample_ids))

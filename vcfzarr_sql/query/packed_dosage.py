@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -53,6 +53,12 @@ class PackedColumns:
         calls = (columns[:, None] * 4 + np.arange(4)).reshape(-1)[: len(slots)]
         within = None if (calls == slots).all() else np.searchsorted(columns, quads) * 4 + slots % 4
         return cls(columns, within)
+
+    @staticmethod
+    @lru_cache(maxsize=16)
+    def every(samples: int, samples_chunk_size: int) -> PackedColumns:
+        """:meth:`of` all ``samples`` (kept: it is the same for every matrix of a store)."""
+        return PackedColumns.of(np.arange(samples), samples_chunk_size)
 
 
 def packed_codes(blocks: BatchBlocks, columns: PackedColumns, keep: np.ndarray | None = None,
