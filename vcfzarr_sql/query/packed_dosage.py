@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from vcfzarr_sql.format import packed_genotypes as pg
+from vcfzarr_sql.query.arrays import elements_array
 from vcfzarr_sql.store.blocks import BatchBlocks
 
 #: the dosage of a call with a missing allele (pgenlib's ``read_range`` gives the same)
@@ -78,9 +79,10 @@ def dosages(codes: np.ndarray) -> np.ndarray:
     """The dosages (records, 4 x bytes) int8 of every call of the packed bytes ``codes``
     (records, bytes) uint8: one look-up of four calls a byte in a table of 1 KB (it stays in
     the first-level cache), by Arrow's take (numpy's would cast the bytes to intp first),
-    into the returned array itself (writable)."""
+    into the returned array itself (writable). The bytes are wrapped, not converted by
+    ``pa.array`` (which imports pandas, when it is installed: ~50 MiB)."""
     flat = np.ascontiguousarray(codes).reshape(-1)
-    taken = pc.take(_byte_dosages(), pa.array(flat), boundscheck=False)  # (a byte cannot be out of range)
+    taken = pc.take(_byte_dosages(), elements_array(flat, None, pa.uint8()), boundscheck=False)  # (never out of range)
     looked_up = np.frombuffer(taken.buffers()[1], np.uint32, count=len(taken))  # (writable, unlike to_numpy)
     return looked_up.view(np.int8).reshape(len(codes), 4 * codes.shape[1])
 
@@ -94,7 +96,7 @@ def _byte_dosages() -> pa.UInt32Array:
     """
     codes = pg.byte_codes().astype(np.int8)
     codes[codes == pg.MISSING] = MISSING_DOSAGE
-    return pa.array(np.ascontiguousarray(codes).view(np.uint32).reshape(-1))
+    return elements_array(np.ascontiguousarray(codes).view(np.uint32).reshape(-1), None, pa.uint32())
 
 
 @dataclass(frozen=True)

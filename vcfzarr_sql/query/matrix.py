@@ -124,7 +124,7 @@ def genotype_matrix(
         batch = (decode.decode_variants(source, task.variant_chunk, tuple(names), task.samples, task.chunk_count)
                  if names else arrays.rows_only(task.num_rows))
         if keep is not None:
-            batch = batch.filter(pa.array(keep))
+            batch = batch.filter(arrays.elements_array(keep, None, pa.bool_()))
         if packed is not None:
             return batch.select(names), _packed_part(blocks, genotype_array, packed, keep)
         genotypes = blocks.read(genotype_array)
