@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pyarrow.compute as pc
@@ -177,3 +178,14 @@ def test_dosages_without_a_filter_of_haploid_and_triploid_calls_are_bcftools_gt(
     got = vcfzarr_sql.genotype_matrix(store, region=region, samples=samples)
     assert got.values.shape == (len(alleles), len(keep)) and got.values.flags.c_contiguous
     assert (got.values == expected_dosage(alleles[:, keep])).all()
+
+
+def test_a_process_reading_a_matrix_loads_neither_pyarrow_dataset_nor_pandas(diploid):
+    """~50 MiB of a matrix reader's peak RSS: pyarrow imports pandas the first time it
+    converts Python or numpy values, and so does ``import pyarrow.dataset``."""
+    code = ("import sys, vcfzarr_sql\n"
+            f"m = vcfzarr_sql.genotype_matrix({str(diploid[1])!r}, region='1:95-700', samples=['sample3'])\n"
+            "assert m.values.shape[1] == 1 and len(m.values), m.values.shape\n"
+            "print(sorted(n for n in ('pandas', 'pyarrow.dataset') if n in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert done.stdout.split() == ["[]"]
