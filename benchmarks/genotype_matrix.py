@@ -1,6 +1,7 @@
 """A dosage matrix of 1,000 variants x all samples into numpy: ``genotype_matrix`` against pgenlib.
 
     python -m benchmarks.genotype_matrix [--repeats 15] [--variants 1000] [--start RECORD]
+        [--gtstats SAMPLESxRECORDS] [--only ours] [--peak-rss]
 
 Both read the same records of the scan benchmark's simulation (:func:`benchmarks.scan_floor.scan_store`,
 1000 samples x 104,843 variants; plink2 ``--make-pgen`` of its VCF, cached beside it), the
@@ -18,7 +19,10 @@ The two answers are checked equal (on the records biallelic in both) before timi
 is then run ``repeats`` times, interleaved; the medians of CPU time (this process, all
 threads) and wall time are printed with their ratio to pgenlib's, beside two references: the
 same dosages through SQL and Arrow (``SELECT fmt_GT ... region := ...``, then numpy), and the
-decode floor (the genotype chunks holding the records, decoded with numcodecs).
+decode floor (the genotype chunks holding the records, decoded with numcodecs). ``--only``
+times only the named tools beside pgenlib (the others evict the caches between them);
+``--peak-rss`` also runs a process that only reads the matrix 3 times, ours and pgenlib's,
+and prints their peak RSS.
 """
 
 from __future__ import annotations
