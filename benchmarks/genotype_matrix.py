@@ -1,6 +1,7 @@
 """A dosage matrix of 1,000 variants x all samples into numpy: ``genotype_matrix`` against pgenlib.
 
     python -m benchmarks.genotype_matrix [--repeats 15] [--variants 1000] [--start RECORD]
+        [--gtstats SAMPLESxRECORDS] [--only ours] [--peak-rss]
 
 Both read the same records of the scan benchmark's simulation (:func:`benchmarks.scan_floor.scan_store`,
 1000 samples x 104,843 variants; plink2 ``--make-pgen`` of its VCF, cached beside it), the
@@ -18,7 +19,10 @@ The two answers are checked equal (on the records biallelic in both) before timi
 is then run ``repeats`` times, interleaved; the medians of CPU time (this process, all
 threads) and wall time are printed with their ratio to pgenlib's, beside two references: the
 same dosages through SQL and Arrow (``SELECT fmt_GT ... region := ...``, then numpy), and the
-decode floor (the genotype chunks holding the records, decoded with numcodecs).
+decode floor (the genotype chunks holding the records, decoded with numcodecs). ``--only``
+times only the named tools beside pgenlib (the others evict the caches between them);
+``--peak-rss`` also runs a process that only reads the matrix 3 times, ours and pgenlib's,
+and prints their peak RSS.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,7 +42,7 @@ from benchmarks.data import generate
 from benchmarks.genotype_stats import prepare, without_packed
 from benchmarks.scan_floor import SCAN, scan_store
 from benchmarks.sizes import DATA_DIR
-from vcfzarr_sql.adapters.matrix import dosage
+from vcfzarr_sql.query.matrix import dosage
 
 
 def pgen(vcf: Path) -> Path:
@@ -57,6 +62,31 @@ def timed(run: Callable[[], object], repeats: int, cpu: list[float], wall: list[
         wall.append(time.perf_counter() - w)
 
 
+#: What a process that reads the matrix with pgenlib runs (its peak RSS is measured).
+PGENLIB_PROCESS = """
+import numpy as np, pgenlib
+reader = pgenlib.PgenReader(b"{pgen}", allele_idx_offsets=np.array({offsets}, np.uintp))
+for _ in range(3):
+    out = np.empty(({stop} - {start}, {samples}), np.int8)
+    reader.read_range({start}, {stop}, out)
+"""
+#: The same with ``genotype_matrix``.
+OURS_PROCESS = """
+import vcfzarr_sql
+store = vcfzarr_sql.open_store("{store}")
+for _ in range(3):
+    values = vcfzarr_sql.genotype_matrix(store, region="{region}", columns=()).values
+"""
+
+
+def peak_rss(code: str) -> float:
+    """The peak RSS (MiB) of a Python process running ``code`` (its VmHWM: ``ru_maxrss``
+    carries the forking parent's peak over ``exec``)."""
+    probe = code + "import re; print(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])"
+    done = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True)
+    return int(done.stdout.split()[-1]) / 1024
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
@@ -66,6 +96,10 @@ def main(argv: list[str] | None = None) -> None:
                              "reads one chunk per 1000 records, others two")
     parser.add_argument("--gtstats", default="", metavar="SAMPLESxRECORDS",
                         help="the store and .pgen of benchmarks.genotype_stats at that size instead")
+    parser.add_argument("--only", default="", metavar="TOOL,...",
+                        help="time only these tools beside pgenlib (e.g. 'ours': the others evict the caches)")
+    parser.add_argument("--peak-rss", action="store_true",
+                        help="also the peak RSS of a process that only reads the matrix 3 times, ours and pgenlib's")
     args = parser.parse_args(argv)
     import pgenlib
 
@@ -125,11 +159,19 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("different dosages from the store without packed genotypes")
     tools = {"pgenlib": theirs, "ours": ours, "ours unpacked": ours_unpacked, "SQL+Arrow": through_sql,
              "decode floor": decode_floor}
+    if args.only:
+        tools = {tool: run for tool, run in tools.items() if tool == "pgenlib" or tool in args.only.split(",")}
     cpu: dict[str, list[float]] = {tool: [] for tool in tools}
     wall: dict[str, list[float]] = {tool: [] for tool in tools}
     for _ in range(args.repeats):
         for tool, run in tools.items():
             timed(run, 1, cpu[tool], wall[tool])
+    if args.peak_rss:
+        rss = {"pgenlib": peak_rss(PGENLIB_PROCESS.format(pgen=prefix.with_suffix(".pgen"), offsets=offsets.tolist(),
+                                                          start=start, stop=stop, samples=samples)),
+               "ours": peak_rss(OURS_PROCESS.format(store=path, region=region))}
+        print(f"peak RSS of a process reading the matrix 3 times: ours {rss['ours']:.0f} MiB, "
+              f"pgenlib {rss['pgenlib']:.0f} MiB ({rss['ours'] / rss['pgenlib']:.2f}x)")
     medians = {tool: (statistics.median(cpu[tool]), statistics.median(wall[tool])) for tool in cpu}
     for tool, (c, w) in medians.items():
         print(f"{tool:12s} CPU {c * 1000:7.1f} ms  wall {w * 1000:7.1f} ms   "

@@ -30,7 +30,7 @@ _LAZY = {
     "open_store": "vcfzarr_sql.store",
     "dataset": "vcfzarr_sql.adapters",
     "scan_tasks": "vcfzarr_sql.adapters",
-    "genotype_matrix": "vcfzarr_sql.adapters.matrix",
+    "genotype_matrix": "vcfzarr_sql.query.matrix",
     "connect": "vcfzarr_sql.engine",
     "register": "vcfzarr_sql.engine",
     "sql": "vcfzarr_sql.engine",

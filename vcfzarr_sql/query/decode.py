@@ -242,7 +242,7 @@ def _contig(blocks: _Blocks) -> pa.Array:
     else:
         used, indices = np.unique(ids, return_inverse=True)
     names = [contigs[i] for i in used.tolist()]
-    return arrays.dictionary_array(indices, pa.array(names, type=pa.string()))
+    return arrays.dictionary_array(indices, arrays.string_array(names))
 
 
 def _positions(blocks: BatchBlocks) -> np.ndarray:
@@ -250,7 +250,7 @@ def _positions(blocks: BatchBlocks) -> np.ndarray:
 
 
 def _pos(blocks: _Blocks) -> pa.Array:
-    return pa.array(_positions(blocks))
+    return arrays.elements_array(_positions(blocks), None, pa.int64())
 
 
 def record_ends(blocks: BatchBlocks) -> np.ndarray:
@@ -261,7 +261,7 @@ def record_ends(blocks: BatchBlocks) -> np.ndarray:
 
 
 def _end(blocks: _Blocks) -> pa.Array:
-    return pa.array(record_ends(blocks))
+    return arrays.elements_array(record_ends(blocks), None, pa.int64())
 
 
 def _id(blocks: _Blocks) -> pa.Array:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.store import memory
 from vcfzarr_sql.store.alignment import records_per_chunk
 from vcfzarr_sql.store.contents import check_positions
 from vcfzarr_sql.store.metadata import ArrayInfo
@@ -123,8 +124,9 @@ class BatchBlocks:
     def columns(self, name: str, columns: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """The block of 2-D array ``name`` with only ``columns`` (sorted indexes along its
         second axis) and the records ``rows`` marks (a mask over the batch's; None: all),
-        read from only the chunks holding them and copied once into the result (:meth:`read`
-        joins whole chunks first); a chunk's view, when one chunk holds them all."""
+        read from only the chunks holding them, each from its first to its last marked record
+        (:meth:`read_chunk_rows`), and copied once into the result (:meth:`read` joins whole
+        chunks first); a chunk's view, when one chunk holds them all."""
         info = self.store.array_info(name)
         if records_per_chunk(self.store, info) is not None:
             block = self.read(name)[:, columns]
@@ -133,21 +135,35 @@ class BatchBlocks:
         bounds = [*np.flatnonzero(np.r_[True, chunk_of[1:] != chunk_of[:-1]]).tolist(), len(columns)]
         groups = [(lo, hi, int(chunk_of[lo]), _slice_or(columns[lo:hi] - chunk_of[lo] * info.chunks[1]))
                   for lo, hi in zip(bounds[:-1], bounds[1:])]
-        pieces = [[self.read_chunk(name, (c, chunk)) for _, _, chunk, _ in groups] for c in self.chunks]
-        starts = np.cumsum([0, *(len(row[0]) for row in pieces)])
-        if len(pieces) == 1 and len(groups) == 1:
-            block = pieces[0][0][:, groups[0][3]]
-            return block if rows is None else block[rows]
+        size = max(info.chunks[0], 1)
+        starts = np.cumsum([0, *(min(size, info.shape[0] - c * size) for c in self.chunks)])
         kept = starts[-1] if rows is None else int(np.count_nonzero(rows))
-        out = np.empty((kept, len(columns)), pieces[0][0].dtype)
+        out = memory.empty(kept * len(columns), info.decoded_dtype).reshape(kept, len(columns))
         start = 0
-        for row, lo_row, hi_row in zip(pieces, starts[:-1], starts[1:]):
-            mine = None if rows is None else rows[lo_row:hi_row]
-            count = hi_row - lo_row if mine is None else int(np.count_nonzero(mine))
-            for (lo, hi, _, pick), piece in zip(groups, row):
-                out[start : start + count, lo:hi] = piece[:, pick] if mine is None else piece[:, pick][mine]
+        for c, lo_row, hi_row in zip(self.chunks, starts[:-1], starts[1:]):
+            span, mine = slice(None), None if rows is None else rows[lo_row:hi_row]
+            if mine is not None:
+                marked = np.flatnonzero(mine)
+                if not len(marked):
+                    continue
+                span = slice(int(marked[0]), int(marked[-1]) + 1)
+                mine = None if len(marked) == span.stop - span.start else mine[span]
+            pieces = [self.read_chunk_rows(name, (c, chunk), span) for _, _, chunk, _ in groups]
+            if len(self.chunks) == 1 and len(groups) == 1 and mine is None:
+                return pieces[0][:, groups[0][3]]
+            count = len(pieces[0]) if mine is None else int(np.count_nonzero(mine))
+            for (lo, hi, _, pick), piece in zip(groups, pieces):
+                out[start : start + count, lo:hi] = piece[:, pick] if mine is None else piece[mine][:, pick]
             start += count
         return out
+
+    def read_chunk_rows(self, name: str, chunk: tuple[int, ...], rows: slice) -> np.ndarray:
+        """Records ``rows`` of one chunk: :meth:`read_chunk` for all of them, else from only the
+        compressed blocks holding them when the codec allows
+        (:meth:`~vcfzarr_sql.store.vcz.VczStore.decode_chunk_rows`)."""
+        if rows == slice(None):
+            return self.read_chunk(name, chunk)
+        return self.store.decode_chunk_rows(name, self.source.read_chunk_bytes(name, chunk), chunk, rows)
 
     def sum(self, name: str) -> np.ndarray:
         """The block of array ``name``, one row per variant chunk, added up over the batch's

@@ -121,6 +121,22 @@ def _pooled_decompress(compressor: Any, raw: Any, dtype: np.dtype, size: int) ->
     return out
 
 
+def decode_rows(codec: ChunkCodec, raw: bytes, start: int, stop: int) -> np.ndarray | None:
+    """Rows ``start`` to ``stop`` (along the first axis) of the full chunk ``raw`` decodes to,
+    decompressed from only the Blosc blocks holding them (:mod:`~vcfzarr_sql.store.blosc_range`);
+    None when the codec is not a Zarr v2 Blosc LZ4 compressor alone over one-byte values in C
+    order (the caller decodes the whole chunk)."""
+    built = codec.built if isinstance(codec, DeferredCodec) else codec
+    if (not isinstance(built, V2Codec) or built.filters or built.dtype.itemsize != 1 or built.dtype.kind == "O"
+            or getattr(built.compressor, "codec_id", None) != "blosc" or built.order != "C"):
+        return None
+    from vcfzarr_sql.store.blosc_range import decompress_range
+
+    row = math.prod(built.chunks[1:])
+    part = decompress_range(raw, start * row, stop * row, math.prod(built.chunks))
+    return None if part is None else part.view(built.dtype).reshape(stop - start, *built.chunks[1:])
+
+
 def _check_size(size: int, shape: tuple[int, ...]) -> None:
     if size != math.prod(shape):
         raise bounds.ChunkBoundsError(f"decodes to {size} values, expected {math.prod(shape)}")

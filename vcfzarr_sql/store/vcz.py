@@ -23,7 +23,7 @@ from vcfzarr_sql.errors import StoreError, VcfZarrError
 from vcfzarr_sql.format import cohort, spec
 from vcfzarr_sql.store import derived
 from vcfzarr_sql.store.bounds import MAX_CHUNK_BYTES_VARIABLE, max_chunk_bytes
-from vcfzarr_sql.store.codecs import finished, trimmed_strings
+from vcfzarr_sql.store.codecs import decode_rows, finished, trimmed_strings
 from vcfzarr_sql.store.fields import FORMAT, INFO, FieldInfo, describe_fields
 from vcfzarr_sql.store.header import HeaderDefinitions, parse_header
 from vcfzarr_sql.store.kvstore import FsspecStore, KeyValueStore, is_url, open_kv
@@ -418,6 +418,21 @@ class VczStore:
         if arr.shape != tuple(s.stop for s in bounds):
             arr = arr[bounds]
         return finished(arr)
+
+    def decode_chunk_rows(self, name: str, raw: bytes | None, chunk: tuple[int, ...], rows: slice) -> np.ndarray:
+        """``decode_chunk(name, raw, chunk)[rows]`` (``rows``: a slice of the chunk's records,
+        step 1), decompressed from only the Blosc blocks that hold them when the codec allows
+        (:func:`~vcfzarr_sql.store.codecs.decode_rows`)."""
+        info = self.array_info(name)
+        bounds = info.chunk_bounds(chunk)
+        start, stop, _ = rows.indices(bounds[0].stop)
+        if raw is None or (start, stop) == (0, bounds[0].stop):
+            return self.decode_chunk(name, raw, chunk)[start:stop]
+        with self._decoding(name, chunk):
+            part = decode_rows(info.codec, raw, start, stop)
+        if part is None:
+            return self.decode_chunk(name, raw, chunk)[start:stop]
+        return finished(part[(slice(None), *bounds[1:])])
 
     def decode_chunk_strings(
         self, name: str, raw: bytes | None, chunk: tuple[int, ...]

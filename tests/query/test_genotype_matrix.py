@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+
 import numpy as np
 import pyarrow.compute as pc
 import pytest
@@ -128,3 +132,60 @@ def test_regions_across_chunks_and_contigs_without_a_filter(diploid):
     assert list(zip(*got.variants.to_pydict().values())) == [(r.chrom, r.pos) for r in expected]
     assert (got.values == expected_dosage(alleles[:, [2, 19, 20, 21, 36]])).all()
     got.values[got.values == -9] = 0  # (writable: imputing in place works)
+
+
+@pytest.mark.skipif(shutil.which("plink2") is None, reason="needs plink2")
+def test_dosages_equal_pgenlib_on_plink2s_pgen(diploid, tmp_path):
+    """The matrix equals what pgenlib reads from the ``.pgen`` plink2 makes of the same VCF
+    (alleles of every call with ``read_alleles_range``: a call's ALT alleles counted, -9 when
+    one is missing; half-missing calls read as missing, ``--vcf-half-call m``): two-ALT
+    records, missing and half-missing calls, a region cutting two variant chunks, and sample
+    subsets across sample chunks (sizes not a multiple of 4, the packed bytes' four calls)."""
+    pgenlib = pytest.importorskip("pgenlib")
+    vcf, store = diploid
+    prefix = tmp_path / "plink"
+    subprocess.run(["plink2", "--vcf", vcf, "--make-pgen", "--vcf-half-call", "m", "--allow-extra-chr",
+                    "--threads", "1", "--out", str(prefix)], check=True, capture_output=True)
+    pvar = [line.split("\t") for line in prefix.with_suffix(".pvar").read_text().splitlines()
+            if not line.startswith("#")]
+    alts = np.array([len(row[4].split(",")) for row in pvar])
+    offsets = np.concatenate([[0], np.cumsum(alts + 1)]).astype(np.uintp)
+    reader = pgenlib.PgenReader(str(prefix.with_suffix(".pgen")).encode(), allele_idx_offsets=offsets)
+    alleles = np.empty((len(pvar), 2 * reader.get_raw_sample_ct()), np.int32)
+    reader.read_alleles_range(0, len(pvar), alleles)
+    alleles = alleles.reshape(len(pvar), -1, 2)
+    theirs = np.where((alleles == -9).any(axis=-1), -9, (alleles > 0).sum(axis=-1))
+    assert (alts > 1).any() and (theirs == -9).any()
+    contigs = np.array([row[0] for row in pvar])
+    positions = np.array([int(row[1]) for row in pvar])
+    for region, samples in [("1:180-690", None), ("1:95-1000", ["sample2", "sample35", "sample17"]),
+                            (None, [f"sample{i}" for i in range(3, 30, 2)])]:
+        lo, hi = (0, 10**9) if region is None else map(int, region[2:].split("-"))
+        rows = (positions >= lo) & (positions <= hi) & ((contigs == "1") | (region is None))
+        columns = sorted(int(s[6:]) for s in samples) if samples else list(range(37))
+        got = vcfzarr_sql.genotype_matrix(store, region=region, samples=samples, columns=["pos"])
+        assert got.variants.column("pos").to_pylist() == positions[rows].tolist()
+        assert (got.values == theirs[rows][:, columns]).all(), (region, samples)
+
+
+@pytest.mark.parametrize(("region", "samples"), [("1:95-405", None), (None, ["sample23", "sample1", "sample10"])])
+def test_dosages_without_a_filter_of_haploid_and_triploid_calls_are_bcftools_gt(simulated, region, samples):
+    """Haploid, diploid and triploid calls, up to three ALTs, missing (the records the packed
+    codes do not hold exactly, decoded into the looked-up matrix), without ``where``."""
+    vcf, store = simulated
+    alleles, _ = genotype_arrays(vcf, region=region)
+    keep = sorted(int(s[6:]) for s in samples) if samples else list(range(24))
+    got = vcfzarr_sql.genotype_matrix(store, region=region, samples=samples)
+    assert got.values.shape == (len(alleles), len(keep)) and got.values.flags.c_contiguous
+    assert (got.values == expected_dosage(alleles[:, keep])).all()
+
+
+def test_a_process_reading_a_matrix_loads_neither_pyarrow_dataset_nor_pandas(diploid):
+    """~50 MiB of a matrix reader's peak RSS: pyarrow imports pandas the first time it
+    converts Python or numpy values, and so does ``import pyarrow.dataset``."""
+    code = ("import sys, vcfzarr_sql\n"
+            f"m = vcfzarr_sql.genotype_matrix({str(diploid[1])!r}, region='1:95-700', samples=['sample3'])\n"
+            "assert m.values.shape[1] == 1 and len(m.values), m.values.shape\n"
+            "print(sorted(n for n in ('pandas', 'pyarrow.dataset') if n in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert done.stdout.split() == ["[]"]

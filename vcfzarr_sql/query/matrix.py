@@ -43,7 +43,13 @@ from vcfzarr_sql.query.execute import (
     scan_source,
 )
 from vcfzarr_sql.query.expressions import parse_or_none
-from vcfzarr_sql.query.packed_dosage import MISSING_DOSAGE, packed_dosage
+from vcfzarr_sql.query.packed_dosage import (
+    MISSING_DOSAGE,
+    PackedColumns,
+    PackedPart,
+    packed_codes,
+    packed_matrix,
+)
 from vcfzarr_sql.query.plan import ScanPlan, batch_runs, plan_regions, plan_scan
 from vcfzarr_sql.query.prefetch import PREFETCH_DEPTH
 from vcfzarr_sql.query.region import parse_regions, region_set
@@ -103,8 +109,13 @@ def genotype_matrix(
     tree = None if where is None else parse_or_none(plan.filter)
     genotype_array = store.format_fields[GT].array
     names = list(plan.schema.names)
+    selected = plan.sample_groups[0][1]
+    sample_ids: list[str] = (store.samples if selected is None else store.samples[selected]).tolist()
+    packed = ((PackedColumns.every(store.num_samples, store.samples_chunk_size) if selected is None
+               else PackedColumns.of(selected, store.samples_chunk_size))
+              if values == "dosage" and packed_stored(store) else None)
 
-    def work(run: range) -> tuple[pa.RecordBatch, np.ndarray]:
+    def work(run: range) -> tuple[pa.RecordBatch, np.ndarray | PackedPart]:
         task = plan.run(run.start, run.stop)
         blocks = BatchBlocks(source, task.variant_chunk, task.samples, task.chunk_count)
         keep = (None if task.filter is None else residual_rows(source, plan, task, tree) if regions is None
@@ -113,27 +124,35 @@ def genotype_matrix(
         batch = (decode.decode_variants(source, task.variant_chunk, tuple(names), task.samples, task.chunk_count)
                  if names else arrays.rows_only(task.num_rows))
         if keep is not None:
-            batch = batch.filter(pa.array(keep))
-        return batch.select(names), _values(blocks, genotype_array, values, keep)
+            batch = batch.filter(arrays.elements_array(keep, None, pa.bool_()))
+        if packed is not None:
+            return batch.select(names), _packed_part(blocks, genotype_array, packed, keep)
+        genotypes = blocks.read(genotype_array)
+        genotypes = genotypes if keep is None else genotypes[keep]
+        return batch.select(names), genotypes if values == "genotypes" else dosage(genotypes)
 
     # Dosages from the packed genotypes without ``where``: runs of consecutive chunks are read
     # as one (one array, no copy to join them, for most regions), of at most
-    # RUN_GENOTYPE_BYTES of genotypes. Decoded genotypes: a chunk a run, decoded in threads
-    # (joined, they measured 2x the CPU at 20,000 samples: two copies of much larger blocks).
+    # RUN_GENOTYPE_BYTES of genotypes; their packed bytes are looked up at once, into the
+    # matrix (:func:`~.packed_dosage.packed_matrix`). Decoded genotypes: a chunk a run,
+    # decoded in threads (joined, they measured 2x the CPU at 20,000 samples: two copies of
+    # much larger blocks).
     genotypes = store.array_info(genotype_array)
-    joined = where is None and values == "dosage" and packed_stored(store)
-    length = genotype_chunks_per_run(store, genotype_array) if joined else 1
+    length = genotype_chunks_per_run(store, genotype_array) if where is None and packed is not None else 1
+    ahead = PREFETCH_DEPTH if len(plan) > length else 0  # (one run: nothing to overlap, threads cost CPU)
     parts = list(run_plan(source, plan, work, cut=lambda pieces: batch_runs(plan, pieces, lambda: length),
-                          ahead=PREFETCH_DEPTH))
-    sample_ids: list[str] = (store.samples if plan.sample_groups[0][1] is None
-                             else store.samples[plan.sample_groups[0][1]]).tolist()
+                          ahead=ahead))
+    variants = pa.Table.from_batches([b for b, _ in parts], schema=plan.schema)
+    if packed is not None:
+        matrix = packed_matrix([v for _, v in parts if isinstance(v, PackedPart)], packed, len(sample_ids))
+        return GenotypeMatrix(variants=variants, samples=sample_ids, values=matrix)
+    decoded = [v for _, v in parts if isinstance(v, np.ndarray)]
     empty = (np.empty((0, len(sample_ids), genotypes.shape[-1]), genotypes.dtype) if values == "genotypes"
              else np.empty((0, len(sample_ids)), np.int8))
     return GenotypeMatrix(
-        variants=pa.Table.from_batches([b for b, _ in parts], schema=plan.schema),
+        variants=variants,
         samples=sample_ids,
-        values=(empty if not parts else parts[0][1] if len(parts) == 1
-                else np.concatenate([v for _, v in parts])),
+        values=empty if not decoded else decoded[0] if len(decoded) == 1 else np.concatenate(decoded),
     )
 
 
@@ -152,20 +171,16 @@ def _plan(
     return plan_regions(store, table_schema(store, "variants"), columns, regions, indexes), regions
 
 
-def _values(blocks: BatchBlocks, genotype_array: str, values: str, keep: np.ndarray | None) -> np.ndarray:
-    """The batch's kept rows of ``values``: dosages from the packed genotypes when the store
-    has them (the records they do not hold exactly decoded), else from the genotypes."""
-    packed = packed_dosage(blocks, keep) if values == "dosage" else None
-    if packed is None:
-        genotypes = blocks.read(genotype_array)
-        genotypes = genotypes if keep is None else genotypes[keep]
-        return genotypes if values == "genotypes" else dosage(genotypes)
-    dosages, exact = packed
-    if not exact.all():
-        rows = np.flatnonzero(~exact)
-        kept = blocks.read(genotype_array) if keep is None else blocks.read(genotype_array)[keep]
-        dosages[rows] = dosage(kept[rows])
-    return dosages
+def _packed_part(blocks: BatchBlocks, genotype_array: str, packed: PackedColumns,
+                 keep: np.ndarray | None) -> PackedPart:
+    """The batch's kept rows as packed bytes, the records they do not hold exactly decoded."""
+    codes, exact = packed_codes(blocks, packed, keep)
+    rows = np.flatnonzero(~exact)
+    if not len(rows):
+        return PackedPart(codes, rows, np.empty((0, blocks.num_samples), np.int8))
+    genotypes = blocks.read(genotype_array)
+    kept = genotypes if keep is None else genotypes[keep]
+    return PackedPart(codes, rows, dosage(kept[rows]))
 
 
 def dosage(genotypes: np.ndarray) -> np.ndarray:

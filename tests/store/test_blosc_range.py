@@ -1,0 +1,100 @@
+"""``blosc_range.decompress_range``: any byte range of a Blosc LZ4 frame equals the same bytes of
+numcodecs' whole decode; frames it does not read give None; damaged frames raise instead of
+reading past the buffer. ``VczStore.decode_chunk_rows`` through a store, and a damaged chunk."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from numcodecs import Blosc
+
+from vcfzarr_sql.errors import StoreError
+from vcfzarr_sql.store.blosc_range import decompress_range
+from vcfzarr_sql.store.bounds import ChunkBoundsError
+
+
+def _data(size: int, seed: int = 3) -> np.ndarray:
+    """Packed-genotype-like bytes: mostly 0, some random (compressible, not trivially)."""
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(size) < 0.3, rng.integers(0, 256, size), 0).astype(np.uint8)
+
+
+@pytest.mark.parametrize("blocksize", [0, 1000, 4096])
+def test_every_range_is_the_whole_decode(blocksize):
+    data = _data(25_013)
+    raw = Blosc("lz4", 5, Blosc.NOSHUFFLE, blocksize=blocksize).encode(data)
+    whole = np.frombuffer(Blosc().decode(raw), np.uint8)
+    assert (whole == data).all()
+    rng = np.random.default_rng(blocksize)
+    bounds = [(0, 0), (0, len(data)), (len(data) - 1, len(data)), (999, 1001), (4096, 8192)]
+    bounds += [tuple(sorted(rng.integers(0, len(data) + 1, 2))) for _ in range(40)]
+    for start, stop in bounds:
+        part = decompress_range(raw, start, stop, len(data))
+        assert part is not None and (part == whole[start:stop]).all(), (start, stop)
+
+
+def test_a_frame_stored_as_it_is():
+    """Incompressible bytes (Blosc keeps them as they are: the MEMCPYED flag), and blocks
+    stored uncompressed inside a compressed frame."""
+    data = np.random.default_rng(1).integers(0, 256, 10_000).astype(np.uint8)
+    for clevel in (0, 5):
+        raw = Blosc("lz4", clevel, Blosc.NOSHUFFLE, blocksize=1024).encode(data)
+        part = decompress_range(raw, 1500, 7001, len(data))
+        assert part is not None and (part == data[1500:7001]).all()
+
+
+@pytest.mark.parametrize("codec", [Blosc("zstd", 5, Blosc.NOSHUFFLE), Blosc("lz4", 5, Blosc.BITSHUFFLE)])
+def test_frames_it_does_not_read_give_none(codec):
+    data = _data(5000)
+    assert decompress_range(codec.encode(data), 0, 10, len(data)) is None
+    wide = _data(8000).view(np.uint16)  # (items of two bytes)
+    assert decompress_range(Blosc("lz4", 5, Blosc.NOSHUFFLE).encode(wide), 0, 10, wide.nbytes) is None
+
+
+def test_damaged_frames_raise():
+    data = _data(20_000)
+    raw = bytearray(Blosc("lz4", 5, Blosc.NOSHUFFLE, blocksize=4096).encode(data))
+    with pytest.raises(ChunkBoundsError, match="expected 20001"):
+        decompress_range(bytes(raw), 0, 10, len(data) + 1)
+    with pytest.raises(ChunkBoundsError):
+        decompress_range(bytes(raw[:-100]), 0, len(data), len(data))  # (cut short)
+    far = bytearray(raw)
+    struct.pack_into("<i", far, 16 + 4 * 2, len(raw) + 50)  # (block 2 starts past the end)
+    with pytest.raises(ChunkBoundsError, match="at byte"):
+        decompress_range(bytes(far), 2 * 4096, 2 * 4096 + 1, len(data))
+    garbled = bytearray(raw)
+    (offset,) = struct.unpack_from("<i", garbled, 16 + 4)
+    garbled[offset + 4 : offset + 40] = b"\xff" * 36  # (block 1's LZ4 data)
+    with pytest.raises(ChunkBoundsError, match="Blosc block"):
+        decompress_range(bytes(garbled), 4096, 4097, len(data))
+
+
+def test_store_rows_of_a_chunk(tmp_path, convert_once):
+    """``decode_chunk_rows`` of every packed-genotype chunk of a store (sample chunks of 10,
+    the last one trimmed) equals those rows of ``decode_chunk``; a damaged chunk is a
+    StoreError naming the store, the array and the chunk."""
+    from fill_tags import simulated_vcf
+    from store_support import copy_store
+
+    import vcfzarr_sql
+    from vcfzarr_sql.format import packed_genotypes as pg
+
+    vcf = simulated_vcf(tmp_path / "rows.vcf", seed=5, samples=23, ploidies=(2,), max_alts=1, missing=0.05)
+    path = convert_once(vcf, variants_chunk_size=25, samples_chunk_size=10)
+    store = vcfzarr_sql.open_store(path)
+    info = store.array_info(pg.PACKED)
+    for chunk in np.ndindex(*info.grid):
+        raw = store.read_chunk_bytes(pg.PACKED, chunk)
+        whole = store.decode_chunk(pg.PACKED, raw, chunk)
+        for rows in (slice(0, 1), slice(3, 17), slice(24, 25), slice(0, len(whole))):
+            assert (store.decode_chunk_rows(pg.PACKED, raw, chunk, rows) == whole[rows]).all()
+    damaged = copy_store(path, tmp_path / "damaged.vcz")
+    chunk_file = damaged / pg.PACKED / "1.0"
+    raw = bytearray(chunk_file.read_bytes())
+    struct.pack_into("<i", raw, 16, len(raw) + 8)  # (its block starts past the end)
+    chunk_file.write_bytes(bytes(raw))
+    broken = vcfzarr_sql.open_store(damaged)
+    with pytest.raises(StoreError, match=r"damaged.vcz: cannot decode chunk \(1, 0\) of summary_gt_packed"):
+        broken.decode_chunk_rows(pg.PACKED, bytes(raw), (1, 0), slice(2, 5))
