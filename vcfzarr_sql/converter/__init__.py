@@ -1,8 +1,9 @@
 """VCF/BCF -> VCF Zarr 0.3 on Zarr v2: :func:`convert`.
 
 Two passes over the data, both in worker processes: parsing (cyvcf2, or the fast path of
-:mod:`.reader` for GT-only VCF text) spills blocks of records
-with block-local widths while learning the widest value of every dimension; encoding then
+:mod:`.reader` for GT-only VCF text) spills blocks of records (one worker holds them in
+memory: :mod:`.spill`) with block-local widths while learning the widest value of every
+dimension; encoding then
 pads each variant chunk to the final widths and writes it. The store is built in a temporary
 directory beside the output and renamed into place only when complete.
 """
@@ -175,7 +176,8 @@ def _chunk_pieces(results: list[PartitionResult], spill: Path, chunk: int, total
         b = bisect_right(starts, lo) - 1
         while b < len(blocks) and starts[b] < hi:
             path, _ = blocks[b]
-            pieces.append(Piece(path, max(lo, starts[b]) - starts[b], min(hi, starts[b + 1]) - starts[b]))
+            pieces.append(Piece(path, max(lo, starts[b]) - starts[b], min(hi, starts[b + 1]) - starts[b],
+                                last=starts[b + 1] <= hi))
             b += 1
         chunks.append(pieces)
     return chunks
@@ -209,8 +211,9 @@ def _tables(seen: _Seen, samples: Sequence[str], layout: Layout, index: np.ndarr
 
 def _parse(input_path: str, header: HeaderInfo, spill: Path, pool: WorkerPool, progress: _Progress,
            workers: int, block_size: int, text: bool) -> list[PartitionResult]:
-    """Pass 1: the partitions parsed into blocks under ``spill`` (emptied first); ``text``: the
-    file may be cut into spans for the fast path (:func:`.partitions.plan_partitions`)."""
+    """Pass 1: the partitions parsed into blocks under ``spill`` (emptied first; one worker,
+    which encodes them too, holds them in memory while it has room: :mod:`.spill`); ``text``:
+    the file may be cut into spans for the fast path (:func:`.partitions.plan_partitions`)."""
     shutil.rmtree(spill, ignore_errors=True)
     spill.mkdir()
     partitions, expected = plan_partitions(input_path, workers, [c for c, _ in header.contigs], text=text,
@@ -218,7 +221,7 @@ def _parse(input_path: str, header: HeaderInfo, spill: Path, pool: WorkerPool, p
     progress.start("Parse", expected, "rec")
     return pool.run(
         read_partition,
-        [(input_path, p, str(spill), block_size) for p in partitions],
+        [(input_path, p, str(spill), block_size, workers == 1) for p in partitions],
         progress.update,
     )
 
