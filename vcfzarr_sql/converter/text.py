@@ -127,8 +127,10 @@ def _span_lines(pieces: Iterator[tuple[int, bytes]], cut: int | None, discard: b
             if end < 0:
                 pending, held = [data], len(data)
                 continue
-        yield b"".join([*pending, data[:end]]).split(b"\n")
-        pending, held = [data[end + 1 :]], len(data) - end - 1
+        lines = b"".join([*pending, data]).split(b"\n")  # (the last: what follows the last newline)
+        pending = [lines.pop()]
+        held = len(pending[0])
+        yield lines
     if not discard and any(pending):
         yield [b"".join(pending)]
 
