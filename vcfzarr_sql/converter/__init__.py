@@ -403,8 +403,9 @@ def _build_in(inputs: list[str], work: Path, show_progress: bool, settings: dict
     input_path = str(single_input(inputs, work))
     if inputs == [STDIN]:  # spooled to a file: checked as a file is
         _check_bgzf_eof(Path(input_path), "standard input")
-    # (a batch of ``add``: its process has imported the converter, so forked workers start at once)
-    with WorkerPool(input_path, settings["workers"], work, max_memory, fork=settings["batch"]) as pool:
+    # (forked where safe: this process has imported the converter, so a forked worker starts at
+    # once, where a spawned one starts an interpreter, imports, and a resource tracker)
+    with WorkerPool(input_path, settings["workers"], work, max_memory, fork=True) as pool:
         progress = _Progress(show_progress, pool)
         try:
             return _build(input_path, work / "store", work, pool, progress, **settings)
