@@ -190,7 +190,7 @@ def test_no_store_or_chunk_source_is_typed_any():
 
 
 #: Optional libraries (pyproject extras) and the only modules that may import them.
-OPTIONAL = {"matplotlib": {"vcfzarr_sql.qc.report"}}
+OPTIONAL = {"matplotlib": {"vcfzarr_sql.qc.report"}, "deflate": {"vcfzarr_sql.converter.text"}}
 
 
 def _foreign_imports(path: Path) -> Iterator[str]:

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from corpus import CORPUS
 
-from vcfzarr_sql.converter import convert, long_values, partitions
+from vcfzarr_sql.converter import convert, long_values, partitions, text
 from vcfzarr_sql.converter.genotype_text import parse_genotypes
 from vcfzarr_sql.converter.reader import Partition, _PartitionReader, block_path, read_partition
 from vcfzarr_sql.converter.spill import read_block
@@ -191,6 +191,43 @@ def _bgzf(data: bytes, size: int) -> bytes:
         out.append(header + struct.pack("<H", len(body) + 25) + body
                    + struct.pack("<II", zlib.crc32(piece), len(piece)))
     return b"".join(out)
+
+
+@pytest.fixture(params=["libdeflate", "zlib"])
+def inflater(request, monkeypatch):
+    """Each inflater of BGZF blocks: libdeflate (the ``fast`` extra) and zlib, the fallback."""
+    if request.param == "libdeflate":
+        pytest.importorskip("deflate")
+        assert text._inflate is not text._zlib_inflate
+    else:
+        monkeypatch.setattr(text, "_inflate", text._zlib_inflate)
+        monkeypatch.setattr(text, "_DAMAGED", (zlib.error,))
+        monkeypatch.setattr(text, "_crc32", zlib.crc32)
+    return request.param
+
+
+def test_damaged_bgzf_blocks_step_aside(tmp_path, inflater):
+    """Lines read the same by either inflater; a block with a flipped byte, a wrong CRC or
+    length, or a length past BGZF's 64 KiB is not read (htslib then says what is wrong)."""
+    data = (HEADER + "".join(line + "\n" for line in TRICKY)).encode()
+    good = _bgzf(data, 1 << 16)
+    path = tmp_path / "in.vcf.gz"
+    path.write_bytes(good)
+    assert [line for block in record_lines(str(path), "bgzf", 100) for line in block] == \
+        [line.encode() for line in TRICKY]
+    size = struct.unpack_from("<H", good, 16)[0] + 1  # the first block's
+    crc, length = struct.unpack_from("<II", good, size - 8)
+    damaged = {
+        "body": good[:30] + bytes([good[30] ^ 0xFF]) + good[31:],
+        "crc": good[: size - 8] + struct.pack("<II", crc ^ 1, length) + good[size:],
+        "length": good[: size - 8] + struct.pack("<II", crc, length - 1) + good[size:],
+        "huge": good[: size - 8] + struct.pack("<II", crc, 1 << 31) + good[size:],
+    }
+    for name, body in damaged.items():
+        path.write_bytes(body)
+        with pytest.raises(NotPlainText):
+            list(record_lines(str(path), "bgzf", 100))
+            pytest.fail(f"read a block with a damaged {name}")
 
 
 @pytest.mark.parametrize("kind", ["bgzf", "plain"])

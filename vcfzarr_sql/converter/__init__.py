@@ -1,8 +1,9 @@
 """VCF/BCF -> VCF Zarr 0.3 on Zarr v2: :func:`convert`.
 
 Two passes over the data, both in worker processes: parsing (cyvcf2, or the fast path of
-:mod:`.reader` for GT-only VCF text) spills blocks of records
-with block-local widths while learning the widest value of every dimension; encoding then
+:mod:`.reader` for GT-only VCF text) spills blocks of records (one worker holds them in
+memory: :mod:`.spill`) with block-local widths while learning the widest value of every
+dimension; encoding then
 pads each variant chunk to the final widths and writes it. The store is built in a temporary
 directory beside the output and renamed into place only when complete.
 """
@@ -175,7 +176,8 @@ def _chunk_pieces(results: list[PartitionResult], spill: Path, chunk: int, total
         b = bisect_right(starts, lo) - 1
         while b < len(blocks) and starts[b] < hi:
             path, _ = blocks[b]
-            pieces.append(Piece(path, max(lo, starts[b]) - starts[b], min(hi, starts[b + 1]) - starts[b]))
+            pieces.append(Piece(path, max(lo, starts[b]) - starts[b], min(hi, starts[b + 1]) - starts[b],
+                                last=starts[b + 1] <= hi))
             b += 1
         chunks.append(pieces)
     return chunks
@@ -209,8 +211,9 @@ def _tables(seen: _Seen, samples: Sequence[str], layout: Layout, index: np.ndarr
 
 def _parse(input_path: str, header: HeaderInfo, spill: Path, pool: WorkerPool, progress: _Progress,
            workers: int, block_size: int, text: bool) -> list[PartitionResult]:
-    """Pass 1: the partitions parsed into blocks under ``spill`` (emptied first); ``text``: the
-    file may be cut into spans for the fast path (:func:`.partitions.plan_partitions`)."""
+    """Pass 1: the partitions parsed into blocks under ``spill`` (emptied first; one worker,
+    which encodes them too, holds them in memory while it has room: :mod:`.spill`); ``text``:
+    the file may be cut into spans for the fast path (:func:`.partitions.plan_partitions`)."""
     shutil.rmtree(spill, ignore_errors=True)
     spill.mkdir()
     partitions, expected = plan_partitions(input_path, workers, [c for c, _ in header.contigs], text=text,
@@ -218,7 +221,7 @@ def _parse(input_path: str, header: HeaderInfo, spill: Path, pool: WorkerPool, p
     progress.start("Parse", expected, "rec")
     return pool.run(
         read_partition,
-        [(input_path, p, str(spill), block_size) for p in partitions],
+        [(input_path, p, str(spill), block_size, workers == 1) for p in partitions],
         progress.update,
     )
 
@@ -337,7 +340,6 @@ def convert(
     compressor: numcodecs.abc.Codec | None = None,
     max_memory: int | None = None,
     batch: bool = False,
-    fork_workers: bool = False,
 ) -> ConvertSummary:
     """Convert a VCF, bgzipped VCF or BCF file to a VCF Zarr 0.3 store (Zarr v2) at ``output``.
 
@@ -352,10 +354,7 @@ def convert(
     the record, as htslib grows its line buffer without limit. ``batch``: the store is a batch
     ``add`` adds to a cohort, which reads of its batches only their region index and genotype
     counts (per record and per sample): the packed genotypes and the ``stats`` counts per
-    variant chunk are not written (``index`` writes them). ``fork_workers``: fork the worker
-    processes instead of spawning them, for a caller that has imported the converter already
-    (``add``: a forked worker starts at once), on Linux in a process running no other thread
-    (:class:`.workers.WorkerPool`). Raises :class:`VcfParseError` for input that
+    variant chunk are not written (``index`` writes them). Raises :class:`VcfParseError` for input that
     cannot be read (and leaves nothing behind), :class:`OutputError` if ``output`` exists and
     ``force`` is not set, if ``force`` is set but ``output`` is not a VCF Zarr store (or is the
     input, holds it, holds anything but Zarr metadata and chunks, or is the working directory
@@ -388,7 +387,7 @@ def convert(
             work = Path(tempfile.mkdtemp(prefix=f".{output_path.name}.", suffix=WORK_SUFFIX,
                                          dir=output_path.parent))
             try:
-                layout = _build_in(inputs, work, show_progress, settings, max_memory, fork_workers)
+                layout = _build_in(inputs, work, show_progress, settings, max_memory)
                 swap_into_place(work / "store", output_path)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
@@ -399,12 +398,14 @@ def convert(
 
 
 def _build_in(inputs: list[str], work: Path, show_progress: bool, settings: dict,
-              max_memory: int | None, fork_workers: bool) -> Layout:
-    """Build the store in ``work/store`` with a worker pool (forked: ``fork_workers``); its layout."""
+              max_memory: int | None) -> Layout:
+    """Build the store in ``work/store`` with a worker pool; its layout."""
     input_path = str(single_input(inputs, work))
     if inputs == [STDIN]:  # spooled to a file: checked as a file is
         _check_bgzf_eof(Path(input_path), "standard input")
-    with WorkerPool(input_path, settings["workers"], work, max_memory, fork=fork_workers) as pool:
+    # (forked where safe: this process has imported the converter, so a forked worker starts at
+    # once, where a spawned one starts an interpreter, imports, and a resource tracker)
+    with WorkerPool(input_path, settings["workers"], work, max_memory, fork=True) as pool:
         progress = _Progress(show_progress, pool)
         try:
             return _build(input_path, work / "store", work, pool, progress, **settings)

@@ -571,7 +571,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
                 relative = f"{layout.BATCHES}/{number}"
                 convert(path, root / relative, variants_chunk_size=batch_chunk_size(*chunks, samples),
                         samples_chunk_size=chunks[1], workers=workers, show_progress=show_progress,
-                        batch=True, fork_workers=True)
+                        batch=True)
                 batch = open_plain(root / relative)
                 if sites.merged_alleles is not None or _might_hold_blocks(batch):
                     sites = _merge_gvcf(sites, stores, batch, fasta)

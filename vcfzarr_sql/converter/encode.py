@@ -32,11 +32,13 @@ from vcfzarr_sql.store.writer import ArrayLayout, write_rows
 
 @dataclass(frozen=True)
 class Piece:
-    """Rows ``[start, stop)`` of the spilled block at ``path``."""
+    """Rows ``[start, stop)`` of the spilled block at ``path``; ``last``: no later chunk reads
+    the block."""
 
     path: str
     start: int
     stop: int
+    last: bool = True
 
 
 def _padded(values: np.ndarray, array: ArraySpec) -> np.ndarray:
@@ -154,7 +156,7 @@ def encode_variant_chunk(
     blocks: dict[str, dict[str, np.ndarray]] = {}
     for piece in pieces:
         if piece.path not in blocks:
-            blocks[piece.path] = read_block(piece.path)
+            blocks[piece.path] = read_block(piece.path, release=piece.last)
     kept = {spec.VARIANT_CONTIG, spec.VARIANT_POSITION, spec.VARIANT_LENGTH}
     summarised = {spec.VARIANT_ALLELE, spec.CALL_GENOTYPE, spec.CALL_GENOTYPE_PHASED}
     by_name, for_summary, for_stats = {}, {}, {}

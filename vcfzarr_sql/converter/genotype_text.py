@@ -104,12 +104,9 @@ def parse_genotypes(calls: Sequence[bytes | memoryview], n_samples: int) -> tupl
     """
     if n_samples == 0:
         return None
-    ploidy = np.empty(len(calls), dtype=np.int64)
-    for i, text in enumerate(calls):
-        size, rest = divmod(len(text) + 1, 2 * n_samples)
-        if rest or not size:
-            return None
-        ploidy[i] = size
+    ploidy, rest = np.divmod(np.fromiter(map(len, calls), dtype=np.int64, count=len(calls)) + 1, 2 * n_samples)
+    if rest.any() or not ploidy.all():
+        return None
     width = int(ploidy.max()) if len(calls) else 1
     alleles = phased = None
     for p in np.unique(ploidy).tolist():

@@ -32,7 +32,7 @@ from vcfzarr_sql.converter.arrays import int_dtype
 from vcfzarr_sql.converter.genotype_text import gt_only_lines, parse_genotypes
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
 from vcfzarr_sql.converter.order import SortCheck
-from vcfzarr_sql.converter.spill import write_block
+from vcfzarr_sql.converter.spill import drop_block, write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
 from vcfzarr_sql.converter.text import NotPlainText, Span, gt_only_start, record_lines, text_kind
 from vcfzarr_sql.converter.workers import add_progress, clear_errno, memory_limit, out_of_memory
@@ -102,8 +102,9 @@ def _stats(block: dict[str, np.ndarray], fields: dict[str, FieldDef]) -> dict[st
 
 
 class _PartitionReader:
-    def __init__(self, path: str, partition: Partition, spill_dir: str, block_size: int):
+    def __init__(self, path: str, partition: Partition, spill_dir: str, block_size: int, hold: bool = False):
         self.path = path
+        self.hold = hold
         self.partition = partition
         self.spill_dir = spill_dir
         self.block_size = block_size
@@ -259,7 +260,7 @@ class _PartitionReader:
     def discard(self) -> None:
         """Delete the blocks written so far (before reading the partition again)."""
         for block in range(len(self.result.block_sizes)):
-            block_path(self.spill_dir, self.result.index, block).unlink(missing_ok=True)
+            drop_block(block_path(self.spill_dir, self.result.index, block))
         add_progress(-self.result.num_records)
 
     def flush(self, variants: list[Variant], genotypes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
@@ -273,7 +274,7 @@ class _PartitionReader:
                       if f.category == "INFO" and f.key not in self.declared}
         block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples, undeclared, genotypes))
         r = self.result
-        write_block(block_path(self.spill_dir, r.index, len(r.block_sizes)), block)
+        write_block(block_path(self.spill_dir, r.index, len(r.block_sizes)), block, self.hold)
         r.block_sizes.append(len(variants))
         r.num_records += len(variants)
         merge_stats(r.stats, _stats(block, fields))
@@ -284,12 +285,15 @@ class _PartitionReader:
         add_progress(len(variants))
 
 
-def read_partition(path: str, partition: Partition, spill_dir: str, block_size: int) -> PartitionResult:
+def read_partition(path: str, partition: Partition, spill_dir: str, block_size: int,
+                   hold: bool = False) -> PartitionResult:
     """Parse ``partition`` of ``path`` into blocks of ``block_size`` records under ``spill_dir``
-    (run in a worker process: adds the records read to the pool's progress counter). A span
+    (run in a worker process: adds the records read to the pool's progress counter; ``hold``:
+    the blocks are encoded by this process, which may keep them in memory:
+    :func:`.spill.write_block`). A span
     the fast path cannot read gives a result that says so (``stepped_aside``): htslib cannot
     read a span, the file is then read again in partitions htslib reads."""
-    reader = _PartitionReader(path, partition, spill_dir, block_size)
+    reader = _PartitionReader(path, partition, spill_dir, block_size, hold)
     kind = reader.text_kind()
     if kind is not None:
         try:
@@ -297,7 +301,7 @@ def read_partition(path: str, partition: Partition, spill_dir: str, block_size: 
         except NotPlainText:
             reader.discard()
         if partition.span is None:
-            reader = _PartitionReader(path, partition, spill_dir, block_size)
+            reader = _PartitionReader(path, partition, spill_dir, block_size, hold)
     if partition.span is not None:
         return PartitionResult(partition.index, stepped_aside=True)
     return reader.run()

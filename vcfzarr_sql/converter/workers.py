@@ -1,8 +1,8 @@
 """Worker processes for parsing and encoding, with the parser's crashes and messages contained.
 
 cyvcf2/htslib can crash the process on some malformed files and print warnings and errors
-on file descriptor 2. Every task therefore runs in a worker process (spawned, or forked where
-the caller asks: :class:`WorkerPool`) with its stderr sent to a file of its own: a failed or
+on file descriptor 2. Every task therefore runs in a worker process (forked where the caller
+asks and it is safe, else spawned: :class:`WorkerPool`) with its stderr sent to a file of its own: a failed or
 crashed task becomes a one-line
 :class:`~vcfzarr_sql.errors.VcfParseError` carrying htslib's ``[E::...]`` message, and
 warnings never reach the user's terminal.
