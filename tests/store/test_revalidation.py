@@ -165,3 +165,61 @@ def test_a_store_replaced_while_it_is_revalidated_is_opened_again_and_no_early_c
     # ... and none of them was served: no scan took a chunk from an advance, none is offered
     assert not any(taken), taken
     assert revalidation.offered(old) is None
+
+
+# -- the advance alone, over a store that only counts (no HTTP) ---------------------------------
+
+
+class _Store:
+    """A remote store whose revalidation answers ``unchanged`` (or raises it, an exception);
+    its chunk batches wait for ``release`` and fail when ``failing``."""
+
+    is_remote = True
+
+    def __init__(self, unchanged: bool | Exception = True, failing: bool = False):
+        self.unchanged, self.failing = unchanged, failing
+        self.release = threading.Event()
+        self.release.set()
+
+    def is_unchanged(self) -> bool:
+        if isinstance(self.unchanged, Exception):
+            raise self.unchanged
+        return self.unchanged
+
+    def read_chunks_bytes(self, keys):
+        self.release.wait(HOLD_SECONDS)
+        if self.failing:
+            raise OSError("connection reset")
+        return {key: b"old" for key in keys}
+
+
+KEYS = [("call_genotype", (0, 0)), ("call_genotype", (1, 0))]
+
+
+def test_an_advance_is_offered_only_for_a_store_found_unchanged():
+    changed = _Store(unchanged=False)
+    assert revalidation.revalidate(changed, KEYS) is False
+    assert revalidation.offered(changed) is None
+    broken = _Store(unchanged=OSError("timed out"))
+    with pytest.raises(OSError, match="timed out"):
+        revalidation.revalidate(broken, KEYS)
+    assert revalidation.offered(broken) is None
+    same = _Store()
+    assert revalidation.revalidate(same, KEYS) is True
+    advance = revalidation.offered(same)
+    assert advance is not None
+    assert advance.take([KEYS[0]]) == ({KEYS[0]: b"old"}, [])
+    assert advance.take(KEYS) == ({KEYS[1]: b"old"}, [KEYS[0]])  # each chunk handed out once
+    assert revalidation.revalidate(same) is True  # the next revalidation withdraws it
+    assert revalidation.offered(same) is None
+
+
+def test_an_advance_dropped_or_failed_holds_nothing():
+    late = _Store()
+    late.release.clear()
+    advance = revalidation.Advance(late, KEYS)
+    advance.drop()  # (while its batch is in flight)
+    late.release.set()
+    assert advance.take(KEYS) == ({}, KEYS)
+    failed = revalidation.Advance(_Store(failing=True), KEYS)
+    assert failed.take(KEYS) == ({}, KEYS)  # fetched again by the scan, failing as without it
