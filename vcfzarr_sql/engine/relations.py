@@ -131,6 +131,8 @@ class Registry:
         for key, store in list(self._stores.items()):
             if not revalidate(store, openings.get(key, ())):
                 del self._stores[key]
+                for remembered in self._openings.values():  # (chunks of the store it was)
+                    remembered.pop(key, None)
         error = None
         for name, (spec, store, _) in list(self._relations.items()):
             if self._stores.get(canonical_path(spec.path)) is store:
