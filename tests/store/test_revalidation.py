@@ -20,13 +20,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import cast
 
+import duckdb
 import engine_cases
 import pytest
 from store_support import counted_reads
 
 import vcfzarr_sql
+from vcfzarr_sql.engine import relations
 from vcfzarr_sql.store import revalidation
+from vcfzarr_sql.store.vcz import VczStore
 
 pytest.importorskip("aiohttp", reason="fsspec's HTTP filesystem needs aiohttp (test extra)")
 
@@ -223,3 +227,20 @@ def test_an_advance_dropped_or_failed_holds_nothing():
     assert advance.take(KEYS) == ({}, KEYS)
     failed = revalidation.Advance(_Store(failing=True), KEYS)
     assert failed.take(KEYS) == ({}, KEYS)  # fetched again by the scan, failing as without it
+
+
+def test_a_session_files_first_chunks_under_the_query_that_read_them():
+    """What scans fetched first between two queries is the first query's; a text longer than
+    ``REMEMBERED_SQL_CHARS`` is not remembered (no advance for it)."""
+    registry = relations.Registry(duckdb.connect())
+    store = _Store()
+    registry._stores["/s"] = cast(VczStore, store)
+    revalidation.record_opening(store, KEYS[:1])  # (before any query: nobody's)
+    assert registry._openings_of("SELECT 1") == {}
+    revalidation.record_opening(store, KEYS)  # while "SELECT 1" ran
+    assert registry._openings_of("SELECT 2") == {}
+    assert registry._openings_of("SELECT 1") == {"/s": tuple(KEYS)}
+    long = "SELECT 1" + " " * relations.REMEMBERED_SQL_CHARS
+    assert registry._openings_of(long) == {}
+    revalidation.record_opening(store, KEYS)
+    assert registry._openings_of(long) == {}

@@ -29,8 +29,10 @@ if TYPE_CHECKING:  # the store and scan modules are imported once a query needs 
     from vcfzarr_sql.store import VczStore
     from vcfzarr_sql.store.revalidation import Key
 
-#: Queries whose scans' first chunks a registry remembers (the last ones run).
+#: Queries whose scans' first chunks a registry remembers (the last ones run), and the longest
+#: SQL text remembered (a longer one, a 10,000-id list say, is not kept: no advance for it).
 REMEMBERED_QUERIES = 32
+REMEMBERED_SQL_CHARS = 1 << 16
 
 
 def open_relation(spec: ScanSpec, store: VczStore) -> Any:
@@ -154,6 +156,8 @@ class Registry:
         chunks scans fetched first since the last refresh are filed under the last query."""
         from vcfzarr_sql.store.revalidation import take_openings
 
+        if query is not None and len(query) > REMEMBERED_SQL_CHARS:
+            query = None
         recorded = {key: keys for key, store in self._stores.items() if (keys := take_openings(store))}
         last, self._last_query = self._last_query, query
         if last is not None and recorded:
