@@ -12,7 +12,14 @@ reads the store through fsspec's HTTP filesystem (``http://127.0.0.1:PORT/sim.vc
 - (b) whole-store scans (``count(fmt_GT_1)``, ``sum(fmt_GT_1)`` over ``vcf_zarr_calls``)
   against the same scans of the store on local disk;
 - (c) TensorStore's zarr driver reading the whole ``call_genotype`` array over the same server
-  and from disk (the read anchor; skipped when ``tensorstore`` is not installed).
+  and from disk (the read anchor; skipped when ``tensorstore`` is not installed);
+- (d) a timeline of one more HTTP run of each query: each batch of requests (when it started
+  and ended) and the first chunk decoded, and so the round trips waited one after the other
+  before it (whatever the load, unlike the times).
+
+Each query runs twice untimed first: a session asking a query again requests the chunks its
+scans read first while it revalidates the store (``store/revalidation.py``), which the second
+run learns.
 
 On a machine with two CPUs or more the server runs on CPUs of its own (``--server-cpus``, by
 default the last one) and everything timed here on the others, as when the store is on another
@@ -183,10 +190,11 @@ class Timing:
 
 
 def interleaved(runs: dict[str, Callable[[], T]], server: Served | None, repeats: int) -> dict[str, Timing]:
-    """Each of ``runs`` once (warm: the store is open, the connection has seen the query),
-    then ``repeats`` rounds of all of them in turn, the order rotated each round (a busy
+    """Each of ``runs`` twice (warm: the store is open, the connection has seen the query
+    and what its scans read first), then ``repeats`` rounds of all of them in turn, the order rotated each round (a busy
     machine slows all alike); requests to ``server`` counted per run."""
     names = list(runs)
+    answers = {name: runs[name]() for name in names}
     answers = {name: runs[name]() for name in names}
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     requests = dict.fromkeys(names, 0)
@@ -201,6 +209,62 @@ def interleaved(runs: dict[str, Callable[[], T]], server: Served | None, repeats
                      requests[name] // repeats, answers[name])
         for name in names
     }
+
+
+@dataclasses.dataclass
+class Batch:
+    """One batch of requests of a run (a ``get_many`` of the store's key/value store)."""
+
+    keys: int
+    start_s: float
+    end_s: float
+
+
+def timeline(con: vcfzarr_sql.Connection, sql: str, url: str) -> tuple[list[Batch], float | None]:
+    """(the batches of requests of one run of ``sql`` over the store at ``url``, in the order
+    they started; when the first chunk was decoded), in seconds from the run's start."""
+    store = con.store(url)
+    kv, started = store._kv, time.perf_counter()
+    batches: list[Batch] = []
+    first_decode: list[float] = []
+    get_many, decode = kv.get_many, store.decode_chunk
+
+    def timed_get_many(keys: Any) -> dict[str, bytes]:
+        keys = list(keys)
+        start = time.perf_counter() - started
+        try:
+            return get_many(keys)
+        finally:
+            batches.append(Batch(len(keys), start, time.perf_counter() - started))
+
+    def timed_decode(*args: Any) -> Any:
+        if not first_decode:
+            first_decode.append(time.perf_counter() - started)
+        return decode(*args)
+
+    kv.get_many, store.decode_chunk = timed_get_many, timed_decode
+    try:
+        started = time.perf_counter()
+        con.sql(sql).fetchall()
+    finally:
+        del kv.get_many, store.decode_chunk
+    return sorted(batches, key=lambda b: b.start_s), first_decode[0] if first_decode else None
+
+
+def round_trips_before(batches: list[Batch], moment: float | None) -> int:
+    """The longest chain of batches, each started after the one before it ended, among the
+    batches ended by ``moment``: the round trips waited one after the other.
+
+    >>> round_trips_before([Batch(3, 0.0, 0.02), Batch(9, 0.0, 0.03), Batch(1, 0.031, 0.05)], 0.04)
+    1
+    >>> round_trips_before([Batch(3, 0.0, 0.02), Batch(9, 0.021, 0.04)], 0.05)
+    2
+    """
+    ended = [b for b in batches if moment is None or b.end_s <= moment]
+    depth: list[int] = []
+    for i, batch in enumerate(ended):
+        depth.append(1 + max((depth[j] for j in range(i) if ended[j].end_s <= batch.start_s), default=0))
+    return max(depth, default=0)
 
 
 def _runner(con: vcfzarr_sql.Connection, sql: str) -> Callable[[], list[tuple[Any, ...]]]:
@@ -249,11 +313,12 @@ def main(argv: list[str] | None = None) -> None:
             ("(b) whole-store count(fmt_GT_1), calls", "SELECT count(fmt_GT_1) FROM vcf_zarr_calls('{}')"),
             ("(b) whole-store sum(fmt_GT_1), calls", "SELECT sum(fmt_GT_1) FROM vcf_zarr_calls('{}')"),
         )
-        rows = []
+        rows, timelines = [], []
         for name, query in queries:
             with vcfzarr_sql.connect() as con_local, vcfzarr_sql.connect() as con_http:
                 found = interleaved({"disk": _runner(con_local, query.format(local)),
                                      "http": _runner(con_http, query.format(url))}, server, args.repeats)
+                timelines.append((name, *timeline(con_http, query.format(url), url)))
             assert found["disk"].answer == found["http"].answer, (found["disk"].answer, found["http"].answer)
             rows.append((name, found["disk"], found["http"]))
         anchor_disk, anchor_http = tensorstore_read(local), tensorstore_read(url)
@@ -269,6 +334,12 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| {name}{answer} | {disk.wall_s:.3f} ({disk.cpu_s:.3f}) | {http.wall_s:.3f} ({http.cpu_s:.3f}) | "
               f"{http.wall_s / disk.wall_s:.2f}x ({http.cpu_s / disk.cpu_s:.2f}x) | {http.requests} | "
               f"{http.wall_s / args.latency:.1f} |")
+    print("\n(d) timelines of one more warm HTTP run (s from its start): batches of requests, the first "
+          "chunk decoded, the round trips one after the other before it")
+    for name, batches, first_decode in timelines:
+        print(f"- {name}: " + "; ".join(f"{b.keys} keys {b.start_s:.3f}-{b.end_s:.3f}" for b in batches)
+              + f"; first decode {first_decode if first_decode is None else round(first_decode, 3)}: "
+              f"**{round_trips_before(batches, first_decode)} round trip(s)**")
     if anchors is None:
         print("(c) TensorStore: not installed (pip install tensorstore)")
     else:

@@ -99,7 +99,7 @@ class Connection:
 
     def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
         rewritten = self.rewrite(query, parameters)
-        self._registry.refresh(rewritten.relations)
+        self._registry.refresh(rewritten.relations, rewritten.sql)
         for names in rewritten.unions:
             self._registry.check_same_samples(names)
         if self._saves_calls and rewritten.relations and "create" in query.lower():

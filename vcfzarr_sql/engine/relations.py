@@ -6,10 +6,17 @@ every query it checks each store it opened with a cheap fingerprint (``stat`` of
 metadata, :meth:`~vcfzarr_sql.store.VczStore.is_unchanged`); a store that was rewritten,
 re-converted or re-indexed is opened again and the relations over it are rebuilt and registered
 again under the same names, so no query (not even one through a view) reads a stale store.
+
+A URL store costs a round trip to revalidate. When a query comes again, the chunks its scans
+fetched first last time are requested in the same moment (:mod:`vcfzarr_sql.store.revalidation`):
+they are served to the query's scans only once the store is found unchanged, and dropped when
+it changed (the store is then opened again as always), so the query waits for one round trip
+before its first rows instead of two, and answers the same.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +27,12 @@ from vcfzarr_sql.errors import QueryError, VcfZarrError
 
 if TYPE_CHECKING:  # the store and scan modules are imported once a query needs them
     from vcfzarr_sql.store import VczStore
+    from vcfzarr_sql.store.revalidation import Key
+
+#: Queries whose scans' first chunks a registry remembers (the last ones run), and the longest
+#: SQL text remembered (a longer one, a 10,000-id list say, is not kept: no advance for it).
+REMEMBERED_QUERIES = 32
+REMEMBERED_SQL_CHARS = 1 << 16
 
 
 def open_relation(spec: ScanSpec, store: VczStore) -> Any:
@@ -59,6 +72,9 @@ class Registry:
         self._stores: dict[str, VczStore] = {}
         #: name -> (call, the store it was built over, relation)
         self._relations: dict[str, tuple[ScanSpec, VczStore, Any]] = {}
+        #: query -> the chunks its warm scans fetched first, by store (its last run)
+        self._openings: OrderedDict[str, dict[str, tuple[Key, ...]]] = OrderedDict()
+        self._last_query: str | None = None
 
     def for_cursor(self, cursor: duckdb.DuckDBPyConnection) -> Registry:
         """A registry for ``cursor`` (a session of the same database) with this one's stores
@@ -72,8 +88,10 @@ class Registry:
 
     def store(self, path: str) -> VczStore:
         """The store at ``path``: opened once, and again whenever it changed since."""
+        from vcfzarr_sql.store.revalidation import revalidate
+
         store = self._stores.get(canonical_path(path))
-        if store is not None and not store.is_unchanged():
+        if store is not None and not revalidate(store):
             del self._stores[canonical_path(path)]
         return self._opened(path)
 
@@ -101,15 +119,22 @@ class Registry:
             except VcfZarrError:
                 continue
 
-    def refresh(self, wanted: Mapping[str, ScanSpec]) -> None:
+    def refresh(self, wanted: Mapping[str, ScanSpec], query: str | None = None) -> None:
         """Register the relations of ``wanted`` (by name) and rebuild those over changed stores.
 
         A relation that cannot be rebuilt any more (store gone, sample removed) is
-        unregistered; if the query wants it, its error is raised.
+        unregistered; if the query wants it, its error is raised. ``query`` (the SQL about
+        to run): the chunks its scans fetched first when it last ran are requested while the
+        stores are revalidated (see the module's docstring).
         """
+        from vcfzarr_sql.store.revalidation import revalidate
+
+        openings = self._openings_of(query)
         for key, store in list(self._stores.items()):
-            if not store.is_unchanged():
+            if not revalidate(store, openings.get(key, ())):
                 del self._stores[key]
+                for remembered in self._openings.values():  # (chunks of the store it was)
+                    remembered.pop(key, None)
         error = None
         for name, (spec, store, _) in list(self._relations.items()):
             if self._stores.get(canonical_path(spec.path)) is store:
@@ -125,6 +150,22 @@ class Registry:
         for name, spec in wanted.items():
             if name not in self._relations:
                 self._register(name, spec)
+
+    def _openings_of(self, query: str | None) -> dict[str, tuple[Key, ...]]:
+        """The chunks ``query``'s warm scans fetched first when it last ran, by store; the
+        chunks scans fetched first since the last refresh are filed under the last query."""
+        from vcfzarr_sql.store.revalidation import take_openings
+
+        if query is not None and len(query) > REMEMBERED_SQL_CHARS:
+            query = None
+        recorded = {key: keys for key, store in self._stores.items() if (keys := take_openings(store))}
+        last, self._last_query = self._last_query, query
+        if last is not None and recorded:
+            self._openings[last] = recorded
+            self._openings.move_to_end(last)
+            while len(self._openings) > REMEMBERED_QUERIES:
+                self._openings.popitem(last=False)
+        return self._openings.get(query, {}) if query is not None else {}
 
     def check_same_samples(self, names: tuple[str, ...]) -> None:
         """QueryError unless the stores under the relations ``names`` (one scan call over

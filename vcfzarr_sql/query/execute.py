@@ -256,7 +256,7 @@ def _remote_runs(
         learn = int(np.searchsorted(plan.variant_chunks, plan.variant_chunks[0], side="right"))
     windows = [range(w.start + learn, w.stop + learn)
                for w in fetch_windows(len(plan) - learn, FIRST_FETCH_WINDOW, FETCH_WINDOW)]
-    fetches = WindowFetches(source.fetcher, plan.variant_chunks, windows)
+    fetches = WindowFetches(source.fetcher, plan.variant_chunks, windows, opening=learn == 0)
 
     def runs() -> Iterator[tuple[range, int]]:  # (taken as the scan threads take them)
         for i, window in enumerate(windows):

@@ -14,7 +14,10 @@ site arrays); any other read goes to the store.
 What the pieces of a scan read is remembered per store and scan shape (:func:`scan_shape`:
 the columns decoded and the sample chunks), so the next scan of that shape (a warm query)
 fetches even its first window in one batch: a warm region query waits for two round trips
-(revalidating the store, then its chunks) instead of one per array.
+(revalidating the store, then its chunks) instead of one per array. What a warm scan fetches
+first is recorded (:func:`.revalidation.record_opening`): a session asking the same query
+again requests those chunks while it revalidates the store, and the scans take them from that
+advance (:func:`.revalidation.offered`) once the store is found unchanged: one round trip.
 
 >>> from types import SimpleNamespace
 >>> class Store:
@@ -45,6 +48,7 @@ import numpy as np
 
 from vcfzarr_sql.store.alignment import array_chunk
 from vcfzarr_sql.store.derived import variant_length
+from vcfzarr_sql.store.revalidation import Advance, Fetched, Key, offered, record_opening, withdraw
 from vcfzarr_sql.store.vcz import VczStore
 
 if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
@@ -55,8 +59,6 @@ if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no string
 _learned: weakref.WeakKeyDictionary[VczStore, OrderedDict[tuple, set[tuple[str, tuple[int, ...]]]]] = (
     weakref.WeakKeyDictionary()
 )
-#: Chunk bytes fetched in one batch, by (array, chunk) (None: a chunk not stored).
-Fetched = dict[tuple[str, tuple[int, ...]], bytes | None]
 #: Scan shapes remembered per store.
 LEARNED_SHAPES = 64
 _learned_lock = threading.Lock()
@@ -137,6 +139,8 @@ class FetchingSource:
         self._patterns = set() if patterns is None else patterns
         self._fetched: Fetched = {}
         self._holders: dict[tuple[str, tuple[int, ...]], int] = {}
+        #: the store's advance this source took chunks from (see :meth:`fetch_keys`)
+        self._advance: Advance | None = None
 
     @property
     def store(self) -> VczStore:
@@ -173,18 +177,36 @@ class FetchingSource:
         with _learned_lock:
             return bool(self._patterns)
 
-    def fetch(self, variant_chunks: Iterable[int]) -> Fetched:
-        """In one batch, the bytes of the chunks of ``variant_chunks`` that pieces were seen
-        to read (by (array, chunk)), for :meth:`use`."""
+    def keys(self, variant_chunks: Iterable[int]) -> list[Key]:
+        """The chunks of ``variant_chunks`` that pieces were seen to read (as (array, chunk))."""
         with _learned_lock:
             patterns = list(self._patterns)
         chunks = list(dict.fromkeys(int(c) for c in variant_chunks))
-        keys = dict.fromkeys(
+        return list(dict.fromkeys(
             (name, (array_chunk(self._store, self._store.array_info(name), c), *rest))
             for c in chunks
             for name, rest in patterns
-        )
-        return self._store.read_chunks_bytes(list(keys)) if keys else {}
+        ))
+
+    def fetch(self, variant_chunks: Iterable[int]) -> Fetched:
+        """In one batch, the bytes of the chunks of ``variant_chunks`` that pieces were seen
+        to read (by (array, chunk)), for :meth:`keep`."""
+        return self.fetch_keys(self.keys(variant_chunks))
+
+    def fetch_keys(self, keys: list[Key]) -> Fetched:
+        """The bytes of the chunks ``keys``: those the store's advance holds (requested while
+        the store was revalidated, :mod:`.revalidation`) from it, the others in one batch."""
+        advance = offered(self._store)
+        if advance is not None:
+            self._advance = advance
+            held, keys = advance.take(keys)
+            return {**held, **self._store.read_chunks_bytes(keys)} if keys else held
+        return self._store.read_chunks_bytes(keys) if keys else {}
+
+    def end(self) -> None:
+        """The scan ended: the advance it took chunks from holds nothing more for anyone."""
+        if self._advance is not None:
+            withdraw(self._store, self._advance)
 
     def keep(self, fetched: Fetched) -> None:
         """Serve reads from ``fetched`` (a :meth:`fetch`) too, until as many :meth:`forget` of
@@ -243,12 +265,15 @@ class WindowFetches:
 
     A source that has not yet seen what pieces read fetches nothing (its pieces read chunk by
     chunk, and teach it); without a ``fetcher`` (a source's :attr:`.ChunkSource.fetcher`:
-    a store read directly), nothing happens.
+    a store read directly), nothing happens. ``opening``: record the chunks fetched at the
+    first :meth:`enter` as the scan's opening (:func:`.revalidation.record_opening`; a warm
+    scan, whose first windows are its first reads).
     """
 
     def __init__(self, fetcher: FetchingSource | None, variant_chunks: np.ndarray, windows: Sequence[range],
-                 ahead: int = 2):
+                 ahead: int = 2, *, opening: bool = False):
         self._source = fetcher
+        self._opening = opening
         self._chunks = variant_chunks
         self._windows = windows
         self._ahead = ahead
@@ -271,13 +296,19 @@ class WindowFetches:
         return last
 
     def _start(self, source: FetchingSource, i: int) -> None:
+        opening, self._opening = self._opening and source.knows_reads, False
         for j in range(i, self._last_ahead(i) + 1):
             # (not started, or started before reads were known; a window already done, when a
             # late piece of an earlier one enters, is not fetched again)
             if j not in self._done and self._fetches.get(j) is None:
                 chunks = self._chunks[self._windows[j].start : self._windows[j].stop].tolist()
-                known = source.knows_reads
-                self._fetches[j] = _fetch_thread().submit(source.fetch, chunks) if known else None
+                if not source.knows_reads:
+                    self._fetches[j] = None
+                    continue
+                keys = source.keys(chunks)
+                if opening:
+                    record_opening(source.store, keys)
+                self._fetches[j] = _fetch_thread().submit(source.fetch_keys, keys)
 
     def submitted(self, i: int) -> None:
         """A piece of window ``i`` was handed to the scan threads."""
@@ -324,8 +355,11 @@ class WindowFetches:
             self._source.forget(kept)
 
     def close(self) -> None:
-        """Cancel the fetches not started (the consumer stopped early)."""
+        """Cancel the fetches not started (the consumer stopped early); the store's advance
+        that the scan took chunks from is withdrawn."""
         with self._lock:
             for fetch in self._fetches.values():
                 if fetch is not None:
                     fetch.cancel()
+        if self._source is not None:
+            self._source.end()
