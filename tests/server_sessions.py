@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -201,3 +202,40 @@ def longest_gil_hold() -> Iterator[list[float]]:
     finally:
         done.set()
         ticker.join()
+
+
+@contextlib.contextmanager
+def relayed_from(source: str, port: int) -> Iterator[int]:
+    """A port on 127.0.0.1 whose connections reach ``port`` on 127.0.0.1 from the address
+    ``source`` (127.0.0.2...: Linux routes all of 127/8 to loopback), for clients that cannot
+    choose their own (gRPC's): the server sees them at ``source``. Closed when the block ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    pairs: list[socket.socket] = []
+
+    def pump(reader: socket.socket, writer: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := reader.recv(1 << 16):
+                writer.sendall(data)
+        with contextlib.suppress(OSError):
+            writer.shutdown(socket.SHUT_WR)
+
+    def accept() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                inner, _ = listener.accept()
+                outer = socket.create_connection(("127.0.0.1", port), source_address=(source, 0))
+                pairs.extend((inner, outer))
+                for reader, writer in ((inner, outer), (outer, inner)):
+                    threading.Thread(target=pump, args=(reader, writer), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # (wakes the accept: close alone does not)
+        listener.close()
+        for sock in pairs:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()

@@ -27,14 +27,21 @@ def store(tmp_path_factory) -> str:
     return str(out)
 
 
-def test_query_exits_130_with_one_line_on_ctrl_c(store):
+def test_query_exits_130_with_one_line_on_ctrl_c(store, tmp_path):
+    started = tmp_path / "started.csv"  # (written by the statement before the long one)
     process = subprocess.Popen(
-        [sys.executable, "-m", "vcfzarr_sql", "query", LONG.format(store=store)],
+        [sys.executable, "-m", "vcfzarr_sql", "query",
+         f"COPY (SELECT 1 AS started) TO '{started}'; " + LONG.format(store=store)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # a child of a non-interactive shell may inherit SIGINT ignored
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    time.sleep(3)  # imports, then the query runs
+    # imports, then the query runs: wait for its first statement's file, not a fixed time (a
+    # loaded machine can outlast one, an idle one wastes it)
+    deadline = time.monotonic() + 120
+    while not started.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.2)  # (the long statement starts as the COPY ends)
     process.send_signal(signal.SIGINT)
     try:
         out, err = process.communicate(timeout=30)

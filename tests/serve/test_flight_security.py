@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
-from server_sessions import longest_gil_hold, peak_tree_memory, serve_process
+from server_sessions import longest_gil_hold, peak_tree_memory, relayed_from, serve_process
 
 pytest.importorskip("google.protobuf")
 if TYPE_CHECKING:
@@ -149,17 +149,44 @@ def test_without_a_password_logins_keep_no_token() -> None:
     assert replies == {"Bearer unchecked"}  # what clients expect back, the same for every login
 
 
+@contextlib.contextmanager
+def _client_from(address: str, server: FlightSqlServer) -> Iterator[flight.FlightClient]:
+    """A client of ``server`` that the server sees at ``address`` (127.0.0.2...)."""
+    with relayed_from(address, server.port) as port:
+        client = flight.FlightClient(f"grpc://127.0.0.1:{port}")
+        try:
+            yield client
+        finally:
+            client.close()
+
+
 def test_open_statements_are_bounded_per_client(flight_serving, tmp_path) -> None:
     server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD)
-    mallory, alice = _logged_in(client, b"mallory"), _logged_in(client, b"alice")
+    mallory = _logged_in(client, b"mallory")
     handles = [_prepare(client, mallory) for _ in range(MAX_STATEMENTS_PER_CLIENT)]
     with pytest.raises(flight.FlightServerError, match="too many open statements"):
         _prepare(client, mallory)
     with pytest.raises(flight.FlightServerError, match="too many open statements"):
         client.get_flight_info(_query("SELECT 1"), mallory)  # a query never fetched counts too
-    assert _prepare(client, alice)  # another client is not held back
+    with _client_from("127.0.0.2", server) as elsewhere:
+        assert _prepare(elsewhere, _logged_in(elsewhere, b"alice"))  # another client is not held back
     _close(client, mallory, handles.pop())
     assert _prepare(client, mallory)  # closing freed its place
+
+
+def test_user_names_from_one_address_share_its_statements(flight_serving, tmp_path) -> None:
+    """Issue 23 item 4: the password is shared and a user name is the client's claim, so a
+    client is its address: logging in under new names gives no more room (before, each name
+    at an address was a client of its own, with 32 statements)."""
+    server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD)
+    opened = 0
+    with pytest.raises(flight.FlightServerError, match="too many open statements"):
+        for name in range(3):
+            options = _logged_in(client, f"user{name}".encode())
+            for _ in range(MAX_STATEMENTS_PER_CLIENT // 2):
+                _prepare(client, options)
+                opened += 1
+    assert opened == MAX_STATEMENTS_PER_CLIENT
 
 
 def test_logging_in_again_gives_no_more_statements(flight_serving, tmp_path) -> None:
@@ -173,15 +200,17 @@ def test_logging_in_again_gives_no_more_statements(flight_serving, tmp_path) -> 
 
 
 def test_clients_with_open_statements_are_bounded(flight_serving, tmp_path) -> None:
-    """Issue 23 item 4: --max-connections counts clients (users at an address) with open
-    statements; a client that closes its statements frees its place."""
-    server, client = flight_serving(data_dirs=[tmp_path], password=PASSWORD,
-                                    limits=Limits(max_connections=3))
-    handles = {user: _prepare(client, _logged_in(client, user)) for user in (b"a", b"b", b"c")}
-    with pytest.raises(flight.FlightServerError, match="too many clients"):
-        _prepare(client, _logged_in(client, b"d"))
-    _close(client, _logged_in(client, b"a"), handles[b"a"])
-    assert _prepare(client, _logged_in(client, b"d"))
+    """Issue 23 item 4: --max-connections counts clients (addresses) with open statements; a
+    client that closes its statements frees its place."""
+    server, _ = flight_serving(data_dirs=[tmp_path], password=PASSWORD, limits=Limits(max_connections=3))
+    with contextlib.ExitStack() as stack:
+        clients = {user: stack.enter_context(_client_from(f"127.0.0.{number}", server))
+                   for number, user in enumerate((b"a", b"b", b"c", b"d"), start=2)}
+        handles = {user: _prepare(clients[user], _logged_in(clients[user], user)) for user in (b"a", b"b", b"c")}
+        with pytest.raises(flight.FlightServerError, match="too many clients"):
+            _prepare(clients[b"d"], _logged_in(clients[b"d"], b"d"))
+        _close(clients[b"a"], _logged_in(clients[b"a"], b"a"), handles[b"a"])
+        assert _prepare(clients[b"d"], _logged_in(clients[b"d"], b"d"))
 
 
 def test_statement_timeout_cancels_flight_queries(flight_serving, tmp_path) -> None:
@@ -372,20 +401,50 @@ def test_worker_processes_are_bounded_however_many_calls_run_at_once(flight_serv
     client.get_flight_info(tables)  # (and the server goes on)
 
 
+class _FakeRunner:
+    def alive(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
 def test_the_pool_never_has_more_runners_than_its_limit() -> None:
-    class Fake:
-        def alive(self) -> bool:
-            return True
-
-        def close(self) -> None:
-            pass
-
-    pool = Pool(Fake, limit=2)  # type: ignore[arg-type]
+    pool = Pool(_FakeRunner, limit=2)  # type: ignore[arg-type]
     first, _ = pool.take(), pool.take()
     with pytest.raises(PgError, match="too many statements running at once"):
         pool.take()
     pool.give_back(first)
     assert pool.take() is first
+
+
+def test_one_address_takes_at_most_its_share_of_the_pool() -> None:
+    """Calls running at once count per client (address) too: one address cannot take every
+    worker the server may have (before, the pool counted only its total)."""
+    pool = Pool(_FakeRunner, limit=4, per_client=2)  # type: ignore[arg-type]
+    pool.take("10.0.0.1"), pool.take("10.0.0.1")
+    with pytest.raises(PgError, match=r"too many statements running at once from your address \(2\)"):
+        pool.take("10.0.0.1")
+    assert pool.take("10.0.0.2")
+
+
+def test_worker_starts_past_an_addresss_rate_are_refused(flight_serving, tmp_path) -> None:
+    """Issue 23: a client made the server fork workers as fast as it sent statements (a query
+    not fetched keeps its worker, so the next needs a new one). Worker starts beyond the idle
+    ones follow the PostgreSQL server's start rates, per address and in all, and the refusal
+    names the limit (before, every query had a new worker)."""
+    server, client = flight_serving(data_dirs=[tmp_path],
+                                    limits=Limits(starts_per_address=(3, 0.01), starts=(5, 0.01)))
+    for _ in range(3):
+        client.get_flight_info(_query("SELECT 1"))  # (never fetched: each keeps its worker)
+    with pytest.raises(flight.FlightServerError, match=r"too many statement processes started from your "
+                       r"address in a short time \(3 at once, then 0.01 a second\).*53300"):
+        client.get_flight_info(_query("SELECT 1"))
+    with _client_from("127.0.0.2", server) as elsewhere:
+        for _ in range(2):
+            elsewhere.get_flight_info(_query("SELECT 1"))
+        with pytest.raises(flight.FlightServerError, match="processes started to the server in a short time"):
+            elsewhere.get_flight_info(_query("SELECT 1"))
 
 
 def test_a_reply_the_server_fails_to_read_ends_its_worker(flight_serving, tmp_path, monkeypatch) -> None:

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import oracle
 import pytest
@@ -133,9 +133,23 @@ def test_errors_are_reported(con) -> None:
         assert cur.fetchall() == [(1,)]
 
 
+def _once_running(server: FlightSqlServer, then: Callable[[], None]) -> None:
+    """Call ``then`` (from a thread) once a call of ``server`` has had a worker busy for 0.5 s
+    (at most 120 s later): a timer could fire before the statement starts on a loaded machine,
+    and cancel nothing, or waste time on an idle one."""
+    def wait() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any(
+                runner.busy_since is not None and time.monotonic() - runner.busy_since > 0.5
+                for runner in server._pool.all()):
+            time.sleep(0.05)
+        then()
+    threading.Thread(target=wait, daemon=True).start()
+
+
 def test_cancel(server, con) -> None:
     with con.cursor() as cur:
-        threading.Timer(1.0, cur.adbc_cancel).start()
+        _once_running(server, cur.adbc_cancel)
         started = time.monotonic()
         with pytest.raises(adbc.Error):
             cur.execute("SELECT count(*) FROM range(1000000000000) a")

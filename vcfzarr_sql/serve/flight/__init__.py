@@ -45,8 +45,8 @@ def make_flight_server(host: str = "127.0.0.1", port: int = DEFAULT_FLIGHT_PORT,
     statement has only tables of its own); with ``tls_cert`` and ``tls_key`` (PEM files) it
     speaks ``grpc+tls``; with ``password`` clients must log in. A ``host`` other machines reach
     needs TLS and a password unless ``insecure``. ``limits``: the PostgreSQL server's
-    :class:`~vcfzarr_sql.serve.pg.config.Limits` (``max_connections``: clients with statements
-    open). ``processes``: each statement in a worker process (:mod:`.worker`; not for a
+    :class:`~vcfzarr_sql.serve.pg.config.Limits` (``max_connections``: clients, addresses, with
+    statements open). ``processes``: each statement in a worker process (:mod:`.worker`; not for a
     ``writable`` database, whose statements share one DuckDB instance: they are threads).
     """
     if (tls_cert is None) != (tls_key is None):

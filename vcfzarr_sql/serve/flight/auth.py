@@ -20,13 +20,15 @@ import logging
 import secrets
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable
 
 import pyarrow.flight as flight
 
 from vcfzarr_sql.serve.pg.auth import LoginThrottle
+from vcfzarr_sql.serve.pg.start_rate import address_key
 
-__all__ = ["HandshakeAccepted", "PasswordAuth", "Tokens", "client_of", "user_of"]
+__all__ = ["HandshakeAccepted", "PasswordAuth", "Tokens", "address_of", "client_of"]
 
 log = logging.getLogger("vcfzarr_sql.serve.flight")
 
@@ -174,13 +176,29 @@ def basic_credentials(credential: str) -> tuple[str, str, str]:
     return base64.b64decode(padded, validate=True).decode().partition(":")
 
 
-def user_of(context: flight.ServerCallContext) -> str:
-    """The user the call was authenticated as ("" without authentication)."""
-    middleware = context.get_middleware("auth")
-    return middleware.user if middleware is not None else ""
+def address_of(peer: str) -> str:
+    """The client address of a gRPC peer (``ipv4:ADDRESS:PORT``, ``ipv6:%5BADDRESS%5D:PORT``);
+    any other peer (``unix:PATH``) as it is.
+
+    >>> address_of("ipv4:127.0.0.1:50880"), address_of("ipv6:%5B::1%5D:56662")
+    ('127.0.0.1', '::1')
+    """
+    scheme, _, rest = peer.partition(":")
+    if scheme not in ("ipv4", "ipv6"):
+        return peer
+    return urllib.parse.unquote(rest).rpartition(":")[0].strip("[]")
 
 
 def client_of(context: flight.ServerCallContext) -> str:
-    """Who the call counts against: its user and the address it comes from (every login of a
-    user from one address is one client, however many tokens it holds)."""
-    return f"{user_of(context)}@{context.peer().rpartition(':')[0]}"
+    """Who the call counts against: the address it comes from, an IPv6 one by its /64
+    (:func:`~vcfzarr_sql.serve.pg.start_rate.address_key`, as the PostgreSQL server's
+    per-address limits), whatever user name it logged in with and however many tokens it
+    holds: the password is shared and a user name is the client's claim.
+
+    >>> from types import SimpleNamespace
+    >>> one = SimpleNamespace(peer=lambda: "ipv6:%5B2001:db8::1%5D:5")
+    >>> other = SimpleNamespace(peer=lambda: "ipv6:%5B2001:db8::ffff:2%5D:6")
+    >>> client_of(one) == client_of(other), client_of(SimpleNamespace(peer=lambda: "ipv4:10.0.0.9:7"))
+    (True, '10.0.0.9')
+    """
+    return address_key(address_of(context.peer()))

@@ -7,10 +7,11 @@ Every statement runs on a connection of its own (a locked-down session of
 other, one can be cancelled alone, and one DuckDB cannot interrupt can be ended; tables and
 views created by one statement are there for the next only in a shared writable database
 (``--database FILE --writable``, whose statements are threads of the server). The PostgreSQL
-server's :class:`~vcfzarr_sql.serve.pg.config.Limits` hold here too, counted per client (user
-and address): clients with open statements, statement and idle timeouts, and the memory of
-the whole server, its workers included, kept by the same watchdog
-(:mod:`~vcfzarr_sql.serve.watchdog`).
+server's :class:`~vcfzarr_sql.serve.pg.config.Limits` hold here too, counted per client (an
+address: :func:`~vcfzarr_sql.serve.flight.auth.client_of`): clients with open statements,
+statement and idle timeouts, the rate of worker process starts
+(:mod:`~vcfzarr_sql.serve.pg.start_rate`), and the memory of the whole server, its workers
+included, kept by the same watchdog (:mod:`~vcfzarr_sql.serve.watchdog`).
 
 Flight SQL messages are protobufs (``google.protobuf.Any`` around the Flight SQL commands) read
 and written with the classes ``protoc`` generated from Apache Arrow's ``FlightSql.proto``.
@@ -45,6 +46,7 @@ from vcfzarr_sql.serve.flight.worker import QUERIES, Executor, Pool, Runner, Wor
 from vcfzarr_sql.serve.pg.config import Limits
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase
 from vcfzarr_sql.serve.pg.sqlstate import PgError
+from vcfzarr_sql.serve.pg.start_rate import StartRate
 
 __all__ = ["FlightSqlServer", "pack", "unpack", "unpack_as"]
 
@@ -52,7 +54,8 @@ M = TypeVar("M", bound=Message)
 
 log = logging.getLogger("vcfzarr_sql.serve.flight")
 
-#: Statements (prepared, or queries not yet fetched) one client may have open at once.
+#: Statements (prepared, or queries not yet fetched) one client (address) may have open at
+#: once, and calls it may have running at once.
 MAX_STATEMENTS_PER_CLIENT = 32
 #: Statements open at once on the server, per client ``Limits.max_connections`` allows.
 STATEMENTS_PER_CONNECTION = 4
@@ -152,7 +155,7 @@ class _Statements:
             owners = {other.client for other in self._open.values()}
             if sum(other.client == statement.client for other in self._open.values()) >= self.limit:
                 raise flight.FlightServerError(
-                    f"too many open statements ({self.limit}): close prepared statements "
+                    f"too many open statements from your address ({self.limit}): close prepared statements "
                     "and fetch queries before opening more")
             if len(self._open) >= self.total or (
                     statement.client not in owners and len(owners) >= self.clients):
@@ -207,8 +210,9 @@ class FlightSqlServer(flight.FlightServerBase):
 
     ``password``: clients must log in with it (any user name). ``tls_certificates``: a list of
     :class:`pyarrow.flight.CertKeyPair` for a ``grpc+tls`` location. ``limits``: the
-    PostgreSQL server's (``max_connections``: clients with statements open), kept by a
-    watchdog thread until :meth:`shutdown`.
+    PostgreSQL server's (``max_connections``: clients, addresses, with statements open;
+    ``starts_per_address`` and ``starts``: worker processes started), kept by a watchdog
+    thread until :meth:`shutdown`.
 
     Every call's exception reaches the client as a one-line Flight error
     (:func:`~vcfzarr_sql.serve.flight.errors.flight_error`).
@@ -227,9 +231,12 @@ class FlightSqlServer(flight.FlightServerBase):
         if self.processes:
             workers.start_forkserver()
             setup = WorkerSetup(policy, self.limits.max_memory)
-            self._pool = Pool(lambda: Worker(setup), most)
+            starts = StartRate(self.limits.starts_per_address, self.limits.starts,
+                               what="statement processes started")
+            self._pool = Pool(lambda: Worker(setup), most, per_client=MAX_STATEMENTS_PER_CLIENT,
+                              starts=starts)
         else:
-            self._pool = Pool(lambda: Executor(sessions), most)
+            self._pool = Pool(lambda: Executor(sessions), most, per_client=MAX_STATEMENTS_PER_CLIENT)
         self._used = 0  # (bytes, at the watchdog's last look)
         self._statements = _Statements(self._pool, idle_timeout=self.limits.idle_timeout or math.inf,
                                        clients=self.limits.max_connections, total=most)
@@ -294,7 +301,7 @@ class FlightSqlServer(flight.FlightServerBase):
     def _start(self, context: flight.ServerCallContext, statement: _Statement) -> pa.Schema:
         """Run the statement: its rows wait on its runner (an empty stream for an update)."""
         with self._busy(statement):
-            runner = statement.runner or self._take()
+            runner = statement.runner or self._take(context)
             statement.runner = runner
             try:
                 with self._watching(context, runner):
@@ -530,18 +537,19 @@ class FlightSqlServer(flight.FlightServerBase):
                 self._pool.give_back(runner)
 
     @contextlib.contextmanager
-    def _borrowed(self, context: flight.ServerCallContext | None) -> Iterator[Runner]:
+    def _borrowed(self, context: flight.ServerCallContext) -> Iterator[Runner]:
         """A runner of the pool for the block (:meth:`_watching` it)."""
-        runner = self._take()
+        runner = self._take(context)
         try:
             with self._watching(context, runner):
                 yield runner
         finally:
             self._pool.give_back(runner)
 
-    def _take(self) -> Runner:
-        """A runner of the pool, on a new use (:meth:`~.worker.Runner.begin`)."""
-        runner = self._pool.take()
+    def _take(self, context: flight.ServerCallContext) -> Runner:
+        """A runner of the pool for the call's client, on a new use
+        (:meth:`~.worker.Runner.begin`)."""
+        runner = self._pool.take(client_of(context))
         runner.begin()
         return runner
 

@@ -64,6 +64,7 @@ from vcfzarr_sql.serve import memory, workers
 from vcfzarr_sql.serve.flight import catalog
 from vcfzarr_sql.serve.pg.lockdown import LockedDatabase, SessionPolicy
 from vcfzarr_sql.serve.pg.sqlstate import PgError, sql_error
+from vcfzarr_sql.serve.pg.start_rate import StartRate
 from vcfzarr_sql.serve.pg.statements import UNPARSED, refuse_relation_names, split
 
 __all__ = ["BATCH_ROWS", "Executor", "Pool", "Runner", "Worker", "WorkerSetup"]
@@ -604,47 +605,59 @@ def _obey(control: object, executor: Executor, cap: workers.MemoryCap) -> None:
 class Pool:
     """Runners made by ``start``, one per statement while it runs (or holds rows not fetched
     yet), kept for the next statements once done: at most :data:`IDLE_RUNNERS` idle, each
-    for :data:`IDLE_LINGER` seconds; at most ``limit`` in all (each call that runs something
-    takes one, open statements or not: concurrent calls cannot fork without bound)."""
+    for :data:`IDLE_LINGER` seconds; at most ``limit`` in all and ``per_client`` taken by one
+    client (an address, :func:`~vcfzarr_sql.serve.flight.auth.client_of`) at once (each call
+    that runs something takes one, open statements or not: concurrent calls cannot fork
+    without bound); a new one started only as fast as ``starts`` lets its client (None: no
+    rate)."""
 
-    def __init__(self, start: Callable[[], Runner], limit: int = 128):
+    def __init__(self, start: Callable[[], Runner], limit: int = 128, *, per_client: int | None = None,
+                 starts: StartRate | None = None):
         self._start = start
         self.limit = limit
+        self.per_client = per_client or limit
+        self._starts = starts
         self._idle: list[tuple[float, Runner]] = []
-        self._taken: list[Runner] = []
-        self._starting = 0
+        self._taken: dict[Runner, str] = {}  # (and the client that took it)
+        self._starting: list[str] = []  # (the clients of runners being started)
         self._lock = threading.Lock()
 
-    def take(self) -> Runner:
-        """A runner for a statement (an idle one, or a new one; PgError 53300 when ``limit``
-        are in use)."""
+    def take(self, client: str = "") -> Runner:
+        """A runner for a statement of ``client``: an idle one, or a new one; PgError 53300
+        when ``limit`` are in use, or ``per_client`` by ``client``, or when ``starts`` refuses
+        it a new one."""
         while True:
             with self._lock:
+                if [*self._taken.values(), *self._starting].count(client) >= self.per_client:
+                    raise PgError("53300", "too many statements running at once from your address "
+                                           f"({self.per_client})")
                 if not self._idle:
-                    if len(self._taken) + self._starting >= self.limit:
+                    if len(self._taken) + len(self._starting) >= self.limit:
                         raise PgError("53300", f"too many statements running at once ({self.limit})")
-                    self._starting += 1
+                    refusal = None if self._starts is None else self._starts.refusal(client)
+                    if refusal is not None:
+                        raise PgError("53300", refusal)
+                    self._starting.append(client)
                     break
                 _, runner = self._idle.pop()
             if runner.alive():
                 with self._lock:
-                    self._taken.append(runner)
+                    self._taken[runner] = client
                 return runner
             runner.close()
         try:
             runner = self._start()
         finally:
             with self._lock:
-                self._starting -= 1
+                self._starting.remove(client)
         with self._lock:
-            self._taken.append(runner)
+            self._taken[runner] = client
         return runner
 
     def give_back(self, runner: Runner) -> None:
         """``runner``'s statement is done with it (never waits)."""
         with self._lock:
-            if runner in self._taken:
-                self._taken.remove(runner)
+            self._taken.pop(runner, None)
             keep = runner.alive() and len(self._idle) < IDLE_RUNNERS
             if keep:
                 self._idle.append((time.monotonic(), runner))
@@ -657,7 +670,7 @@ class Pool:
         with self._lock:
             old = [runner for used, runner in self._idle if used < oldest]
             self._idle = [(used, runner) for used, runner in self._idle if used >= oldest]
-            runners = self._taken + [runner for _, runner in self._idle]
+            runners = [*self._taken, *(runner for _, runner in self._idle)]
         for runner in old:
             runner.close()
         return runners
@@ -665,8 +678,8 @@ class Pool:
     def close(self) -> None:
         """Close every runner."""
         with self._lock:
-            runners = self._taken + [runner for _, runner in self._idle]
-            self._taken, self._idle = [], []
+            runners = [*self._taken, *(runner for _, runner in self._idle)]
+            self._taken, self._idle = {}, []
         for runner in runners:
             runner.close()
 

@@ -1,6 +1,7 @@
-"""How fast a server starts sessions' processes: a token bucket per client address and one for
-all, so that connections that each send one byte cannot keep the server forking (a start costs
-the server some 12 ms of CPU).
+"""How fast a server starts sessions' processes (and Flight SQL's server its statements'
+worker processes): a token bucket per client address and one for all, so that connections
+that each send one byte cannot keep the server forking (a start costs the server some 12 ms
+of CPU).
 
 A bucket holds up to ``burst`` starts and refills at ``rate`` starts a second; a start takes
 one from its address's bucket and from the server's. IPv6 addresses count by their /64 prefix
@@ -10,8 +11,10 @@ server's own bucket bounds.
 
 >>> clock = [0.0]
 >>> starts = StartRate(per_address=(2, 1.0), overall=(3, 1.0), clock=lambda: clock[0])
->>> [starts.refusal("10.0.0.9") is None for _ in range(3)]
-[True, True, False]
+>>> [starts.refusal("10.0.0.9") is None for _ in range(2)]
+[True, True]
+>>> print(starts.refusal("10.0.0.9"))
+too many connections from your address in a short time (2 at once, then 1 a second): try again shortly
 >>> starts.refusal("10.0.0.8") is None, starts.refusal("10.0.0.7") is None
 (True, False)
 >>> clock[0] = 1.0
@@ -65,10 +68,12 @@ class StartRate:
     """Whether a client address may have a session's process started now (see the module).
 
     ``per_address`` and ``overall``: (burst, starts per second); a rate of 0 means no limit.
+    ``what``: what a refusal says there were too many of.
     """
 
     def __init__(self, per_address: tuple[float, float], overall: tuple[float, float],
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, *, what: str = "connections"):
+        self._what = what
         self._per_address = per_address
         self._overall = overall
         self._clock = clock
@@ -89,14 +94,18 @@ class StartRate:
                     self._prune(now)
                 bucket = self._addresses[key] = _Bucket(burst, now)
             if bucket is not None and bucket.fill(burst, rate, now) < 1:
-                return "too many connections from your address in a short time: try again shortly"
+                return self._refused("from your address", burst, rate)
             if all_rate and self._all.fill(all_burst, all_rate, now) < 1:
-                return "too many connections to the server in a short time: try again shortly"
+                return self._refused("to the server", all_burst, all_rate)
             if bucket is not None:
                 bucket.tokens -= 1
             if all_rate:
                 self._all.tokens -= 1
             return None
+
+    def _refused(self, whence: str, burst: float, rate: float) -> str:
+        return (f"too many {self._what} {whence} in a short time ({burst:g} at once, then {rate:g} "
+                "a second): try again shortly")
 
     def _prune(self, now: float) -> None:
         burst, rate = self._per_address
