@@ -10,7 +10,7 @@ import numpy as np
 
 from vcfzarr_sql.store import open_store
 from vcfzarr_sql.view import vcf_lines
-from vcfzarr_sql.view.values import float_text, float_text_sql
+from vcfzarr_sql.view.values import float_text, float_text_sql, float_texts
 
 HEADER = """##fileformat=VCFv4.2
 ##FILTER=<ID=PASS,Description="All filters passed">
@@ -89,3 +89,13 @@ def test_float_text_in_sql_equals_float_text():
     ours = [text for (text,) in con.sql(f"SELECT {float_text_sql('x')} FROM floats").fetchall()]
     expected = [float_text(float(v)) for v in values]
     assert ours == expected
+
+
+def test_float_texts_equal_float_text():
+    """The array twin view formats a chunk's distinct floats with gives float_text's text for
+    every value (random bits, log-uniform magnitudes, crafted ties; NaN, infinities, zeros, the
+    bounds of the range it computes on arrays)."""
+    edges = [np.nan, -np.inf, np.inf, 0.0, -0.0, 999999.0, np.nextafter(999999.0, 1e9), 1e-4,
+             np.nextafter(1e-4, 0), -1e-4, 0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0]
+    values = np.concatenate([_float32_values(6000).astype(np.float64), edges])
+    assert float_texts(values) == [float_text(float(v)).encode() for v in values]
