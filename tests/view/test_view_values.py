@@ -10,7 +10,7 @@ import numpy as np
 
 from vcfzarr_sql.store import open_store
 from vcfzarr_sql.view import vcf_lines
-from vcfzarr_sql.view.values import float_text, float_text_sql, float_texts
+from vcfzarr_sql.view.values import cell_codes, float_text, float_text_sql, float_texts
 
 HEADER = """##fileformat=VCFv4.2
 ##FILTER=<ID=PASS,Description="All filters passed">
@@ -99,3 +99,14 @@ def test_float_texts_equal_float_text():
              np.nextafter(1e-4, 0), -1e-4, 0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0, 100000.0]
     values = np.concatenate([_float32_values(6000).astype(np.float64), edges])
     assert float_texts(values) == [float_text(float(v)).encode() for v in values]
+
+
+def test_integer_vectors_of_a_small_range_print_as_htslib_does():
+    """Integer cells through the table of every value of their range (``_integer_cells``):
+    negative values, the missing value (``.``) and fill (ends the vector), with a lead of one
+    byte (written over the first comma) or several (a table of first elements of its own)."""
+    values = np.array([[-5, 3, 0], [-1, -2, -2], [120, -1, -2], [7, -2, -2]], np.int32)
+    for lead in (":", ";AD="):
+        cells = cell_codes(values, "Integer", lead=lead).matrix()
+        texts = [bytes(row).replace(b"\0", b"").decode() for row in cells]
+        assert texts == [f"{lead}-5,3,0", f"{lead}.", f"{lead}120,.", f"{lead}7"]

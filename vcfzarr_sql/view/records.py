@@ -101,24 +101,14 @@ def _alt_matrix(alleles: np.ndarray) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
-def _filter_matrix(filters: np.ndarray, names: list[str]) -> np.ndarray:
-    """The FILTER column of each row: the names set, in header order (none: ``.``), each
-    distinct row's text made once."""
-    first, inverse = vt.distinct_rows(filters)
-    texts = [";".join(n for n, on in zip(names, row) if on) or vt.MISSING for row in filters[first].tolist()]
+def _names_matrix(flags: np.ndarray, names: list[str], separator: str, lead: str = "") -> np.ndarray:
+    """Per row of ``flags`` (a boolean per name): ``lead`` and the names it sets, in order,
+    joined by ``separator`` (none: ``.``), as a NUL-padded uint8 matrix; each distinct row's
+    text made once (FILTER, the FORMAT keys)."""
+    first, inverse = vt.distinct_rows(flags)
+    texts = [lead + (separator.join(n for n, on in zip(names, row) if on) or vt.MISSING)
+             for row in flags[first].tolist()]
     return _text_matrix(texts)[inverse]
-
-
-def _positions(values: np.ndarray) -> np.ndarray:
-    """Integers as NUL-padded decimal text, a row each (leading NULs)."""
-    if values.min(initial=0) < 0:  # (not a VCF position: written as it is)
-        return _text_matrix([str(v) for v in values.tolist()])
-    width = len(str(int(values.max(initial=0))))
-    powers = 10 ** np.arange(width - 1, -1, -1, dtype=np.int64)
-    values = values.astype(np.int64)[:, None]
-    digits = (values // powers % 10 + ord("0")).astype(np.uint8)
-    digits[:, :-1][values < powers[:-1]] = 0  # (leading zeros)
-    return digits
 
 
 def _counts(source: ChunkSource, blocks: BatchBlocks, rows: np.ndarray, order: np.ndarray | None,
@@ -340,8 +330,7 @@ def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks,
             & (trim is None or field.number != "A" or trim.num_alleles > 1)  # no ALT left: no A key
         )
     showing = np.array(shown).reshape(len(names), len(rows))
-    keys = [":".join(n for n, on in zip(names, column) if on) or vt.MISSING for column in showing.T.tolist()]
-    return _text_matrix([f"\t{key}" for key in keys]), cells, showing
+    return _names_matrix(showing.T, names, ":", "\t"), cells, showing
 
 
 def _present(store: VczStore, everyone: BatchBlocks, field: FieldInfo, pick: np.ndarray | slice) -> np.ndarray:
@@ -360,10 +349,10 @@ def _fixed_columns(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, conti
     ids = _strings(blocks.read(spec.VARIANT_ID)[rows]) if store.has_array(spec.VARIANT_ID) else missing
     quality = (vt.cell_codes(blocks.read(spec.VARIANT_QUALITY)[rows], "Float").matrix()
                if store.has_array(spec.VARIANT_QUALITY) else missing)
-    filters = (_filter_matrix(blocks.read(spec.VARIANT_FILTER)[rows], list(store.filters))
+    filters = (_names_matrix(blocks.read(spec.VARIANT_FILTER)[rows], list(store.filters), ";")
                if store.has_array(spec.VARIANT_FILTER) else missing)
     tab = np.full((len(rows), 1), ord("\t"), np.uint8)
-    columns = [_strings(np.asarray(store.contigs, dtype=object))[contig_ids], _positions(positions), ids,
+    columns = [_strings(np.asarray(store.contigs, dtype=object))[contig_ids], vt.decimal_matrix(positions), ids,
                _strings(alleles[:, 0]), _alt_matrix(alleles), quality.reshape(len(rows), -1), filters]
     return np.concatenate([part for column in columns for part in (column, tab)], axis=1)
 

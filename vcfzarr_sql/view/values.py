@@ -222,6 +222,32 @@ class Cells:
         return out
 
 
+def decimal_matrix(values: np.ndarray) -> np.ndarray:
+    """Integers (1-d) as decimal text, a NUL-padded uint8 row each: the digits right-aligned,
+    a ``-`` in the first column of negative ones (NULs are dropped when the text is joined).
+
+    >>> [bytes(row).replace(b"\\0", b"") for row in decimal_matrix(np.array([0, 7, -42, 1200]))]
+    [b'0', b'7', b'-42', b'1200']
+    """
+    values = np.asarray(values, dtype=np.int64).reshape(-1)
+    magnitude = np.abs(values)[:, None]
+    width = len(str(int(magnitude.max(initial=0))))
+    powers = _POWERS[width - 1::-1]
+    digits = (magnitude // powers % 10 + ord("0")).astype(np.uint8)
+    digits[:, :-1][magnitude < powers[:-1]] = 0  # (leading zeros)
+    if not (values < 0).any():
+        return digits
+    return np.concatenate([np.where(values < 0, ord("-"), 0).astype(np.uint8)[:, None], digits], axis=1)
+
+
+def _prefixed(prefix: bytes, texts: np.ndarray, width: int) -> np.ndarray:
+    """``prefix`` then each row of ``texts`` (a uint8 matrix), as rows of ``width`` bytes."""
+    table = np.zeros((len(texts), width), np.uint8)
+    table[:, :len(prefix)] = np.frombuffer(prefix, np.uint8)
+    table[:, width - texts.shape[1]:] = texts
+    return table
+
+
 def _integer_cells(values: np.ndarray, lead: str) -> Cells | None:
     """:func:`cell_codes` of integers without a mask whose range is small: a table of every
     value from the least to the greatest (``.`` for the missing sentinel, the fill's text for
@@ -241,17 +267,24 @@ def _integer_cells(values: np.ndarray, lead: str) -> Cells | None:
     fill = values == spec.INT_FILL if width > 1 and low <= spec.INT_FILL else None
     if fill is not None and (fill[..., :-1] & ~fill[..., 1:]).any():
         return None
-    numbers = [MISSING if v in (spec.INT_MISSING, spec.INT_FILL) else str(v) for v in range(low, high + 1)]
+    span = np.arange(low, high + 1)
+    blank = (span == spec.INT_MISSING) | (span == spec.INT_FILL)
+    numbers = decimal_matrix(np.where(blank, 0, span))  # (every value's text at once)
+    numbers[blank] = 0
+    numbers[blank, -1] = ord(MISSING)
     # (codes of 2 or 4 bytes: writing them is most of the work here, and 2 tables' worth fit)
     codes = np.subtract(values, np.int32(low), dtype=np.uint16 if 2 * len(numbers) <= 1 << 16 else np.uint32,
                         casting="unsafe")
+    prefix = lead.encode()
     if width == 1:
-        return Cells(as_matrix(np.array([(lead + text).encode() for text in numbers])), codes)
-    others = [b"" if v == spec.INT_FILL else b"," + text.encode() for v, text in zip(range(low, high + 1), numbers)]
-    if len(lead.encode()) == 1 and (fill is None or not fill[..., 0].any()):
-        return Cells(as_matrix(np.array(others)), codes, lead.encode()[0])
+        return Cells(_prefixed(prefix, numbers, len(prefix) + numbers.shape[1]), codes)
+    others = _prefixed(b",", numbers, 1 + numbers.shape[1])
+    others[span == spec.INT_FILL] = 0
+    if len(prefix) == 1 and (fill is None or not fill[..., 0].any()):
+        return Cells(others, codes, prefix[0])
     codes[..., 1:] += len(numbers)
-    return Cells(as_matrix(np.array([*((lead + text).encode() for text in numbers), *others])), codes)
+    wide = max(len(prefix), 1) + numbers.shape[1]
+    return Cells(np.concatenate([_prefixed(prefix, numbers, wide), _prefixed(b"", others, wide)]), codes)
 
 
 def cell_codes(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None,
