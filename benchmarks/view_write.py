@@ -16,14 +16,19 @@ Our package is compiled to bytecode first (``compileall``), as ``pip install`` l
 would compile its modules again, about 0.1 CPU-s that no installed copy pays
 (``--no-bytecode`` measures that case).
 
+``--before DIR``: also ``vcfzarr-sql view`` from the checkout DIR (its ``vcfzarr_sql`` on the
+path), run in the same rounds, so a change is measured against the code before it under the same load.
+
     python -m benchmarks.view_write                         # the three files, 5 repeats
     python -m benchmarks.view_write --big-records 0 --repeats 3
+    python -m benchmarks.view_write --repeats 3 --before /tmp/old-checkout
 """
 
 from __future__ import annotations
 
 import argparse
 import compileall
+import os
 import statistics
 import subprocess
 import sys
@@ -39,7 +44,11 @@ KG = (Path(__file__).parent.parent / "tests/data/corpus/vcflib+vcflib/samples/"
 #: the installed ``vcfzarr-sql`` command (its entry point is ``cli.run``: pandas hidden, the
 #: garbage collector held while modules import and skipped at exit), not ``cli.main`` in a
 #: plain interpreter, which pays about 0.05 CPU-s more than a user's command does
-OURS = [sys.executable, "-c", "import sys; from vcfzarr_sql.cli import run; sys.exit(run())", "view"]
+#: (``-P``: the package comes from ``PYTHONPATH``, this checkout's or ``--before``'s, not the
+#: working directory)
+OURS = [sys.executable, "-P", "-c", "import sys; from vcfzarr_sql.cli import run; sys.exit(run())", "view"]
+#: this checkout
+ROOT = Path(__file__).parent.parent
 HEADER = """##fileformat=VCFv4.2
 ##FILTER=<ID=PASS,Description="All filters passed">
 ##FILTER=<ID=LowQual,Description="Low quality">
@@ -102,7 +111,7 @@ def _records(path: Path) -> list[str]:
     return out
 
 
-def compare(name: str, vcf: Path, tmp: Path, repeats: int) -> None:
+def compare(name: str, vcf: Path, tmp: Path, repeats: int, before: Path | None = None) -> None:
     from vcfzarr_sql.converter import convert
 
     bcf, store = tmp / f"{name}.bcf", tmp / f"{name}.zarr"
@@ -111,27 +120,38 @@ def compare(name: str, vcf: Path, tmp: Path, repeats: int) -> None:
     theirs_out, ours_out = tmp / "theirs.vcf", tmp / "ours.vcf"
     theirs = ["bcftools", "view", "-o", str(theirs_out), str(bcf)]
     ours = [*OURS, str(store), "-o", str(ours_out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run_process(theirs, capture=False)
-    run_process(ours, capture=False)
+    run_process(ours, capture=False, env=env)
     if _records(theirs_out) != _records(ours_out):
         raise SystemExit(f"{name}: vcfzarr-sql's records differ from bcftools'")
     size = theirs_out.stat().st_size
     header_only = [*OURS, str(store), "-h", "-o", str(tmp / "header.vcf")]
-    startup = statistics.median(run_process(header_only, capture=False).cpu_s for _ in range(3))
+    startup = statistics.median(run_process(header_only, capture=False, env=env).cpu_s for _ in range(3))
     print(f"\n{name}: {len(_records(theirs_out))} records, {size / 1e6:.1f} MB of VCF text; "
           f"vcfzarr-sql view -h (Python start-up, imports, the header): {startup:.2f} s CPU")
-    print("| run | bcftools CPU / wall | vcfzarr-sql CPU / wall |")
-    print("|---|---|---|")
-    runs: list[tuple[float, float, float, float]] = []
+    old_env = None if before is None else {**os.environ, "PYTHONPATH": str(before)}
+    if old_env is not None:
+        run_process(ours, capture=False, env=old_env)
+        if _records(theirs_out) != _records(ours_out):
+            raise SystemExit(f"{name}: the --before checkout's records differ from bcftools'")
+    print("| run | bcftools CPU / wall | vcfzarr-sql CPU / wall |" + (" before CPU / wall |" if before else ""))
+    print("|---|---|---|" + ("---|" if before else ""))
+    runs: list[tuple[float, ...]] = []
     for k in range(repeats):
         b = run_process(theirs, capture=False)
-        o = run_process(ours, capture=False)
-        runs.append((b.cpu_s, b.wall_s, o.cpu_s, o.wall_s))
-        print(f"| {k + 1} | {b.cpu_s:.2f} / {b.wall_s:.2f} | {o.cpu_s:.2f} / {o.wall_s:.2f} |")
-    b_cpu, b_wall, o_cpu, o_wall = (statistics.median(r[i] for r in runs) for i in range(4))
-    print(f"| median | {b_cpu:.2f} / {b_wall:.2f} | {o_cpu:.2f} / {o_wall:.2f} |")
+        o = run_process(ours, capture=False, env=env)
+        p = None if old_env is None else run_process(ours, capture=False, env=old_env)
+        runs.append((b.cpu_s, b.wall_s, o.cpu_s, o.wall_s) + (() if p is None else (p.cpu_s, p.wall_s)))
+        print(f"| {k + 1} | {b.cpu_s:.2f} / {b.wall_s:.2f} | {o.cpu_s:.2f} / {o.wall_s:.2f} |"
+              + ("" if p is None else f" {p.cpu_s:.2f} / {p.wall_s:.2f} |"))
+    medians = [statistics.median(r[i] for r in runs) for i in range(len(runs[0]))]
+    b_cpu, b_wall, o_cpu, o_wall = medians[:4]
+    print(f"| median | {b_cpu:.2f} / {b_wall:.2f} | {o_cpu:.2f} / {o_wall:.2f} |"
+          + ("" if before is None else f" {medians[4]:.2f} / {medians[5]:.2f} |"))
     print(f"CPU ratio vcfzarr-sql / bcftools: {o_cpu / b_cpu:.2f} (wall {o_wall / b_wall:.2f}); "
-          f"vcfzarr-sql at {size / 1e6 / o_cpu:.0f} MB/s CPU, bcftools {size / 1e6 / b_cpu:.0f} MB/s")
+          f"vcfzarr-sql at {size / 1e6 / o_cpu:.0f} MB/s CPU, bcftools {size / 1e6 / b_cpu:.0f} MB/s"
+          + ("" if before is None else f"; before: {medians[4] / b_cpu:.2f}"))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -141,6 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--big-records", type=int, default=20000)
     parser.add_argument("--big-samples", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--before", type=Path, help="a checkout whose vcfzarr_sql to run too, in the same rounds")
     parser.add_argument("--no-bytecode", action="store_true",
                         help="Do not compile our package to bytecode first (runs compile it, without __pycache__).")
     args = parser.parse_args(argv)
@@ -148,17 +169,19 @@ def main(argv: list[str] | None = None) -> None:
         import vcfzarr_sql
 
         compileall.compile_dir(str(Path(vcfzarr_sql.__file__).parent), quiet=1)
+        if args.before is not None:
+            compileall.compile_dir(str(args.before / "vcfzarr_sql"), quiet=1)
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         generated = tmp / "calls.vcf"
         call_set(generated, args.records, args.samples)
-        compare(f"generated {args.records} x {args.samples} GT:AD:DP:GQ:PL", generated, tmp, args.repeats)
-        compare("1000 Genomes chr22 slice (GT only)", KG, tmp, args.repeats)
+        compare(f"generated {args.records} x {args.samples} GT:AD:DP:GQ:PL", generated, tmp, args.repeats, args.before)
+        compare("1000 Genomes chr22 slice (GT only)", KG, tmp, args.repeats, args.before)
         if args.big_records:
             big = tmp / "big.vcf"
             call_set(big, args.big_records, args.big_samples)
             compare(f"generated {args.big_records} x {args.big_samples} GT:AD:DP:GQ:PL", big, tmp,
-                    args.repeats)
+                    args.repeats, args.before)
 
 
 if __name__ == "__main__":

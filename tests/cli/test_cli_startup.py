@@ -11,11 +11,13 @@ features it does not use; ``stats`` from stored counts imports neither pyarrow n
 numcodecs' package (its registry scans the entry points of every installed package: the codecs
 come from their own modules), nor ``numpy.ma`` (``np.unique`` imports it), nor
 ``importlib.resources`` (``importlib.abc`` imports it, and tempfile, shutil, bz2, lzma with it);
-``view`` without ``-r/-t`` plans no scan and loads no pyarrow.
+``view`` without ``-r/-t`` plans no scan and loads no pyarrow, nor numcodecs' package, nor the
+scan threads' ``concurrent.futures``; a process starts no OpenBLAS threads.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -83,6 +85,32 @@ def test_view_without_regions_plans_no_scan(convert_once, tmp_path):
                 "pandas", "zarr"} & modules
     # nor what only a scan of gt_ columns (stored and packed counts) or a URL store (a digest) uses
     assert not {"vcfzarr_sql.query.genotype_counts", "vcfzarr_sql.store.writer", "hashlib"} & modules
+    # nor numcodecs' registry (its codecs come from their own modules), nor the scan and fetch
+    # threads' concurrent.futures and logging (it decodes inline)
+    assert not {"numcodecs.registry", "importlib.metadata", "concurrent.futures", "logging"} & modules
+
+
+def test_view_with_a_region_matches_its_edge_chunks_on_numpy(convert_once, tmp_path):
+    # -r/-t: planned from the region set as it is, the edge chunks' records matched on numpy
+    # (no Arrow expression parsed back, no Arrow batch, no numpy.ma: 0.013 CPU-s)
+    store = convert_once(SAMPLE)
+    modules = imported_modules("view", str(store), "-r", "20:1-1230237", "-o", str(tmp_path / "out.vcf"))
+    assert "vcfzarr_sql.query.plan" in modules
+    assert not {"vcfzarr_sql.query.residual", "numpy.ma", "duckdb", "sqlglot", "pandas"} & modules
+
+
+def test_the_process_starts_no_blas_threads():
+    # (OpenBLAS's threads, started when numpy loads, cost ~0.015 CPU-s; no command does linear algebra)
+    code = ("import os, sys; from vcfzarr_sql.cli import process\n"
+            "with process.process_start():\n"
+            "    import numpy\n"
+            "    print(len(os.listdir('/proc/self/task')), os.environ['OPENBLAS_NUM_THREADS'])")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out == "1 1\n"
+    env["OPENBLAS_NUM_THREADS"] = "3"  # (the environment's choice is kept)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.split()[1] == "3"
 
 
 def test_a_chunk_buffer_does_not_load_arrow():

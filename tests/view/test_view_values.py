@@ -10,7 +10,7 @@ import numpy as np
 
 from vcfzarr_sql.store import open_store
 from vcfzarr_sql.view import vcf_lines
-from vcfzarr_sql.view.values import float_text, float_text_sql
+from vcfzarr_sql.view.values import cell_codes, float_text, float_text_sql, float_texts
 
 HEADER = """##fileformat=VCFv4.2
 ##FILTER=<ID=PASS,Description="All filters passed">
@@ -89,3 +89,28 @@ def test_float_text_in_sql_equals_float_text():
     ours = [text for (text,) in con.sql(f"SELECT {float_text_sql('x')} FROM floats").fetchall()]
     expected = [float_text(float(v)) for v in values]
     assert ours == expected
+
+
+def test_floats_at_the_edges_of_the_range_print_as_htslib_does():
+    """NaN, infinities, zeros and the bounds of the range formatted on arrays (hand facts of
+    htslib 1.16's kputd: %g outside [1e-4, 999999], six significant digits inside)."""
+    edges = [(np.nan, b"nan"), (-np.inf, b"-inf"), (np.inf, b"inf"), (0.0, b"0"), (-0.0, b"-0"),
+             (999999.0, b"999999"), (np.nextafter(999999.0, 1e9), b"999999"), (999999.5, b"1e+06"), (1e-4, b"0.0001"),
+             (np.nextafter(1e-4, 0), b"0.0001"), (-1e-4, b"-0.0001"), (0.001, b"0.001"),
+             (0.01, b"0.01"), (0.1, b"0.1"), (1.0, b"1"), (10.0, b"10"), (100.0, b"100"),
+             (1000.0, b"1000"), (10000.0, b"10000"), (100000.0, b"100000"),
+             (1234567.0, b"1.23457e+06"), (-2.5e-7, b"-2.5e-07")]
+    values, texts = zip(*edges)
+    assert float_texts(np.array(values)) == list(texts)
+    assert [float_text(v) for v in values] == [t.decode() for t in texts]
+
+
+def test_integer_vectors_of_a_small_range_print_as_htslib_does():
+    """Integer cells through the table of every value of their range (``_integer_cells``):
+    negative values, the missing value (``.``) and fill (ends the vector), with a lead of one
+    byte (written over the first comma) or several (a table of first elements of its own)."""
+    values = np.array([[-5, 3, 0], [-1, -2, -2], [120, -1, -2], [7, -2, -2]], np.int32)
+    for lead in (":", ";AD="):
+        cells = cell_codes(values, "Integer", lead=lead).matrix()
+        texts = [bytes(row).replace(b"\0", b"").decode() for row in cells]
+        assert texts == [f"{lead}-5,3,0", f"{lead}.", f"{lead}120,.", f"{lead}7"]

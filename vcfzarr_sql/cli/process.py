@@ -14,6 +14,9 @@ does not: start and exit like a compiled tool (:func:`process_start`).
   collections they set off cost ~0.05 CPU-s. What is alive then is frozen (never scanned
   again), and so is everything at exit, whose collection at interpreter shutdown frees nothing
   a process needs freed (~0.1 CPU-s).
+- numpy's OpenBLAS starts no threads (``OPENBLAS_NUM_THREADS=1`` unless the environment sets
+  it, before numpy loads): they spin up at import and cost ~0.015 CPU-s, and no command does
+  linear algebra.
 - A command that decodes chunks only through :mod:`vcfzarr_sql.store.codec_classes` (``stats``)
   defers numcodecs' package start-up (:func:`defer_numcodecs_init`): its registry scans the
   installed packages' entry points and it imports every codec, 0.05 CPU-s.
@@ -25,6 +28,7 @@ import contextlib
 import gc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -58,6 +62,8 @@ class _NoDocString:
         return []
 
 
+#: the variable numpy's OpenBLAS takes its thread count from when it loads
+BLAS_THREADS = "OPENBLAS_NUM_THREADS"
 #: the module pyarrow parses the docstrings of its compute options classes with
 DOCSCRAPE = "pyarrow.vendored.docscrape"
 
@@ -73,11 +79,14 @@ def _unparsed_docstrings() -> None:
 
 @contextlib.contextmanager
 def process_start() -> Iterator[None]:
-    """The block is the whole process: pandas hidden (unless imported already), pyarrow's
+    """The block is the whole process: pandas hidden (unless imported already), OpenBLAS
+    without threads (unless numpy is loaded or the environment says), pyarrow's
     docstrings not parsed, the collector held until :func:`imported`, and everything frozen
     at the end."""
     global _holding_collector, _in_process
     _in_process = True
+    if "numpy" not in sys.modules:
+        os.environ.setdefault(BLAS_THREADS, "1")
     finder = _PandasFinder()
     sys.meta_path.insert(0, finder)
     _unparsed_docstrings()

@@ -20,8 +20,11 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sized
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:  # (imported at the first pool: a process that scans inline, as view does, never loads
+    # concurrent.futures nor the logging it imports)
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -37,6 +40,8 @@ _pool_lock = threading.Lock()
 
 def _shared_pool() -> ThreadPoolExecutor:
     global _pool
+    from concurrent.futures import ThreadPoolExecutor
+
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="vcfzarr-scan")
@@ -60,6 +65,8 @@ def prefetched(
     if depth == 0 or (isinstance(items, Sized) and len(items) <= 1):
         yield from map(work, items)
         return
+    from concurrent.futures import wait
+
     remaining = iter(items)
     executor = _shared_pool()
     pending: deque[Future[R]] = deque()

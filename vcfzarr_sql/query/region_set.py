@@ -204,7 +204,7 @@ class RegionSet:
         ids = np.asarray(ids).reshape(-1)
         result = np.zeros(len(ids), bool)
         one = len(ids) > 0 and bool((ids == ids[0]).all())  # (the usual batch: one contig)
-        for index in (ids[:1] if one else np.unique(ids)).tolist():
+        for index in ids[:1].tolist() if one else sorted(set(ids.tolist())):  # (np.unique imports numpy.ma)
             name = names[index] if 0 <= index < len(names) else None
             intervals = self.contigs.get(name) if isinstance(name, str) else None
             if intervals is None:

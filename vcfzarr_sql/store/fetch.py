@@ -41,7 +41,6 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -52,6 +51,8 @@ from vcfzarr_sql.store.revalidation import Advance, Fetched, Key, offered, recor
 from vcfzarr_sql.store.vcz import VczStore
 
 if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
+    from concurrent.futures import Future, ThreadPoolExecutor  # (imported by a remote store's first fetch)
+
     import pyarrow as pa
 
 #: (array, chunk indexes after the variants axis) that scans read, by store and scan shape
@@ -74,6 +75,8 @@ _fetcher: ThreadPoolExecutor | None = None
 
 def _fetch_thread() -> ThreadPoolExecutor:
     global _fetcher
+    from concurrent.futures import ThreadPoolExecutor
+
     with _learned_lock:
         if _fetcher is None:
             _fetcher = ThreadPoolExecutor(max_workers=FETCH_THREADS, thread_name_prefix="vcfzarr-fetch")

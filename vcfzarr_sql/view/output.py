@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO, Protocol, TextIO
 
@@ -72,6 +70,9 @@ class _BcfSink:
 def _bcf_output(path: str | None, uncompressed: bool, header: str, stdout: TextIO) -> Iterator[_BcfSink]:
     """BCF written by htslib (cyvcf2); uncompressed (``-Ou``): written compressed to a
     temporary file, then inflated to ``path`` (cyvcf2 0.35 compresses in mode ``wbu`` too)."""
+    import shutil  # (with bz2 and lzma; BCF only)
+    import tempfile
+
     import cyvcf2
 
     with tempfile.TemporaryDirectory(prefix="vcfzarr-sql-") as tmp:

@@ -43,23 +43,64 @@ def float_text(value: float) -> str:
     >>> [float_text(v) for v in (117756.5, 2.5, 0.5, 1.0000005, 1234565.0, 999999.5, -0.0, 1e-05)]
     ['117757', '2.5', '0.5', '1', '1.23456e+06', '1e+06', '-0', '1e-05']
     """
+    return float_texts(np.array([value]))[0].decode()
+
+
+def _outside_text(value: float) -> bytes:
+    """:func:`float_text` of a value outside [1e-4, 999999] (``%g``), zero or NaN."""
     if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    sign, size = ("-", -value) if value < 0 else ("", value)
+        return b"-0" if math.copysign(1.0, value) < 0 else b"0"
     if math.isnan(value):
-        return ("-" if math.copysign(1.0, value) < 0 else "") + "nan"
-    if not 0.0001 <= size <= 999999:
-        return sign + f"{size:g}"
-    offset = next(offset for bound, offset in ROUNDING if size < bound)
-    digits = str(int(size * 1e10) + offset)
-    whole = len(digits) - 10  # digits before the point
-    if whole <= 0:
-        text = "0." + "0" * -whole + digits[:6]
-    elif whole >= 6:
-        return sign + digits[:6]
-    else:
-        text = digits[:whole] + "." + digits[whole:6]
-    return sign + text.rstrip("0").rstrip(".")
+        return b"-nan" if math.copysign(1.0, value) < 0 else b"nan"
+    return (("-" if value < 0 else "") + f"{abs(value):g}").encode()
+
+
+#: powers of ten that fit an int64, and :data:`ROUNDING` as arrays (:func:`float_texts`)
+_POWERS = 10 ** np.arange(19, dtype=np.int64)
+_BOUNDS = np.array([bound for bound, _ in ROUNDING[:-1]])
+_OFFSETS = np.array([offset for _, offset in ROUNDING], dtype=np.int64)
+
+
+def float_texts(values: np.ndarray) -> list[bytes]:
+    """:func:`float_text` of each of ``values`` (a 1-d float array), as ASCII: the values in
+    [1e-4, 999999] through htslib's steps on all of them at once (``d * 1e10`` truncated plus
+    the offset, its six leading digits, the point placed, trailing zeros dropped), the others
+    one by one.
+
+    >>> float_texts(np.array([117756.5, 2.5, -0.5, 1.0000005, 1e-4, 999999.0, 0.00123456789, 120.0, 1e-5, 0.0]))
+    [b'117757', b'2.5', b'-0.5', b'1', b'0.0001', b'999999', b'0.00123457', b'120', b'1e-05', b'0']
+    """
+    values = np.asarray(values, dtype=np.float64).reshape(-1)
+    size = np.abs(values)
+    inside = (size >= 0.0001) & (size <= 999999)  # (NaN: outside)
+    texts = np.empty(len(values), object)
+    texts[~inside] = [_outside_text(v) for v in values[~inside].tolist()]
+    if not inside.any():
+        return texts.tolist()
+    size = size[inside]
+    number = np.trunc(size * 1e10).astype(np.int64) + _OFFSETS[np.searchsorted(_BOUNDS, size, side="right")]
+    whole = np.searchsorted(_POWERS, number, side="right") - 10  # digits before the point: -3 to 6
+    top = number // _POWERS[whole + 4]  # the six leading digits (the first is not 0)
+    digits = top[:, None] // _POWERS[5::-1] % 10
+    zeros = sum((top % _POWERS[k] == 0).astype(np.int64) for k in range(1, 6))  # trailing zeros of the six
+    # what is written: sign, "0." and up to 3 zeros (no whole digit), then each digit, a point after the
+    # whole digits when a fraction digit is left; then the kept characters moved to the front
+    kept_digits = np.where(whole >= 6, 6, np.maximum(np.maximum(whole, 0), 6 - zeros))
+    fraction = (whole < 6) & (kept_digits > np.maximum(whole, 0))
+    chars = np.zeros((len(size), 17), np.uint8)
+    keep = np.zeros((len(size), 17), bool)
+    chars[:, 0], keep[:, 0] = ord("-"), values[inside] < 0
+    chars[:, 1:3], keep[:, 1:3] = np.frombuffer(b"0.", np.uint8), (whole <= 0)[:, None]
+    chars[:, 3:6], keep[:, 3:6] = ord("0"), np.arange(3) < -whole[:, None]
+    chars[:, 6::2] = digits + ord("0")
+    keep[:, 6::2] = np.arange(6) < kept_digits[:, None]
+    chars[:, 7::2] = ord(".")
+    keep[:, 7::2] = fraction[:, None] & (np.arange(1, 6) == whole[:, None])
+    packed = np.zeros(chars.size, np.uint8)
+    at = np.flatnonzero(keep)  # (each kept character to its row's next free byte)
+    packed[at - at % 17 + np.cumsum(keep, axis=1).reshape(-1)[at] - 1] = chars.reshape(-1)[at]
+    texts[inside] = packed.view("S17")
+    return texts.tolist()
 
 
 def float_text_sql(x: str) -> str:
@@ -110,8 +151,8 @@ def _element_table(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, list[
         bits = values.view(np.uint32 if values.dtype == np.float32 else np.uint64)
         _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
         with np.errstate(invalid="ignore"):  # the sentinels are signalling NaNs (printed as ".")
-            distinct = values.reshape(-1)[first].astype(float).tolist()
-        return inverse.reshape(values.shape), [float_text(v).encode() for v in distinct]
+            distinct = values.reshape(-1)[first].astype(np.float64)
+        return inverse.reshape(values.shape), float_texts(distinct)
     distinct, inverse = np.unique(values, return_inverse=True)
     return inverse.reshape(values.shape), [str(v).encode() for v in distinct.tolist()]
 
@@ -184,6 +225,32 @@ class Cells:
         return out
 
 
+def decimal_matrix(values: np.ndarray) -> np.ndarray:
+    """Integers (1-d) as decimal text, a NUL-padded uint8 row each: the digits right-aligned,
+    a ``-`` in the first column of negative ones (NULs are dropped when the text is joined).
+
+    >>> [bytes(row).replace(b"\\0", b"") for row in decimal_matrix(np.array([0, 7, -42, 1200]))]
+    [b'0', b'7', b'-42', b'1200']
+    """
+    values = np.asarray(values, dtype=np.int64).reshape(-1)
+    magnitude = np.abs(values)[:, None]
+    width = len(str(int(magnitude.max(initial=0))))
+    powers = _POWERS[width - 1::-1]
+    digits = (magnitude // powers % 10 + ord("0")).astype(np.uint8)
+    digits[:, :-1][magnitude < powers[:-1]] = 0  # (leading zeros)
+    if not (values < 0).any():
+        return digits
+    return np.concatenate([np.where(values < 0, ord("-"), 0).astype(np.uint8)[:, None], digits], axis=1)
+
+
+def _prefixed(prefix: bytes, texts: np.ndarray, width: int) -> np.ndarray:
+    """``prefix`` then each row of ``texts`` (a uint8 matrix), as rows of ``width`` bytes."""
+    table = np.zeros((len(texts), width), np.uint8)
+    table[:, :len(prefix)] = np.frombuffer(prefix, np.uint8)
+    table[:, width - texts.shape[1]:] = texts
+    return table
+
+
 def _integer_cells(values: np.ndarray, lead: str) -> Cells | None:
     """:func:`cell_codes` of integers without a mask whose range is small: a table of every
     value from the least to the greatest (``.`` for the missing sentinel, the fill's text for
@@ -203,17 +270,24 @@ def _integer_cells(values: np.ndarray, lead: str) -> Cells | None:
     fill = values == spec.INT_FILL if width > 1 and low <= spec.INT_FILL else None
     if fill is not None and (fill[..., :-1] & ~fill[..., 1:]).any():
         return None
-    numbers = [MISSING if v in (spec.INT_MISSING, spec.INT_FILL) else str(v) for v in range(low, high + 1)]
+    span = np.arange(low, high + 1)
+    blank = (span == spec.INT_MISSING) | (span == spec.INT_FILL)
+    numbers = decimal_matrix(np.where(blank, 0, span))  # (every value's text at once)
+    numbers[blank] = 0
+    numbers[blank, -1] = ord(MISSING)
     # (codes of 2 or 4 bytes: writing them is most of the work here, and 2 tables' worth fit)
     codes = np.subtract(values, np.int32(low), dtype=np.uint16 if 2 * len(numbers) <= 1 << 16 else np.uint32,
                         casting="unsafe")
+    prefix = lead.encode()
     if width == 1:
-        return Cells(as_matrix(np.array([(lead + text).encode() for text in numbers])), codes)
-    others = [b"" if v == spec.INT_FILL else b"," + text.encode() for v, text in zip(range(low, high + 1), numbers)]
-    if len(lead.encode()) == 1 and (fill is None or not fill[..., 0].any()):
-        return Cells(as_matrix(np.array(others)), codes, lead.encode()[0])
+        return Cells(_prefixed(prefix, numbers, len(prefix) + numbers.shape[1]), codes)
+    others = _prefixed(b",", numbers, 1 + numbers.shape[1])
+    others[span == spec.INT_FILL] = 0
+    if len(prefix) == 1 and (fill is None or not fill[..., 0].any()):
+        return Cells(others, codes, prefix[0])
     codes[..., 1:] += len(numbers)
-    return Cells(as_matrix(np.array([*((lead + text).encode() for text in numbers), *others])), codes)
+    wide = max(len(prefix), 1) + numbers.shape[1]
+    return Cells(np.concatenate([_prefixed(prefix, numbers, wide), _prefixed(b"", others, wide)]), codes)
 
 
 def cell_codes(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None,

@@ -17,15 +17,25 @@ import numpy as np
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.format.summaries import variant_chunks_per_chunk
-from vcfzarr_sql.query.execute import EveryChunk, every_chunk, every_run, residual_rows, run_plan, scan_source
+from vcfzarr_sql.query.execute import (
+    EveryChunk,
+    every_chunk,
+    every_run,
+    region_rows,
+    residual_rows,
+    run_plan,
+    scan_source,
+)
 from vcfzarr_sql.query.selection.regions import Intervals, intervals, sample_indexes
 from vcfzarr_sql.query.selection.rows import ExpressionFilter
 from vcfzarr_sql.query.selection.sites import SiteFilters
+from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 
 if TYPE_CHECKING:
     from vcfzarr_sql.query.plan import ScanPlan
+    from vcfzarr_sql.query.region_set import RegionSet
 
 __all__ = ["SelectedRecords", "Selection", "SiteFilters", "recounts"]
 
@@ -121,7 +131,10 @@ class SelectedRecords:
         in the scan threads (:func:`~vcfzarr_sql.query.execute.run_plan`). A selection without
         ``-r/-t`` runs over :func:`~vcfzarr_sql.query.execute.every_chunk`: its filters
         (``-i/-e`` and the record filters) read the chunk's arrays, so no scan plan, nor
-        Arrow, is needed.
+        Arrow, is needed. A pass whose filter is a region set (``-r``, ``-t`` without ``^``)
+        is planned from the set as it is (:func:`~vcfzarr_sql.query.plan.plan_regions`: no
+        Arrow expression parsed back) and the records of its edge chunks are matched on numpy
+        (:func:`~vcfzarr_sql.query.execute.region_rows`), as the genotype matrix does.
 
         ``whole_runs``: work whose cost is mostly per batch, on a run of whole variant chunks
         (those one chunk of the per-record summaries holds:
@@ -141,29 +154,38 @@ class SelectedRecords:
             for _, result in every_chunk(self.store, chunk_work, ahead=ahead):
                 yield result
             return
-        from vcfzarr_sql.query.plan import ScanRequest, plan_scan
+        from vcfzarr_sql.query.plan import ScanRequest, plan_regions, plan_scan
         from vcfzarr_sql.query.request import table_schema
 
         schema = table_schema(self.store, "variants")
+        samples = None if self.samples is None or self.counting else np.unique(self.samples)
         for selected in self.passes:
-            request = ScanRequest("variants", schema, columns=(),
-                                  filter=None if selected is None else selected.expression(),
-                                  samples=None if self.samples is None or self.counting
-                                  else np.unique(self.samples))
-            plan = plan_scan(self.store, request)
+            regions = None if selected is None or selected.exclude else selected.region_set()
+            if regions is not None:
+                plan = plan_regions(self.store, schema, (), regions, samples)
+            else:
+                request = ScanRequest("variants", schema, columns=(),
+                                      filter=None if selected is None else selected.expression(), samples=samples)
+                plan = plan_scan(self.store, request)
             source = scan_source(self.store, plan)
-            yield from run_plan(source, plan, self._chunk_work(source, plan, work), ahead=ahead)
+            yield from run_plan(source, plan, self._chunk_work(source, plan, work, regions), ahead=ahead)
 
-    def _chunk_work(self, source: ChunkSource, plan: ScanPlan, work: ChunkWork[T]) -> Callable[[range], T]:
+    def _chunk_work(self, source: ChunkSource, plan: ScanPlan, work: ChunkWork[T],
+                    regions: RegionSet | None) -> Callable[[range], T]:
         """The executor's work: ``work`` on the records of a task (one variant chunk) that its
-        residual filter, the expression and the record filters keep."""
+        residual filter (``regions``, when that set is the plan's only filter), the expression
+        and the record filters keep."""
         from vcfzarr_sql.query.expressions import parse_or_none
 
-        tree = None if plan.filter is None else parse_or_none(plan.filter)
+        tree = None if plan.filter is None or regions is not None else parse_or_none(plan.filter)
 
         def chunk_work(run: range) -> T:
             task = plan.run(run.start, run.stop)
-            keep = residual_rows(source, plan, task, tree)
+            if regions is None:
+                keep = residual_rows(source, plan, task, tree)
+            else:
+                keep = None if task.filter is None else region_rows(
+                    BatchBlocks(source, task.variant_chunk, None, task.chunk_count), regions)
             if keep is None:
                 keep = np.ones(task.num_rows, bool)
             return work(source, task.variant_chunk, self._kept(source, task.variant_chunk, keep))

@@ -19,10 +19,12 @@ from typing import IO, TYPE_CHECKING
 import numpy as np
 
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.query.region import Region, parse_regions, regions_expression
+from vcfzarr_sql.query.region import Region, parse_regions, region_set
 
 if TYPE_CHECKING:
     import pyarrow.compute as pc
+
+    from vcfzarr_sql.query.region_set import RegionSet
 
 
 @dataclass(frozen=True)
@@ -33,10 +35,14 @@ class Intervals:
     by_start: bool = False
     exclude: bool = False
 
+    def region_set(self) -> RegionSet:
+        """The regions as one region set (:mod:`vcfzarr_sql.query.region_set`): overlap for
+        ``-r``, POS within for ``-t`` (not negated: see :meth:`expression`)."""
+        return region_set(self.regions, targets=self.by_start)
+
     def expression(self) -> pc.Expression:
-        """The row filter: one region set (:func:`~vcfzarr_sql.query.region.regions_expression`),
-        overlap for ``-r``, POS within for ``-t``; negated for ``-t ^...``."""
-        matches = regions_expression(self.regions, targets=self.by_start)
+        """The row filter: the region set's (:meth:`region_set`); negated for ``-t ^...``."""
+        matches = self.region_set().expression()
         return ~matches if self.exclude else matches
 
 
