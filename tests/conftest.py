@@ -2,6 +2,7 @@
 
 - ``convert_once(vcf, **kwargs)``: our converter's store of ``vcf`` (``vcfzarr_sql.convert``).
 - ``bio2zarr_once(vcf, zarr_format=2, **kwargs)``: bio2zarr's store of ``vcf``.
+- ``simulated_store``: (``engine_cases.simulated``'s case, our store of it).
 
 Both return the store path; a given (file, arguments) pair is converted once per run, whichever
 worker asks first (the others wait on a lock), so tests may parametrize finely. Failures are not
@@ -25,6 +26,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import engine_cases
 import pytest
 from hypothesis.configuration import set_hypothesis_home_dir
 from server_sessions import data_dir, serving  # noqa: F401 (fixtures for all test modules)
@@ -80,6 +82,15 @@ def convert_once(tmp_path_factory, pytestconfig) -> Callable[..., Path]:
                      lambda store: convert(str(vcf), str(store), show_progress=False, **kwargs))
 
     return make
+
+
+@pytest.fixture(scope="session")
+def simulated_store(tmp_path_factory, convert_once) -> tuple[engine_cases.StoreCase, Path]:
+    """Two contigs of an msprime simulation (``engine_cases.simulated``) and our store of it,
+    10 variants x 3 samples a chunk: once per run."""
+    case = engine_cases.simulated(tmp_path_factory.mktemp("sim"))
+    return case, convert_once(case.vcf, variants_chunk_size=case.variants_chunk,
+                              samples_chunk_size=case.samples_chunk)
 
 
 @pytest.fixture(scope="session")

@@ -17,10 +17,8 @@ REGION = "1:5000-12000"
 
 
 @pytest.fixture(scope="module")
-def simulated(tmp_path_factory, convert_once) -> tuple[engine_cases.StoreCase, str]:
-    case = engine_cases.simulated(tmp_path_factory.mktemp("sim"))
-    path = convert_once(case.vcf, variants_chunk_size=case.variants_chunk,
-                        samples_chunk_size=case.samples_chunk)
+def simulated(simulated_store) -> tuple[engine_cases.StoreCase, str]:
+    case, path = simulated_store
     return case, str(path)
 
 

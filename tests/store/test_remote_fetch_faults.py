@@ -39,10 +39,8 @@ COLUMNS = ["pos", "fmt_GT"]
 
 
 @pytest.fixture(scope="module")
-def simulated(tmp_path_factory, convert_once) -> tuple[engine_cases.StoreCase, Path]:
-    case = engine_cases.simulated(tmp_path_factory.mktemp("sim"))
-    return case, convert_once(case.vcf, variants_chunk_size=case.variants_chunk,
-                              samples_chunk_size=case.samples_chunk)
+def simulated(simulated_store) -> tuple[engine_cases.StoreCase, Path]:
+    return simulated_store
 
 
 @pytest.fixture(scope="module")

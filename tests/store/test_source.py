@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import engine_cases
 import numpy as np
 import pytest
 
@@ -20,10 +19,8 @@ pytest.importorskip("fsspec", reason="fsspec (test extra) is needed for URLs")
 
 
 @pytest.fixture(scope="module")
-def path(tmp_path_factory, convert_once) -> Path:
-    case = engine_cases.simulated(tmp_path_factory.mktemp("sim"))
-    return convert_once(case.vcf, variants_chunk_size=case.variants_chunk,
-                        samples_chunk_size=case.samples_chunk)
+def path(simulated_store) -> Path:
+    return simulated_store[1]
 
 
 def test_a_local_store_is_its_own_source(path):
