@@ -32,6 +32,7 @@ from vcfzarr_sql.converter.arrays import int_dtype
 from vcfzarr_sql.converter.genotype_text import gt_only_lines, parse_genotypes
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
 from vcfzarr_sql.converter.order import SortCheck
+from vcfzarr_sql.converter.site_text import VALUELESS, site_columns
 from vcfzarr_sql.converter.spill import write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
 from vcfzarr_sql.converter.text import NotPlainText, Span, gt_only_start, record_lines, text_kind
@@ -247,6 +248,11 @@ class _PartitionReader:
         if (not joined.isascii() or not all(texts) or joined.startswith(b"#") or b"\n#" in joined
                 or b"\r\n" in joined or joined.endswith(b"\r")):
             raise NotPlainText("a blank, comment or non-ASCII line")
+        sites = None if texts is lines else site_columns(
+            texts, [c for c, _ in self.header.contigs], [f for f, _ in self.header.filters])
+        if sites is not None:  # (plain sites: nothing for htslib to parse)
+            self.flush([VALUELESS] * len(texts), genotypes, sites)
+            return
         try:
             variants = [parser.variant_from_string(t.decode()) for t in texts]
         except Exception:  # cyvcf2's bare Exception: vcf_parse failed (htslib says why on fd 2)
@@ -261,8 +267,10 @@ class _PartitionReader:
             block_path(self.spill_dir, self.result.index, block).unlink(missing_ok=True)
         add_progress(-self.result.num_records)
 
-    def flush(self, variants: list[Variant], genotypes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-        """Spill a block of records; ``genotypes``: their GT columns when already parsed."""
+    def flush(self, variants: list[Variant], genotypes: tuple[np.ndarray, np.ndarray] | None = None,
+              sites: dict[str, np.ndarray] | None = None) -> None:
+        """Spill a block of records; ``genotypes`` and ``sites``: their GT and fixed columns
+        when already parsed (:func:`.columns.block_columns`)."""
         size = len(self.reader.raw_header)
         if size != self.header_size:  # htslib added fields for undeclared keys
             self.header = read_header(self.reader)
@@ -270,7 +278,8 @@ class _PartitionReader:
         fields = {f.array: f for f in self.header.fields}
         undeclared = {f.name for f in self.header.fields
                       if f.category == "INFO" and f.key not in self.declared}
-        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples, undeclared, genotypes))
+        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples, undeclared,
+                                            genotypes, sites))
         r = self.result
         write_block(block_path(self.spill_dir, r.index, len(r.block_sizes)), block)
         r.block_sizes.append(len(variants))
