@@ -29,7 +29,7 @@ import numpy as np
 from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter import long_values
 from vcfzarr_sql.converter.arrays import int_dtype
-from vcfzarr_sql.converter.genotype_text import gt_only_lines, parse_genotypes
+from vcfzarr_sql.converter.genotype_text import gt_only_lines, parse_genotypes, short_diploid_lines
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
 from vcfzarr_sql.converter.order import SortCheck
 from vcfzarr_sql.converter.site_text import VALUELESS, site_columns
@@ -237,13 +237,18 @@ class _PartitionReader:
         return self.finish()
 
     def _text_block(self, parser: Writer, log: BinaryIO, lines: list[bytes]) -> None:
-        split = gt_only_lines(lines, self.n_samples)
-        if split is None and any(line.count(b"\t") < 9 for line in lines):
-            raise NotPlainText("a line without sample columns")
-        genotypes = None if split is None else parse_genotypes(split[1], self.n_samples)
-        if genotypes is None and not self.result.block_sizes:
-            raise NotPlainText("the first block is not GT-only")
-        texts = lines if split is None or genotypes is None else split[0]
+        short = short_diploid_lines(lines, self.n_samples)
+        genotypes: tuple[np.ndarray, np.ndarray] | None
+        if short is not None:
+            texts, genotypes = short
+        else:
+            split = gt_only_lines(lines, self.n_samples)
+            if split is None and any(line.count(b"\t") < 9 for line in lines):
+                raise NotPlainText("a line without sample columns")
+            genotypes = None if split is None else parse_genotypes(split[1], self.n_samples)
+            if genotypes is None and not self.result.block_sizes:
+                raise NotPlainText("the first block is not GT-only")
+            texts = lines if split is None or genotypes is None else split[0]
         joined = b"\n".join(texts)  # (the checks of every line at once: texts hold no newline)
         if (not joined.isascii() or not all(texts) or joined.startswith(b"#") or b"\n#" in joined
                 or b"\r\n" in joined or joined.endswith(b"\r")):
