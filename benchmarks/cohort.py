@@ -6,7 +6,10 @@ against the same data compacted.
   store's VCF and the new one (what one would do without ``add``). Target: adding 1 sample
   costs at most 5% of the re-conversion. Beside them, the floor under any ``add``: starting
   Python and importing the libraries it parses and writes with (at 20,000 records that alone
-  is ~5% of the re-conversion: pass ``--variants`` larger to see the ratio without it).
+  is ~5% of the re-conversion). At each of several record counts (``--variants``, default
+  20,000 and 100,000: a cohort whose re-conversion takes a few seconds says little about
+  cohorts), then the cost per record of both between the two largest, whose ratio is what
+  the ratio tends to as the cohort grows (start-up no longer counts).
 * region queries and whole-cohort statistics over the 2,000 samples held as 10 batches of 200
   (``add``) vs the same cohort compacted (``compact``). Target: at most 1.5x. Each query is
   timed twice: in a new connection (which opens the store: a cohort opens its 10 batches and
@@ -14,7 +17,8 @@ against the same data compacted.
 
 CPU (user + system, children included) beside wall; interleaved, median of ``--repeats``.
 
-    python -m benchmarks.cohort --variants 20000
+    python -m benchmarks.cohort --variants 20000 100000 --only add
+    python -m benchmarks.cohort --work /tmp/cohort-inputs  # (inputs kept, and reused if there)
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ BATCHES = 10
 def write_vcf(path: Path, samples: list[str], variants: int, seed: int, every: int = 1) -> Path:
     """A bgzipped, indexed VCF of diploid genotypes at every ``every``-th of ``variants``
     biallelic SNPs on one contig (positions shared by every file of the benchmark)."""
+    if path.exists() and path.with_suffix(".gz.csi").exists():  # (kept from a run with --work)
+        return path
     rng = np.random.default_rng(seed)
     header = ["##fileformat=VCFv4.2", "##contig=<ID=1,length=100000000>",
               '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
@@ -56,6 +62,8 @@ def write_vcf(path: Path, samples: list[str], variants: int, seed: int, every: i
 
 
 def merge(paths: list[Path], out: Path) -> Path:
+    if out.exists():
+        return out
     subprocess.run(["bcftools", "merge", "-m", "none", "-Oz", "-o", str(out), *map(str, paths)], check=True)
     return out
 
@@ -69,25 +77,40 @@ def timed(argv: list[str], fresh: Path | None = None, copy_of: Path | None = Non
     return result.wall_s, result.cpu_s
 
 
-def report(task: str, rows: dict[str, list[tuple[float, float]]], ours: str) -> None:
+def report(task: str, rows: dict[str, list[tuple[float, float]]], ours: str) -> dict[str, float]:
+    """Print the medians of each case beside ours; the median CPU seconds of each."""
     medians = {name: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t))
                for name, t in rows.items()}
     base_wall, base_cpu = medians[ours]
     for name, (wall, cpu) in medians.items():
         print(f"{task:50} {name:28} wall {wall:8.3f} s  CPU {cpu:8.3f} s  "
               f"wall/ours {wall / base_wall:6.2f}  CPU/ours {cpu / base_cpu:6.2f}")
+    return {name: cpu for name, (_, cpu) in medians.items()}
 
 
 #: What every ``add`` imports before reading anything: numpy, Blosc, htslib's reader, the CLI.
 FLOOR_IMPORTS = "import numpy, numcodecs.blosc, cyvcf2, click"
 
 
-def add_vs_convert(work: Path, base_vcf: Path, base_store: Path, variants: int, repeats: int) -> None:
+def base_store(work: Path, variants: int) -> tuple[Path, Path]:
+    """The 2,000-sample VCF of ``variants`` records and the store ``convert`` makes of it."""
+    base_vcf = write_vcf(work / f"base{variants}.vcf.gz", [f"s{i}" for i in range(SAMPLES)], variants, seed=0)
+    store = work / f"base{variants}.zarr"
+    if not store.exists():
+        subprocess.run([venv_bin("vcfzarr-sql"), "convert", "-q", str(base_vcf), str(store)], check=True)
+    return base_vcf, store
+
+
+def add_vs_convert(work: Path, variants: int, repeats: int) -> dict[int, dict[str, float]]:
+    """The timings of adding 1 and 100 samples to the cohort of ``variants`` records; the median
+    CPU seconds of each case, by the number of samples added."""
     cli = venv_bin("vcfzarr-sql")
+    base_vcf, base = base_store(work, variants)
+    found = {}
     for count in (1, 100):
         names = [f"new{i}" for i in range(count)]
-        new = write_vcf(work / f"new{count}.vcf.gz", names, variants, seed=count, every=1)
-        merged = merge([base_vcf, new], work / f"merged{count}.vcf.gz")
+        new = write_vcf(work / f"new{count}_{variants}.vcf.gz", names, variants, seed=count, every=1)
+        merged = merge([base_vcf, new], work / f"merged{count}_{variants}.vcf.gz")
         cases = {
             "vcfzarr-sql add": ([cli, "add", str(work / "grown.zarr"), str(new)], work / "grown.zarr"),
             "convert merged VCF": ([cli, "convert", "-q", "--force", str(merged),
@@ -100,8 +123,20 @@ def add_vs_convert(work: Path, base_vcf: Path, base_store: Path, variants: int, 
         for r in range(repeats):
             for name in (list(cases) if r % 2 == 0 else list(cases)[::-1]):
                 argv, fresh = cases[name]
-                rows[name].append(timed(argv, fresh, base_store if fresh else None))
-        report(f"add {count} sample(s) to {SAMPLES}", rows, "vcfzarr-sql add")
+                rows[name].append(timed(argv, fresh, base if fresh else None))
+        found[count] = report(f"add {count} sample(s) to {SAMPLES} x {variants} records", rows, "vcfzarr-sql add")
+    return found
+
+
+def per_record(found: dict[int, dict[int, dict[str, float]]]) -> None:
+    """The CPU per record of add and of the re-conversion between the two largest record
+    counts, and their ratio: what add / re-conversion tends to as the cohort grows."""
+    small, large = sorted(found)[-2:]
+    for count in (1, 100):
+        add = (found[large][count]["vcfzarr-sql add"] - found[small][count]["vcfzarr-sql add"]) / (large - small)
+        again = (found[large][count]["convert merged VCF"] - found[small][count]["convert merged VCF"]) / (large - small)
+        print(f"{f'add {count} sample(s), per record ({small} -> {large})':50} add {add * 1e6:7.2f} us  "
+              f"convert merged VCF {again * 1e6:7.2f} us  add/convert {add / again:6.1%}")
 
 
 QUERIES = {
@@ -120,9 +155,12 @@ def batches_vs_compacted(work: Path, variants: int, repeats: int) -> None:
     from vcfzarr_sql.converter.cohort import add
 
     per = SAMPLES // BATCHES
-    paths = [write_vcf(work / f"batch{b}.vcf.gz", [f"b{b}s{i}" for i in range(per)], variants, seed=100 + b)
+    paths = [write_vcf(work / f"batch{b}_{variants}.vcf.gz", [f"b{b}s{i}" for i in range(per)], variants,
+                       seed=100 + b)
              for b in range(BATCHES)]
     cohort, compacted = work / "batches.zarr", work / "compacted.zarr"
+    for store in (cohort, compacted):
+        shutil.rmtree(store, ignore_errors=True)
     vcfzarr_sql.convert(paths[0], cohort, show_progress=False)
     add(cohort, paths[1:])
     compact(cohort, compacted)
@@ -154,20 +192,22 @@ def batches_vs_compacted(work: Path, variants: int, repeats: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variants", type=int, default=20000)
+    parser.add_argument("--variants", type=int, nargs="+", default=[20000, 100000],
+                        help="record counts of the add part (the queries use the first)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=("add", "queries"), help="run one of the two parts")
+    parser.add_argument("--work", type=Path, help="keep the inputs here (and reuse those there)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="cohort-bench-") as tmp:
-        work = Path(tmp)
-        base_vcf = write_vcf(work / "base.vcf.gz", [f"s{i}" for i in range(SAMPLES)], args.variants, seed=0)
-        base_store = work / "base.zarr"
-        subprocess.run([venv_bin("vcfzarr-sql"), "convert", "-q", str(base_vcf), str(base_store)], check=True)
+        work = args.work or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         print(f"{SAMPLES} samples x {args.variants} records; {args.repeats} repeats", file=sys.stderr)
         if args.only != "queries":
-            add_vs_convert(work, base_vcf, base_store, args.variants, args.repeats)
+            found = {variants: add_vs_convert(work, variants, args.repeats) for variants in args.variants}
+            if len(found) > 1:
+                per_record(found)
         if args.only != "add":
-            batches_vs_compacted(work, args.variants, args.repeats)
+            batches_vs_compacted(work, args.variants[0], args.repeats)
 
 
 if __name__ == "__main__":

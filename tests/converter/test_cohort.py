@@ -34,10 +34,12 @@ from vcfzarr_sql.converter.cohort import DuplicateSampleError, add
 from vcfzarr_sql.converter.workers import WorkerPool
 from vcfzarr_sql.errors import VcfParseError
 from vcfzarr_sql.format import summaries as sc
+from vcfzarr_sql.format.cohort import BATCH_ROWS
 from vcfzarr_sql.query.genotype_stats import COLUMNS as GT_COLUMNS
 from vcfzarr_sql.store import open_store, opening
 from vcfzarr_sql.store.cohort import CohortStore
 from vcfzarr_sql.store.kvstore import DirectoryStore
+from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view import Selection, view
 
 FORMAT_FIELDS = ("GT", "AD", "DP", "GQ", "FT")
@@ -297,6 +299,33 @@ def test_add_stores_the_counts_over_all_samples_added_up(cohort):
         for name in (sc.ALLELE_COUNTS, sc.CALL_COUNTS):
             assert got.sites.has_array(name)
             np.testing.assert_array_equal(got.read_array(name), want.read_array(name))
+
+
+def test_add_adds_the_new_batch_s_counts_to_the_stored_totals(cohort, tmp_path, monkeypatch):
+    """An add reads the counts the cohort stored and the new batch's, not every batch's; what
+    it stores is what the cohort adds up from every batch (compared with bcftools' merge in
+    the test above, through this same path)."""
+    store = tmp_path / "grown.vcz"
+    shutil.copytree(cohort[0], store)
+    new = write_batch(tmp_path / "e.vcf", ["E1"], [POOL[0], POOL[2], POOL[13]], seed=5)
+    read = []
+    original = VczStore.read_array
+
+    def reading(self, name):
+        read.append(("/".join(Path(self.path).parts[-2:]), name))
+        return original(self, name)
+
+    monkeypatch.setattr(VczStore, "read_array", reading)
+    add(store, [new])
+    monkeypatch.undo()
+    counted = [where for where, name in read if name in (sc.ALLELE_COUNTS, sc.CALL_COUNTS)]
+    assert set(counted) == {"sites/2", "batches/4"}  # (the sites store before the add; the new batch)
+    with open_store(store) as got:
+        assert isinstance(got, CohortStore) and got.sites.has_array(sc.CALL_COUNTS)
+        rows = np.concatenate([got.sites.read_chunk(BATCH_ROWS, (k, 0))
+                               for k in range(got.num_variant_chunks)]).astype(np.int64)
+        for name in (sc.ALLELE_COUNTS, sc.CALL_COUNTS):
+            np.testing.assert_array_equal(got.read_array(name), got._added_counts(name, got.array_info(name), rows))
 
 
 def test_opening_and_a_gt_region_query_read_no_chunk_of_the_batches(cohort):

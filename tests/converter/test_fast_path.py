@@ -20,7 +20,7 @@ import pytest
 from corpus import CORPUS
 
 from vcfzarr_sql.converter import convert, long_values, partitions, text
-from vcfzarr_sql.converter.genotype_text import parse_genotypes
+from vcfzarr_sql.converter.genotype_text import gt_only_lines, parse_genotypes, short_diploid_lines
 from vcfzarr_sql.converter.reader import Partition, _PartitionReader, block_path, read_partition
 from vcfzarr_sql.converter.spill import read_block
 from vcfzarr_sql.converter.text import NotPlainText, record_lines, spans, text_kind
@@ -131,6 +131,62 @@ def test_gt_only_corpus_file(tmp_path):
         _assert_same(_spilled(tmp_path, vcf, "fast", True), _spilled(tmp_path, vcf, "htslib", False))
     finally:
         BLOCK = saved
+
+
+#: Site columns (GT-only lines of one sample), in blocks of 3: plain blocks (their sites read
+#: from the text, no htslib) and blocks with one line htslib must read.
+SITES_HEADER = HEADER.replace("##INFO", '##FILTER=<ID=q10,Description="q">\n##INFO').replace(
+    "\tA\tB\tC\n", "\tA\n")
+PLAIN_SITES = [
+    "1\t1\trs1;rs2\tACGT\tA,*\t12.5\tPASS\t.\tGT\t0/1",
+    "1\t2\t.\tN\t.\t0\t.\t.\tGT\t./.",
+    "1\t3\tid3\tA\tC,G,T\t1234567.1234567\tq10\t.\tGT\t3|1",
+    "1\t4\t.\tAC\tA\t0.1\t.\t.\tGT\t0",
+    "1\t5\t.\tA\tC\t007\tPASS\t.\tGT\t1|.",
+    "1\t999999999\t.\tA\tT\t.\t.\t.\tGT\t0/0",
+]
+OTHER_SITES = [  # (each: its block is read by htslib; {} its POS)
+    "1\t{}\t.\ta\tC\t.\t.\t.\tGT\t0/1",  # lower case
+    "1\t{}\t.\tA\t<DEL>\t.\t.\t.\tGT\t0/1",  # symbolic
+    "1\t{}\t.\tA\tC\t.\t.\tDP=3\tGT\t0/1",  # INFO
+    "1\t{}\t.\tA\tC\t.\tq20\t.\tGT\t0/1",  # an undeclared filter
+    "1\t{}\t.\tA\tC\t.\tq10;PASS\t.\tGT\t0/1",  # two filters
+    "1\t{}\t.\tA\tC\t1e3\t.\t.\tGT\t0/1",  # QUAL in exponent form
+    "1\t0{}\t.\tA\tC\t.\t.\t.\tGT\t0/1",  # a leading zero
+    "3\t{}\t.\tA\tC\t.\t.\t.\tGT\t0/1",  # an undeclared contig
+    "3\t{}\t.\tA\tC,\t.\t.\t.\tGT\t0/1",  # an empty ALT
+]
+
+
+def _at(line, chrom, pos):
+    """``line`` moved to ``chrom:pos``."""
+    return "\t".join([chrom, str(pos), *line.split("\t")[2:]])
+
+
+def test_plain_sites_are_read_from_the_text(tmp_path, monkeypatch):
+    """GT-only lines of one sample (what ``add`` reads) whose sites are plain are read without
+    htslib, and spill what htslib's reader spills; a block with any other line is htslib's.
+    (The header declares an INFO and a FORMAT field no line has: their columns are missing.)"""
+    import vcfzarr_sql.converter.reader as reader_module
+    from vcfzarr_sql.converter.site_text import site_columns
+
+    lines = PLAIN_SITES[:3]
+    for k, other in enumerate(OTHER_SITES):  # each other line in a block with two plain ones
+        chrom, pos = other[0], 1000 + 3 * k
+        lines += [other.format(pos), _at(PLAIN_SITES[3], chrom, pos + 1), _at(PLAIN_SITES[4], chrom, pos + 2)]
+    lines += [_at(line, "3", 2000 + j) for j, line in enumerate(PLAIN_SITES[3:])]  # (3 is declared now)
+    vcf = _write(tmp_path, lines, header=SITES_HEADER)
+    read = []
+
+    def counted(*args):
+        found = site_columns(*args)
+        read.append(found is not None)
+        return found
+
+    monkeypatch.setattr(reader_module, "site_columns", counted)
+    fast = _spilled(tmp_path, vcf, "fast", True)
+    assert read == [True, *[False] * len(OTHER_SITES), True]
+    _assert_same(fast, _spilled(tmp_path, vcf, "htslib", False))
 
 
 @pytest.mark.parametrize(
@@ -323,3 +379,26 @@ def test_diploid_calls_follow_the_grammar():
     for between in _CHARS:
         parsed = parse_genotypes([f"0/1{between}1|.".encode()], 2)
         assert (parsed is not None) == (between == "\t"), between
+
+
+def test_short_lines_are_cut_as_gt_only_lines_cuts_them():
+    """Lines of one or two samples cut with numpy give what cutting them line by line then
+    parsing gives, or nothing (a block left to that): every 3-byte call over a few characters,
+    after heads of seven, eight and nine columns and FORMATs other than GT."""
+    heads = ["1\t5\t.\tA\tC\t.\t.", "1\t5\t.\tA\tC\t.\t.\t.", "1\t5\t.\tA\tC\t.\t.\t.\tX"]
+    every = [f"{a}{sep}{b}" for a in _CHARS for sep in _CHARS for b in _CHARS]
+    for head in heads:
+        for form in ("GT", "GT:DP", "XGT"):
+            for call in every if (head, form) == (heads[1], "GT") else ["0/1", "1|."]:
+                for samples in ([call], ["0|1", call]):
+                    text = f"{head}\t{form}\t" + "\t".join(samples)
+                    lines = [line.encode() for line in (text, text.replace("1\t5", "1\t6"))]
+                    short = short_diploid_lines(lines, len(samples))
+                    cut = gt_only_lines(lines, len(samples))
+                    parsed = None if cut is None else parse_genotypes(cut[1], len(samples))
+                    if short is None:
+                        assert parsed is None or parsed[0].shape[-1] != 2 or head != heads[1] or form != "GT"
+                        continue
+                    assert cut is not None and parsed is not None
+                    assert short[0] == cut[0]
+                    assert short[1][0].tolist() == parsed[0].tolist() and short[1][1].tolist() == parsed[1].tolist()

@@ -11,7 +11,7 @@ import pytest
 
 from vcfzarr_sql.format.summaries import CLASSES
 from vcfzarr_sql.query.genotype_counts import genotype_counts
-from vcfzarr_sql.query.sample_classes import call_classes, class_counts
+from vcfzarr_sql.query.sample_classes import allele_kind, allele_kinds, call_classes, class_counts
 
 FILL, MISSING = -2, -1
 
@@ -110,3 +110,14 @@ def test_chunks_of_reference_and_missing_calls_over_one_allele(ploidy):
         assert got.het[:, :num_alleles].tolist() == het.tolist()
         assert got.called.tolist() == called.tolist()
         assert counts.missing.tolist() == missing.tolist()
+
+
+def test_allele_kinds_are_allele_kind_of_each_allele():
+    """The kinds of whole records (one-base ones classed at once) are :func:`allele_kind`'s of
+    each allele: bases, lower case, ``*``, ``.``, ``X``, symbolic alleles, indels, padding."""
+    alleles = ["", "A", "C", "N", "a", "*", ".", "X", "<*>", "<DEL>", "AC", "CA", "ACG"]
+    rows = np.array([(r, a, b) for r in ("A", "C", "a", "N", "AC", "ACG") for a in alleles for b in alleles],
+                    dtype=object)
+    kinds = {"ref": 0, "snp": 1, "other": 2}
+    expected = [[0, *(kinds[allele_kind(r, a)] if a else 0 for a in (a1, a2))] for r, a1, a2 in rows.tolist()]
+    assert allele_kinds(rows).tolist() == expected

@@ -21,7 +21,7 @@ import numpy as np
 
 from vcfzarr_sql import __version__
 from vcfzarr_sql.converter import convert
-from vcfzarr_sql.converter.cohort_counts import write_added_counts
+from vcfzarr_sql.converter.cohort_counts import Since, stored_totals, write_added_counts
 from vcfzarr_sql.converter.output import output_lock
 from vcfzarr_sql.errors import OutputError, VcfZarrError
 from vcfzarr_sql.format import cohort as layout
@@ -86,6 +86,9 @@ class _Sites:
     merged_alleles: list[tuple[str, ...]] | None = None
     segment: np.ndarray | None = None
     end: np.ndarray | None = None
+    #: Per record, its row in the cohort before this add (-1: a record new to it); None where
+    #: not followed (gVCF cohorts: their counts are added up from every batch).
+    origin: np.ndarray | None = None
 
 
 def _input_samples(path: str) -> list[str]:
@@ -156,7 +159,7 @@ def _gt_width(store: VczStore) -> np.ndarray:
         counts = store.read_array(sc.ALLELE_COUNTS)
         width[(counts[:, :, 0] + counts[:, :, 1]).sum(axis=1) > 0] = 2
     size = store.variants_chunk_size
-    for k in np.unique(np.flatnonzero(width < 0) // size).tolist():
+    for k in layout.distinct(np.flatnonzero(width < 0) // size)[0].tolist():
         widths = [(store.read_chunk(spec.CALL_GENOTYPE, (k, s, 0)) != spec.INT_FILL).sum(axis=2).max(axis=1, initial=0)
                   for s in range(max(info.grid[1], 1))]
         width[k * size : k * size + len(widths[0])] = np.max(widths, axis=0)
@@ -174,8 +177,8 @@ def _alleles_at(store: VczStore, rows: np.ndarray) -> list[str]:
     out = np.empty(len(rows), dtype=object)
     chunk_of = rows // store.variants_chunk_size
     order = np.argsort(chunk_of, kind="stable")
-    chunks, starts = np.unique(chunk_of[order], return_index=True)
-    for k, group in zip(chunks.tolist(), np.split(order, starts[1:])):
+    chunks, _, counts = layout.distinct(chunk_of)
+    for k, group in zip(chunks.tolist(), np.split(order, np.cumsum(counts)[:-1])):
         alleles = store.read_chunk(spec.VARIANT_ALLELE, (k, 0))
         out[group] = layout.joined_alleles(alleles[rows[group] - k * store.variants_chunk_size])
     return out.tolist()
@@ -230,6 +233,7 @@ def _current_sites(cohort: VczStore) -> _Sites:
         contigs=list(cohort.contigs), contig_lengths=lengths, filters=list(cohort.filters),
         filter_descriptions=list(cohort.filter_descriptions), samples=list(cohort.samples),
         header=cohort.vcf_header or "", header_added=added,
+        origin=np.arange(len(batch_rows), dtype=np.int64),
     )
     if sites is not None and sites.has_array(layout.ALLELES):
         current.merged_alleles = [tuple(a for a in row if a)
@@ -256,7 +260,7 @@ def _alleles_of(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) ->
     """Alleles of the cohort's records ``rows``, read from the first batch holding each."""
     holder = np.argmax(sites.batch_rows[rows] >= 0, axis=1)
     out = [""] * len(rows)
-    for b in np.unique(holder).tolist():
+    for b in layout.distinct(holder)[0].tolist():
         where = np.flatnonzero(holder == b)
         for i, key in zip(where.tolist(), _alleles_at(batches[b], sites.batch_rows[rows[where], b])):
             out[i] = key
@@ -274,7 +278,7 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
     rows_of_b = np.arange(len(b_position)) if subset is None else subset
     key_a = (sites.contig << 33) + sites.position
     key_b = (b_contig[rows_of_b] << 33) + b_position[rows_of_b]
-    shared = np.intersect1d(key_a, key_b)
+    shared = layout.shared_values(key_a, key_b)
     rows_a = np.flatnonzero(np.isin(key_a, shared))
     rows_b = np.flatnonzero(np.isin(key_b, shared))
     alleles_a = [""] * len(key_a)
@@ -311,7 +315,8 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
                                  if line not in sites.header_added]
     out = _Sites(contig, position, length, batch_rows, ploidy, contigs, contig_lengths, filters,
                  descriptions, sites.samples + list(batch.samples),
-                 _merged_header(sites.header, batch), added)
+                 _merged_header(sites.header, batch), added,
+                 origin=None if sites.origin is None else np.r_[sites.origin, -1][first])
     if gvcf_records:
         out.merged_alleles = _record_alleles(sites, first, second, alleles_a, keys_b)
     return out
@@ -351,7 +356,7 @@ def _values_at(store: VczStore, rows: np.ndarray, name: str | None = None) -> np
     """Array ``name`` (one value per record; None: variant_length) of ``store`` at ``rows``."""
     out = np.zeros(len(rows), dtype=np.int64)
     size = store.variants_chunk_size
-    for k in np.unique(rows // size).tolist():
+    for k in layout.distinct(rows // size)[0].tolist():
         where = np.flatnonzero(rows // size == k)
         chunk = store.variant_length(k) if name is None else store.read_chunk(name, (k,))
         out[where] = chunk[rows[where] - k * size]
@@ -396,7 +401,7 @@ def _rows(sites: _Sites, rows: np.ndarray) -> _Sites:
                    merged_alleles=None if sites.merged_alleles is None
                    else [sites.merged_alleles[i] for i in rows.tolist()],
                    segment=None if sites.segment is None else sites.segment[rows],
-                   end=None if sites.end is None else sites.end[rows])
+                   end=None if sites.end is None else sites.end[rows], origin=None)
 
 
 def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
@@ -462,7 +467,7 @@ def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
     records = len(merged.position)
     every = list(merged.merged_alleles or [()] * records) + alleles
     return replace(
-        merged,
+        merged, origin=None,
         contig=np.r_[merged.contig, contig][order], position=np.r_[merged.position, position][order],
         length=np.r_[merged.length, length][order],
         batch_rows=np.concatenate([merged.batch_rows, batch_rows])[order],
@@ -559,6 +564,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             sample_counts = _check_new_samples(current, paths)
             sites = _current_sites(current)
             chunks = (current.variants_chunk_size, current.samples_chunk_size)
+            totals = stored_totals(current)
         if manifest is None:
             manifest = layout.Manifest(("",), (len(sites.samples),), f"{layout.SITES}/0", 0)
         numbers = [int(p.rsplit("/", 1)[1]) for p in manifest.batches[1:]]
@@ -582,7 +588,9 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             generation = manifest.generation + 1
             sites_path = f"{layout.SITES}/{generation}"
             _write_sites(root / sites_path, sites, chunks[0])
-            write_added_counts(root, root / sites_path, stores, SITES_COMPRESSOR)
+            since = None if totals is None or sites.origin is None else \
+                Since(totals, sites.origin, sites.batch_rows, len(manifest.batches))
+            write_added_counts(root, root / sites_path, stores, SITES_COMPRESSOR, since)
             sync_written(root)  # (the new batches and sites store, before the manifest names them)
             counts = tuple(s.num_samples for s in stores)
             commit_manifest(root, layout.Manifest(tuple(batch_paths), counts, sites_path, generation))

@@ -297,12 +297,14 @@ def fixed_columns(variants: Sequence[Variant]) -> dict[str, np.ndarray]:
 
 def block_columns(variants: Sequence[Variant], fields: Sequence[FieldDef], n_samples: int,
                   undeclared: Collection[str] = (),
-                  genotypes: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+                  genotypes: tuple[np.ndarray, np.ndarray] | None = None,
+                  sites: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     """Every column of a block of records, keyed by fixed column name or field array name;
     for the INFO keys named in ``undeclared`` (htslib declared them), their :func:`key_use` too.
     ``genotypes``: the GT columns (alleles, phasing) when they were parsed from the text
-    (:mod:`.genotype_text`), else they come from the records."""
-    columns = fixed_columns(variants)
+    (:mod:`.genotype_text`), else they come from the records; ``sites``: likewise the fixed
+    columns (:mod:`.site_text`)."""
+    columns = fixed_columns(variants) if sites is None else dict(sites)
     for field in fields:
         if field.category == "INFO":
             columns[field.array], no_value = info_column(variants, field)

@@ -64,6 +64,44 @@ def gt_only_lines(lines: Sequence[bytes], n_samples: int) -> tuple[list[bytes], 
     return heads, calls
 
 
+#: Samples up to which a block's lines are cut with numpy (:func:`short_diploid_lines`).
+SHORT_LINE_SAMPLES = 8
+
+
+def short_diploid_lines(lines: Sequence[bytes], n_samples: int) -> tuple[list[bytes], tuple[np.ndarray, np.ndarray]] | None:
+    """The first eight columns of each line, and the alleles and phasing of their calls, when
+    every line is GT-only with diploid calls of one digit (else None), for lines of at most
+    :data:`SHORT_LINE_SAMPLES` samples: such a line is short (a one-sample file that ``add``
+    reads), and cutting it line by line (:func:`gt_only_lines`) cost more than parsing it.
+    The same values as :func:`gt_only_lines` then :func:`parse_genotypes`.
+
+    >>> heads, (alleles, phased) = short_diploid_lines([b"1\\t5\\t.\\tA\\tC\\t.\\t.\\t.\\tGT\\t0|1", b"1\\t6\\t.\\tA\\tC\\t.\\t.\\t.\\tGT\\t./1"], 1)
+    >>> heads, alleles.tolist(), phased.tolist()
+    ([b'1\\t5\\t.\\tA\\tC\\t.\\t.\\t.', b'1\\t6\\t.\\tA\\tC\\t.\\t.\\t.'], [[[0, 1]], [[-1, 1]]], [[True], [False]])
+    >>> short_diploid_lines([b"1\\t5\\t.\\tA\\tC\\t.\\t.\\tX\\tY\\tGT\\t0|1"], 1) is None  # (ten columns before GT)
+    True
+    """
+    if not 0 < n_samples <= SHORT_LINE_SAMPLES or not lines:
+        return None
+    width = len(_GT_COLUMN) + 4 * n_samples - 1
+    tails = b"".join([line[-width:] for line in lines])
+    if len(tails) != width * len(lines):
+        return None
+    table = np.frombuffer(tails, dtype=np.uint8).reshape(len(lines), width)
+    if not (table[:, : len(_GT_COLUMN)] == np.frombuffer(_GT_COLUMN, dtype=np.uint8)).all():
+        return None
+    heads = [line[:-width] for line in lines]
+    text = np.frombuffer(b"\n".join(heads), dtype=np.uint8)
+    line_of = np.cumsum(text == ord("\n"))
+    if (np.bincount(line_of[text == _TAB], minlength=len(lines)) != 7).any():  # (eight columns each)
+        return None
+    calls = np.empty((len(lines), 4 * n_samples), dtype=np.uint8)
+    calls[:, :-1] = table[:, len(_GT_COLUMN) :]
+    calls[:, -1] = _TAB
+    parsed = _diploid(calls.tobytes(), len(lines), n_samples)
+    return None if parsed is None else (heads, parsed)
+
+
 def _diploid(joined: bytes, lines: int, n_samples: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The alleles and phasing of ``lines`` lines of diploid calls, ``joined`` with a tab after
     each: every call a little-endian ``uint32`` of bytes allele, separator, allele, tab.

@@ -29,9 +29,10 @@ import numpy as np
 from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter import long_values
 from vcfzarr_sql.converter.arrays import int_dtype
-from vcfzarr_sql.converter.genotype_text import gt_only_lines, parse_genotypes
+from vcfzarr_sql.converter.genotype_text import gt_only_lines, parse_genotypes, short_diploid_lines
 from vcfzarr_sql.converter.header import FieldDef, HeaderInfo, read_header
 from vcfzarr_sql.converter.order import SortCheck
+from vcfzarr_sql.converter.site_text import VALUELESS, site_columns
 from vcfzarr_sql.converter.spill import drop_block, write_block
 from vcfzarr_sql.converter.stats import ColumnStats, column_stats, merge_stats
 from vcfzarr_sql.converter.text import NotPlainText, Span, gt_only_start, record_lines, text_kind
@@ -238,17 +239,27 @@ class _PartitionReader:
         return self.finish()
 
     def _text_block(self, parser: Writer, log: BinaryIO, lines: list[bytes]) -> None:
-        split = gt_only_lines(lines, self.n_samples)
-        if split is None and any(line.count(b"\t") < 9 for line in lines):
-            raise NotPlainText("a line without sample columns")
-        genotypes = None if split is None else parse_genotypes(split[1], self.n_samples)
-        if genotypes is None and not self.result.block_sizes:
-            raise NotPlainText("the first block is not GT-only")
-        texts = lines if split is None or genotypes is None else split[0]
+        short = short_diploid_lines(lines, self.n_samples)
+        genotypes: tuple[np.ndarray, np.ndarray] | None
+        if short is not None:
+            texts, genotypes = short
+        else:
+            split = gt_only_lines(lines, self.n_samples)
+            if split is None and any(line.count(b"\t") < 9 for line in lines):
+                raise NotPlainText("a line without sample columns")
+            genotypes = None if split is None else parse_genotypes(split[1], self.n_samples)
+            if genotypes is None and not self.result.block_sizes:
+                raise NotPlainText("the first block is not GT-only")
+            texts = lines if split is None or genotypes is None else split[0]
         joined = b"\n".join(texts)  # (the checks of every line at once: texts hold no newline)
         if (not joined.isascii() or not all(texts) or joined.startswith(b"#") or b"\n#" in joined
                 or b"\r\n" in joined or joined.endswith(b"\r")):
             raise NotPlainText("a blank, comment or non-ASCII line")
+        sites = None if texts is lines else site_columns(
+            texts, [c for c, _ in self.header.contigs], [f for f, _ in self.header.filters])
+        if sites is not None:  # (plain sites: nothing for htslib to parse)
+            self.flush([VALUELESS] * len(texts), genotypes, sites)
+            return
         try:
             variants = [parser.variant_from_string(t.decode()) for t in texts]
         except Exception:  # cyvcf2's bare Exception: vcf_parse failed (htslib says why on fd 2)
@@ -263,8 +274,10 @@ class _PartitionReader:
             drop_block(block_path(self.spill_dir, self.result.index, block))
         add_progress(-self.result.num_records)
 
-    def flush(self, variants: list[Variant], genotypes: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-        """Spill a block of records; ``genotypes``: their GT columns when already parsed."""
+    def flush(self, variants: list[Variant], genotypes: tuple[np.ndarray, np.ndarray] | None = None,
+              sites: dict[str, np.ndarray] | None = None) -> None:
+        """Spill a block of records; ``genotypes`` and ``sites``: their GT and fixed columns
+        when already parsed (:func:`.columns.block_columns`)."""
         size = len(self.reader.raw_header)
         if size != self.header_size:  # htslib added fields for undeclared keys
             self.header = read_header(self.reader)
@@ -272,7 +285,8 @@ class _PartitionReader:
         fields = {f.array: f for f in self.header.fields}
         undeclared = {f.name for f in self.header.fields
                       if f.category == "INFO" and f.key not in self.declared}
-        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples, undeclared, genotypes))
+        block = narrowed(col.block_columns(variants, self.header.fields, self.n_samples, undeclared,
+                                            genotypes, sites))
         r = self.result
         write_block(block_path(self.spill_dir, r.index, len(r.block_sizes)), block, self.hold)
         r.block_sizes.append(len(variants))

@@ -50,11 +50,27 @@ def allele_kind(ref: str, alt: str) -> str:
     return "snp" if re == 0 and ae == 0 else "other"
 
 
+#: Alleles of one base (and padding), whose kind is "snp" unless the REF's base.
+_BASES = ["", "A", "C", "G", "T", "N"]
+
+
 def allele_kinds(alleles: np.ndarray) -> np.ndarray:
     """The :func:`allele_kind` of each allele of ``alleles`` (records, REF then ALTs; ``""``
-    is padding) as int8: 0 ref-like (REF itself too), 1 snp, 2 other."""
+    is padding) as int8: 0 ref-like (REF itself too), 1 snp, 2 other. Records of one-base
+    alleles are classed at once.
+
+    >>> allele_kinds(np.array([["A", "G", ""], ["A", "A", "*"], ["a", "C", "."]], dtype=object)).tolist()
+    [[0, 1, 0], [0, 0, 2], [0, 1, 0]]
+    """
     kinds = np.zeros(alleles.shape, dtype=np.int8)  # 0: ref-like, 1: snp, 2: other
-    for v, row in enumerate(alleles):
+    if alleles.size == 0:
+        return kinds
+    text = alleles.astype(str)
+    bases = np.isin(text, _BASES)
+    single = bases.all(axis=1) & (text[:, 0] != "")  # (one base each: a SNP, or REF again)
+    kinds[single] = (text[single] != "") & (text[single] != text[single, :1])
+    for v in np.flatnonzero(~single).tolist():
+        row = alleles[v]
         ref = str(row[0])
         for k in range(1, len(row)):
             alt = str(row[k])

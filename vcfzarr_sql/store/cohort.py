@@ -307,27 +307,13 @@ class CohortStore(VczStore):
         return out
 
     def _added_counts(self, name: str, info: ArrayInfo, rows: np.ndarray) -> np.ndarray:
-        """The stored per-record genotype counts of the batches added up: a batch lacking a
-        record adds its samples as missing calls; a record some batch did not count
-        (``NOT_COUNTED``) is not counted."""
-        out = np.zeros((len(rows), *info.shape[1:]), dtype=np.int64)
-        uncounted = np.zeros(len(rows), dtype=bool)
+        """The stored per-record genotype counts of the batches added up (:func:`added_up`)."""
+        parts = []
         for b, batch in enumerate(self.batches):
             have = rows[:, b] >= 0
-            if name == sc.CALL_COUNTS:
-                out[~have, sc.MISSING] += batch.num_samples
-            if not have.any():
-                continue
-            values = self._from_batch(b, name, rows[have, b], None, info, fill=0).astype(np.int64)
-            if name == sc.CALL_COUNTS:
-                uncounted[have] |= values[:, sc.CALLED] == sc.NOT_COUNTED
-                if info.shape[1] > sc.ALLELES:
-                    out[have, sc.ALLELES] = values[:, sc.ALLELES]
-                    values[:, sc.ALLELES] = 0
-            out[have] += values
-        if name == sc.CALL_COUNTS:
-            out[uncounted, sc.CALLED] = sc.NOT_COUNTED
-        return out.astype(np.int32)
+            values = self._from_batch(b, name, rows[have, b], None, info, fill=0) if have.any() else None
+            parts.append((have, values, batch.num_samples))
+        return added_up(name, (len(rows), *info.shape[1:]), parts)
 
     def _batch_chunk(self, b: int, name: str, chunk: tuple[int, ...]) -> np.ndarray:
         """Chunk ``chunk`` of a batch's array without a samples axis; those chunked in more
@@ -492,6 +478,39 @@ class CohortStore(VczStore):
                 moved[moved] = (called[:, :k] & shifted).any(axis=1) | (own[moved, k:] != spec.STR_FILL).any(axis=1)
             counts[np.flatnonzero(have)[moved], sc.CALLED] = sc.NOT_COUNTED
         return counts
+
+
+def added_up(name: str, shape: tuple[int, ...],
+             parts: list[tuple[np.ndarray, np.ndarray | None, int]]) -> np.ndarray:
+    """The per-record genotype counts ``name`` (:data:`_ADDED`) of ``shape`` over the samples of
+    several ``parts``, each ``(have, values, samples)``: the records it holds, its counts at
+    those (None if none; as wide as ``shape`` or narrower), its sample count. A part lacking a
+    record adds its samples as missing calls; a record some part did not count
+    (``NOT_COUNTED``) is not counted; a record's allele count is the last part's holding it.
+
+    >>> calls = np.array([[2, 0, 2], [sc.NOT_COUNTED, 1, 3]])
+    >>> added_up(sc.CALL_COUNTS, (2, 3), [(np.array([True, True]), calls, 2),
+    ...                                   (np.array([True, False]), np.array([[1, 0, 3]]), 1)]).tolist()
+    [[3, 0, 3], [-1, 2, 3]]
+    """
+    out = np.zeros(shape, dtype=np.int64)
+    uncounted = np.zeros(shape[0], dtype=bool)
+    for have, given, samples in parts:
+        if name == sc.CALL_COUNTS:
+            out[~have, sc.MISSING] += samples
+        if given is None:
+            continue
+        values = np.zeros((len(given), *shape[1:]), dtype=np.int64)
+        values[tuple(slice(0, n) for n in given.shape)] = given
+        if name == sc.CALL_COUNTS:
+            uncounted[have] |= values[:, sc.CALLED] == sc.NOT_COUNTED
+            if shape[1] > sc.ALLELES:
+                out[have, sc.ALLELES] = values[:, sc.ALLELES]
+                values[:, sc.ALLELES] = 0
+        out[have] += values
+    if name == sc.CALL_COUNTS:
+        out[uncounted, sc.CALLED] = sc.NOT_COUNTED
+    return out.astype(np.int32)
 
 
 def _moved(own: np.ndarray, own_sizes: np.ndarray, merged: np.ndarray, sizes: np.ndarray, *,
