@@ -229,6 +229,11 @@ def test_cancel_and_terminate_backend_only_for_the_same_user(server) -> None:
         assert isinstance(ended[0], psycopg.errors.QueryCanceled)
         assert victim.execute("SELECT 1").fetchall() == [(1,)]  # the session goes on
         assert same_user.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchall() == [(True,)]
+    # (as in PostgreSQL, pg_terminate_backend returns once the session is told, not once it
+    # has ended: on a loaded machine the victim's next statement may come first)
+    deadline = time.monotonic() + 30
+    while any(number == pid for number, _ in server.sessions) and time.monotonic() < deadline:
+        time.sleep(0.05)
     with pytest.raises(psycopg.OperationalError):
         victim.execute("SELECT 1")
     victim.close()
