@@ -19,12 +19,11 @@ import numpy as np
 import pytest
 from corpus import CORPUS
 
-from vcfzarr_sql.converter import convert, long_values, partitions, text
+from vcfzarr_sql.converter import convert, partitions, text
 from vcfzarr_sql.converter.genotype_text import gt_only_lines, parse_genotypes, short_diploid_lines
 from vcfzarr_sql.converter.reader import Partition, _PartitionReader, block_path, read_partition
 from vcfzarr_sql.converter.spill import read_block
 from vcfzarr_sql.converter.text import NotPlainText, record_lines, spans, text_kind
-from vcfzarr_sql.errors import VcfParseError
 
 HEADER = """##fileformat=VCFv4.2
 ##contig=<ID=1,length=1000>
@@ -220,21 +219,6 @@ def test_read_partition_falls_back_to_htslib(tmp_path):
     _assert_same((result, [read_block(block_path(tmp_path / "fast", 0, b)) for b in range(2)]),
                  _spilled(tmp_path, vcf, "htslib", False))
     assert len(list((tmp_path / "fast").iterdir())) == 2
-
-
-def test_fast_path_refuses_a_long_info_value(tmp_path, monkeypatch):
-    """An INFO value htslib reads wrong (2 GiB or more; the limit lowered to 14 bytes here) is
-    refused by the fast path too, naming file, record and field (before, only htslib's reader
-    looked: the fast path stored what htslib made of it)."""
-    vcf = _write(tmp_path, [TRICKY[0], "1\t2\t.\tA\tC\t.\t.\tDP=4;NOTE=abcdefghijklmnopq\tGT\t0/1\t0/0\t1/1"])
-    monkeypatch.setattr(long_values, "LIMIT", 14)
-    with _stderr_to(tmp_path / "fast.stderr"):
-        reader = _PartitionReader(str(vcf), Partition(0), str(tmp_path), BLOCK)
-        kind = reader.text_kind()
-        assert kind is not None
-        with pytest.raises(VcfParseError, match=r"in\.vcf\.gz: an INFO value of 14 bytes or more.* "
-                                                r"at record 1:2 in field INFO/NOTE$"):
-            reader.run_text(kind)
 
 
 def _bgzf(data: bytes, size: int) -> bytes:

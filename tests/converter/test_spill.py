@@ -40,3 +40,14 @@ def test_a_block_written_again_replaces_the_held_one(tmp_path):
     spill.write_block(path, _block(2))
     assert spill.read_block(path, release=True)["pos"].tolist() == [0, 1]
     assert not spill._held
+
+
+def test_the_objects_of_object_columns_count_against_the_room(tmp_path, monkeypatch):
+    """IDs and alleles are Python strings: a block's pointers are a third of what it keeps
+    alive, so counting ``nbytes`` alone held ~3x the bound (review of stop 36)."""
+    ids = np.array([f"rs{k:048d}" for k in range(100)], object)  # 8-byte pointers, ~100-byte strings
+    monkeypatch.setattr(spill, "HOLD_BYTES", 2 * ids.nbytes)
+    path = tmp_path / "b0.blk"
+    spill.write_block(path, {"id": ids}, hold=True)
+    assert path.exists() and not spill._held
+    assert spill.read_block(path, release=True)["id"].tolist() == ids.tolist()

@@ -134,8 +134,8 @@ def test_a_glob_does_not_list_files_outside_the_data_directories(serving, data_d
 
 def test_a_glob_over_a_symlink_loop_is_bounded(serving, tmp_path) -> None:
     """A data directory holding a link loop (as /usr/bin/X11 -> . on real machines): a glob
-    through it names at most MAX_GLOB_STORES stores, then fails, in well under a second's
-    worth of them (the session's CPU time: its wall time is the machine's load's; the
+    through it names at most MAX_GLOB_STORES stores, then fails, in well under the CPU a
+    whole walk would take (the session's CPU time: its wall time is the machine's load's; the
     statement timeout only keeps an unbounded glob from running on)."""
     root = tmp_path / "served"
     loop = root / "loop"
@@ -149,7 +149,8 @@ def test_a_glob_over_a_symlink_loop_is_bounded(serving, tmp_path) -> None:
         with pytest.raises(psycopg.Error, match="matches more than 10000 stores"):
             con.execute(f"SELECT count(*) FROM vcf_zarr('loop{'/*' * 10}')")  # 3^10 paths
         spent = session.cpu_seconds() - cpu
-    assert spent < 0.5, f"the glob took {spent:.2f} CPU-s"
+    # (0.42-0.53 CPU-s measured; the 3^10 paths unbounded are ~6x the 10,000 the bound allows)
+    assert spent < 1.0, f"the glob took {spent:.2f} CPU-s"
 
 
 # -- an OSError while a statement runs is that statement's error --------------------------------

@@ -71,6 +71,34 @@ def test_damaged_frames_raise():
         decompress_range(bytes(garbled), 4096, 4097, len(data))
 
 
+def _header_damaged(raw: bytes, **fields: int) -> bytes:
+    """``raw`` with header fields changed (version, stream_version: bytes 0 and 1; blocksize,
+    cbytes: the int32 at 8 and 12)."""
+    damaged = bytearray(raw)
+    for name, value in fields.items():
+        if name in ("version", "stream_version"):
+            damaged[("version", "stream_version").index(name)] = value
+        else:
+            struct.pack_into("<i", damaged, {"blocksize": 8, "cbytes": 12}[name], value)
+    return bytes(damaged)
+
+
+def test_frames_the_whole_decode_refuses_are_refused():
+    """A damaged header that the range read could still follow (review of stop 36: a region
+    touching part of a chunk answered where one reading all of it failed): a format version
+    c-blosc does not know, blocks larger than the frame, a stored frame with bytes to spare."""
+    data = _data(20_000)
+    raw = Blosc("lz4", 5, Blosc.NOSHUFFLE, blocksize=4096).encode(data)
+    stored = Blosc("lz4", 0, Blosc.NOSHUFFLE).encode(data)
+    for damaged in (_header_damaged(raw, version=0xDF), _header_damaged(raw, stream_version=7),
+                    _header_damaged(raw, blocksize=len(data) + 1),
+                    _header_damaged(stored + b"\0", cbytes=len(stored) + 1)):
+        with pytest.raises(Exception):  # noqa: B017,PT011 (numcodecs raises RuntimeError or ValueError)
+            Blosc().decode(damaged)
+        with pytest.raises(ChunkBoundsError):
+            decompress_range(damaged, 0, 10, len(data))
+
+
 def test_store_rows_of_a_chunk(tmp_path, convert_once):
     """``decode_chunk_rows`` of every packed-genotype chunk of a store (sample chunks of 10,
     the last one trimmed) equals those rows of ``decode_chunk``; a damaged chunk is a

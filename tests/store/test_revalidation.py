@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import gzip
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -225,6 +226,18 @@ def test_an_advance_dropped_or_failed_holds_nothing():
     assert advance.take(KEYS) == ({}, KEYS)
     failed = revalidation.Advance(_Store(failing=True), KEYS)
     assert failed.take(KEYS) == ({}, KEYS)  # fetched again by the scan, failing as without it
+
+
+def test_a_scan_wanting_none_of_an_advance_s_chunks_does_not_wait_for_them():
+    """(the same text with other parameters reads other chunks: review of stop 36)"""
+    slow = _Store()
+    slow.release.clear()
+    advance = revalidation.Advance(slow, KEYS[:1])
+    started = time.monotonic()
+    assert advance.take(KEYS[1:]) == ({}, KEYS[1:])
+    assert time.monotonic() - started < HOLD_SECONDS / 2
+    slow.release.set()
+    assert advance.take(KEYS) == ({KEYS[0]: b"old"}, KEYS[1:])
 
 
 def test_a_session_files_first_chunks_under_the_query_that_read_them():

@@ -172,11 +172,14 @@ class _PartitionReader:
                 block = []
         if block:
             self.flush(block)
+        self._check_long_values()
         return self.finish()
 
     def _check_long_values(self) -> None:
         """Refuse an INFO value htslib read wrong, without a word, as it is too long
-        (:mod:`.long_values`: looked for only when this process's memory has been that large)."""
+        (:mod:`.long_values`: looked for only when this process's memory has been that large).
+        Only htslib's reader needs it: the fast path leaves any line longer than
+        :data:`.text.MAX_LINE` (64 MiB) to htslib's reader."""
         limit = long_values.LIMIT
         if not long_values.may_have_read_one(limit):
             return
@@ -187,8 +190,6 @@ class _PartitionReader:
                                 field=f"INFO/{found[1]}")
 
     def finish(self) -> PartitionResult:
-        """The result of the partition read (by either path), once no INFO value was too long."""
-        self._check_long_values()
         self.result.header = read_header(self.reader)
         self.result.contigs = list(self.seen_contigs)
         self.result.filters = list(self.seen_filters)

@@ -4,13 +4,15 @@ Parsing learns dimension widths only as it goes, so blocks are spilled with bloc
 widths (fast LZ4 compression) and padded to the final widths when encoded. With one worker,
 the process that parses is the one that encodes: a block written with ``hold`` is kept in
 that process's memory instead (no compression, no file), up to :data:`HOLD_BYTES` and a
-quarter of the process's memory bound, and the rest spilled; it is dropped when read with
+quarter of the process's memory bound (counted by :func:`block_bytes`: buffers and the objects
+of object columns), and the rest spilled; it is dropped when read with
 ``release``.
 """
 
 from __future__ import annotations
 
 import pickle
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,25 +23,51 @@ from vcfzarr_sql.converter.workers import memory_limit
 _CODEC = LZ4(acceleration=1)
 #: The most bytes of blocks one process holds in memory (:func:`write_block` with ``hold``).
 HOLD_BYTES = 1 << 29
-_held: dict[str, dict[str, np.ndarray]] = {}  # path -> columns, in this process
+_held: dict[str, tuple[dict[str, np.ndarray], int]] = {}  # path -> (columns, their bytes)
+_held_total = 0  # the bytes of the blocks held in this process
 
 
-def _held_bytes() -> int:
-    return sum(values.nbytes for columns in _held.values() for values in columns.values())
+def block_bytes(columns: dict[str, np.ndarray]) -> int:
+    """The memory a block's columns keep alive: each array's buffer (a view's whole base)
+    and the objects of object columns (IDs, alleles, filters: ~3x their pointers).
+
+    >>> block_bytes({"pos": np.arange(4, dtype=np.int32), "id": np.array(["rs1", "rs2"], object)})
+    136
+    """
+    total = 0
+    for values in columns.values():
+        base = values.base if isinstance(values.base, np.ndarray) else values
+        total += base.nbytes
+        if values.dtype == object:
+            total += sum(map(sys.getsizeof, values.ravel().tolist()))
+    return total
 
 
 def _room() -> int:
     """Bytes of blocks this process may still hold."""
     bound = memory_limit()
-    return min(HOLD_BYTES, HOLD_BYTES if bound is None else bound // 4) - _held_bytes()
+    return min(HOLD_BYTES, HOLD_BYTES if bound is None else bound // 4) - _held_total
+
+
+def _forget(path: str) -> dict[str, np.ndarray] | None:
+    """Stop holding the block at ``path``; its columns if it was held."""
+    global _held_total
+    held = _held.pop(path, None)
+    if held is None:
+        return None
+    _held_total -= held[1]
+    return held[0]
 
 
 def write_block(path: str | Path, columns: dict[str, np.ndarray], hold: bool = False) -> None:
     """Write a block's columns to ``path``; ``hold``: keep them in this process's memory
     instead while there is room (see the module docstring)."""
-    _held.pop(str(path), None)  # (written again: the fast path's block read by htslib)
-    if hold and sum(values.nbytes for values in columns.values()) <= _room():
-        _held[str(path)] = columns
+    global _held_total
+    _forget(str(path))  # (written again: the fast path's block read by htslib)
+    size = block_bytes(columns) if hold else 0
+    if hold and size <= _room():
+        _held[str(path)] = (columns, size)
+        _held_total += size
         return
     payload = pickle.dumps(columns, protocol=pickle.HIGHEST_PROTOCOL)
     Path(path).write_bytes(_CODEC.encode(payload))
@@ -48,7 +76,7 @@ def write_block(path: str | Path, columns: dict[str, np.ndarray], hold: bool = F
 def read_block(path: str | Path, release: bool = False) -> dict[str, np.ndarray]:
     """The columns written by :func:`write_block`; ``release``: the block is read for the last
     time (a held block is dropped)."""
-    held = _held.pop(str(path), None) if release else _held.get(str(path))
+    held = _forget(str(path)) if release else _held.get(str(path), (None, 0))[0]
     if held is not None:
         return held
     return pickle.loads(_CODEC.decode(Path(path).read_bytes()))
@@ -56,5 +84,5 @@ def read_block(path: str | Path, release: bool = False) -> dict[str, np.ndarray]
 
 def drop_block(path: str | Path) -> None:
     """Forget the block at ``path``: held, or written to the file."""
-    if _held.pop(str(path), None) is None:
+    if _forget(str(path)) is None:
         Path(path).unlink(missing_ok=True)

@@ -99,7 +99,10 @@ class Connection:
 
     def _prepare(self, query: str, parameters: Parameters) -> RewrittenQuery:
         rewritten = self.rewrite(query, parameters)
-        self._registry.refresh(rewritten.relations, rewritten.sql)
+        # (a query is remembered by its text and its parameters' values: the same text with
+        # other values, a region say, reads other chunks first)
+        key = rewritten.sql if rewritten.parameters is None else f"{rewritten.sql}\n-- {rewritten.parameters!r}"
+        self._registry.refresh(rewritten.relations, key)
         for names in rewritten.unions:
             self._registry.check_same_samples(names)
         if self._saves_calls and rewritten.relations and "create" in query.lower():

@@ -124,7 +124,7 @@ class Registry:
 
         A relation that cannot be rebuilt any more (store gone, sample removed) is
         unregistered; if the query wants it, its error is raised. ``query`` (the SQL about
-        to run): the chunks its scans fetched first when it last ran are requested while the
+        to run, with its parameters' values): the chunks its scans fetched first when it last ran are requested while the
         stores are revalidated (see the module's docstring).
         """
         from vcfzarr_sql.store.revalidation import revalidate

@@ -21,17 +21,22 @@ True
 
 from __future__ import annotations
 
+import importlib
 import struct
 
 import numpy as np
-from numcodecs import lz4
 
 from vcfzarr_sql.store import memory
 from vcfzarr_sql.store.bounds import ChunkBoundsError
 
+#: numcodecs' LZ4 module, taken from its module (not through the package, whose start-up a
+#: command may defer: :mod:`.codec_classes`)
+_lz4 = importlib.import_module("numcodecs.lz4")
 _HEADER = 16
 _MEMCPYED, _BITSHUFFLE = 0x2, 0x4
 _LZ4_FORMAT = 1
+#: The newest Blosc 1.x frame format, and the LZ4 stream format (c-blosc refuses others)
+_FORMAT_VERSION, _LZ4_VERSION = 2, 1
 
 
 def decompress_range(raw: bytes | memoryview, start: int, stop: int, nbytes: int) -> np.ndarray | None:
@@ -41,20 +46,23 @@ def decompress_range(raw: bytes | memoryview, start: int, stop: int, nbytes: int
     view = memoryview(raw).cast("B")
     if len(view) < _HEADER:
         return None
-    flags, typesize = view[2], view[3]
+    version, stream_version, flags, typesize = view[0], view[1], view[2], view[3]
     total, blocksize, cbytes = struct.unpack_from("<iii", view, 4)
     if typesize != 1 or flags & _BITSHUFFLE or (flags >> 5) != _LZ4_FORMAT and not flags & _MEMCPYED:
         return None
+    # (the header checks c-blosc's whole decode makes: a frame it refuses is refused here too)
+    if version > _FORMAT_VERSION or not flags & _MEMCPYED and stream_version != _LZ4_VERSION:
+        raise ChunkBoundsError(f"a Blosc frame of format {version}.{stream_version}")
     if total != nbytes or cbytes > len(view) or not 0 <= start <= stop <= total:
         raise ChunkBoundsError(f"a Blosc frame of {total} bytes ({cbytes} stored), expected {nbytes}")
+    if total and not 0 < blocksize <= total:
+        raise ChunkBoundsError(f"a Blosc frame of {total} bytes with blocks of {blocksize} bytes")
     out = memory.empty(stop - start, np.uint8)
     if flags & _MEMCPYED:
-        if cbytes < _HEADER + total:
+        if cbytes != _HEADER + total:
             raise ChunkBoundsError(f"a stored Blosc frame of {cbytes} bytes holds {total}")
         out[:] = np.frombuffer(view, np.uint8, stop - start, _HEADER + start)
         return out
-    if blocksize <= 0:
-        raise ChunkBoundsError(f"a Blosc frame with blocks of {blocksize} bytes")
     blocks = -(-total // blocksize)
     if _HEADER + 4 * blocks > cbytes:
         raise ChunkBoundsError(f"a Blosc frame of {blocks} blocks in {cbytes} bytes")
@@ -85,7 +93,7 @@ def _block(view: memoryview, offset: int, size: int, cbytes: int, into: np.ndarr
         out[:] = np.frombuffer(data, np.uint8)
         return out
     try:
-        lz4.decompress(struct.pack("<i", size) + data, out)
+        _lz4.decompress(struct.pack("<i", size) + data, out)
     except RuntimeError as error:
         raise ChunkBoundsError(f"a Blosc block at byte {offset}: {error}") from None
     return out

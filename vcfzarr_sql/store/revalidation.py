@@ -83,24 +83,30 @@ class Advance:
         self._done = threading.Event()
         self._dropped = False
         self._fetched: Fetched = {}
+        self._requested = frozenset(keys)
         threading.Thread(target=self._fetch, args=(store, list(keys)), daemon=True,
                          name="vcfzarr-advance").start()
 
     def _fetch(self, store: Revalidated, keys: list[Key]) -> None:
         # (a failed batch holds nothing: its chunks are fetched again by the scans that read
         # them, which then fail as they would have without it)
+        fetched: Fetched = {}
         try:
             fetched = store.read_chunks_bytes(keys)
         except Exception:  # noqa: BLE001
-            fetched = {}
-        with self._lock:
-            if not self._dropped:
-                self._fetched = fetched
-        self._done.set()
+            pass
+        finally:
+            with self._lock:
+                if not self._dropped:
+                    self._fetched = fetched
+            self._done.set()
 
     def take(self, keys: Iterable[Key]) -> tuple[Fetched, list[Key]]:
         """(the bytes of those of ``keys`` this advance holds, now no longer held; the other
-        keys), once its batch has arrived."""
+        keys), once its batch has arrived (at once when it requested none of them)."""
+        keys = list(keys)
+        if self._requested.isdisjoint(keys):
+            return {}, keys
         self._done.wait()
         held: Fetched = {}
         rest = []
