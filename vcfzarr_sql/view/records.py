@@ -154,7 +154,7 @@ def _named(name: str, values: np.ndarray | None, vcf_type: str, rows: int, first
 
 
 def _text_matrix(texts: list[str]) -> np.ndarray:
-    return vt.as_matrix(np.array([t.encode() for t in texts]))
+    return _strings(np.array(texts, dtype=object))
 
 
 def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None,
