@@ -18,18 +18,19 @@ PACKAGE = Path(__file__).parents[1] / "vcfzarr_sql"
 #: Each layer and the layers it may import (besides itself). ``errors`` is below everything.
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
-    "format": {"errors"},
-    "store": {"errors", "format"},
-    "query": {"errors", "format", "store"},
-    "stats": {"errors", "format", "store", "query"},
-    "adapters": {"errors", "format", "store", "query"},
-    "converter": {"errors", "format", "store", "query", "version"},
-    "view": {"errors", "format", "store", "query"},
-    "exporters": {"errors", "format", "store", "query"},
-    "qc": {"errors", "format", "store", "query"},
-    "validation": {"errors", "format", "store", "query"},
-    "engine": {"errors", "format", "store", "query", "stats", "adapters", "qc"},
-    "serve": {"errors", "format", "store", "engine", "version"},
+    "kernels": {"errors"},
+    "format": {"errors", "kernels"},
+    "store": {"errors", "kernels", "format"},
+    "query": {"errors", "kernels", "format", "store"},
+    "stats": {"errors", "kernels", "format", "store", "query"},
+    "adapters": {"errors", "kernels", "format", "store", "query"},
+    "converter": {"errors", "kernels", "format", "store", "query", "version"},
+    "view": {"errors", "kernels", "format", "store", "query"},
+    "exporters": {"errors", "kernels", "format", "store", "query"},
+    "qc": {"errors", "kernels", "format", "store", "query"},
+    "validation": {"errors", "kernels", "format", "store", "query"},
+    "engine": {"errors", "kernels", "format", "store", "query", "stats", "adapters", "qc"},
+    "serve": {"errors", "kernels", "format", "store", "engine", "version"},
 }
 #: Entry points may import any layer: the CLI, the package's lazy public names, the public
 #: Daft/Spark module names, ``python -m vcfzarr_sql``.

@@ -1,0 +1,88 @@
+"""The kernel policy (vcfzarr_sql/kernels): numpy, numba or tiered by the work asked.
+
+Each kernel's values are tested against its caller's numpy path where the kernel is used; here,
+only when a call takes the compiled function. The tiered mode runs in a subprocess, since it
+depends on what the process has imported and asked so far.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import vcfzarr_sql.kernels as kernels
+from vcfzarr_sql.errors import NotSupportedError
+from vcfzarr_sql.kernels import Kernel
+
+
+def _sum_squares(values: np.ndarray) -> int:
+    total = 0
+    for v in values:
+        total += v * v
+    return total
+
+
+SUM_SQUARES = Kernel(_sum_squares)
+
+
+def test_numpy_mode_never_compiles(monkeypatch):
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", "numpy")
+    assert SUM_SQUARES.compiled(work=10**15) is None
+
+
+def test_numba_mode_compiles_the_function(monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", "numba")
+    compiled = SUM_SQUARES.compiled(work=0)
+    assert compiled is not None
+    values = np.arange(1000, dtype=np.int64)
+    assert compiled(values) == 332833500  # sum of k^2 for k < 1000: 999*1000*1999/6
+    assert type(compiled).__module__.startswith("numba")
+
+
+def test_numba_mode_without_numba_says_how_to_get_it(monkeypatch):
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", "numba")
+    monkeypatch.setattr(kernels, "_numba_loaded", False)
+    with pytest.raises(NotSupportedError, match=r"vcfzarr-sql\[fast\]"):
+        Kernel(_sum_squares).compiled(work=0)
+
+
+def test_an_unknown_mode_is_an_error(monkeypatch):
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", "cuda")
+    with pytest.raises(NotSupportedError, match="VCFZARR_SQL_KERNELS='cuda' is not one of auto, numpy, numba"):
+        SUM_SQUARES.compiled(work=0)
+
+
+_TIERED = """
+import sys
+import vcfzarr_sql.kernels as k
+def one(x):
+    return x
+kernel = k.Kernel(one)
+small = kernel.compiled(work=k.WORK_TO_COMPILE // 2)
+print("numba" in sys.modules, small is None)
+large = kernel.compiled(work=k.WORK_TO_COMPILE // 2)
+print("numba" in sys.modules, large is not None)
+"""
+
+
+def test_auto_loads_numba_only_once_the_work_repays_it(tmp_path):
+    pytest.importorskip("numba")
+    script = tmp_path / "tiered.py"  # numba caches only functions defined in a file
+    script.write_text(_TIERED)
+    out = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True,
+        env={**os.environ, "VCFZARR_SQL_KERNELS": "auto"},
+    ).stdout.split("\n")
+    assert out[:2] == ["False True", "True True"]
+
+
+def test_auto_without_numba_keeps_to_numpy(monkeypatch):
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", "auto")
+    monkeypatch.setattr(kernels, "_numba_loaded", False)
+    monkeypatch.setattr(kernels, "_work_asked", kernels.WORK_TO_COMPILE)
+    assert Kernel(_sum_squares).compiled(work=1) is None
