@@ -99,18 +99,25 @@ def test_frames_the_whole_decode_refuses_are_refused():
             decompress_range(damaged, 0, 10, len(data))
 
 
-def test_store_rows_of_a_chunk(tmp_path, convert_once):
+@pytest.fixture(scope="module")
+def rows_store(tmp_path_factory, convert_once):
+    """A store of 23 diploid samples in sample chunks of 10, records in chunks of 25."""
+    from fill_tags import simulated_vcf
+
+    vcf = simulated_vcf(tmp_path_factory.mktemp("rows") / "rows.vcf", seed=5, samples=23, ploidies=(2,), max_alts=1, missing=0.05)
+    return convert_once(vcf, variants_chunk_size=25, samples_chunk_size=10)
+
+
+def test_store_rows_of_a_chunk(tmp_path, rows_store):
     """``decode_chunk_rows`` of every packed-genotype chunk of a store (sample chunks of 10,
     the last one trimmed) equals those rows of ``decode_chunk``; a damaged chunk is a
     StoreError naming the store, the array and the chunk."""
-    from fill_tags import simulated_vcf
     from store_support import copy_store
 
     import vcfzarr_sql
     from vcfzarr_sql.format import packed_genotypes as pg
 
-    vcf = simulated_vcf(tmp_path / "rows.vcf", seed=5, samples=23, ploidies=(2,), max_alts=1, missing=0.05)
-    path = convert_once(vcf, variants_chunk_size=25, samples_chunk_size=10)
+    path = rows_store
     store = vcfzarr_sql.open_store(path)
     info = store.array_info(pg.PACKED)
     for chunk in np.ndindex(*info.grid):
@@ -126,3 +133,25 @@ def test_store_rows_of_a_chunk(tmp_path, convert_once):
     broken = vcfzarr_sql.open_store(damaged)
     with pytest.raises(StoreError, match=r"damaged.vcz: cannot decode chunk \(1, 0\) of summary_gt_packed"):
         broken.decode_chunk_rows(pg.PACKED, bytes(raw), (1, 0), slice(2, 5))
+
+
+def test_rows_of_chunks_read_in_part_are_counted(rows_store):
+    """A batch reading records 3-8 of a packed chunk (``BatchBlocks.columns`` with a row mask:
+    only the Blosc blocks holding them decompressed) through a ``CountingSource``: the chunk
+    counts as read (its stored bytes) and the six rows as decoded (8 bytes each: 10 calls
+    padded to 32, four a byte)."""
+    import vcfzarr_sql
+    from vcfzarr_sql.format import packed_genotypes as pg
+    from vcfzarr_sql.store.blocks import BatchBlocks
+    from vcfzarr_sql.store.counting import CountingSource
+
+    store = vcfzarr_sql.open_store(rows_store)
+    source = CountingSource(store)
+    rows = np.zeros(25, bool)
+    rows[3:9] = True
+    got = BatchBlocks(source, 1, None).columns(pg.PACKED, np.arange(3), rows)
+    assert (got == store.read_chunk(pg.PACKED, (1, 0))[3:9, :3]).all()
+    stats = source.stats(variant_chunks_total=5, sample_chunks_total=3, wall_time_s=0.0)
+    assert stats["arrays_read"] == 1 and stats["variant_chunks_read"] == 1
+    assert stats["bytes_read"] == len(store.read_chunk_bytes(pg.PACKED, (1, 0)))
+    assert stats["bytes_decoded"] == 6 * 8

@@ -158,12 +158,12 @@ class BatchBlocks:
         return out
 
     def read_chunk_rows(self, name: str, chunk: tuple[int, ...], rows: slice) -> np.ndarray:
-        """Records ``rows`` of one chunk: :meth:`read_chunk` for all of them, else from only the
-        compressed blocks holding them when the codec allows
-        (:meth:`~vcfzarr_sql.store.vcz.VczStore.decode_chunk_rows`)."""
+        """Records ``rows`` of one chunk: :meth:`read_chunk` for all of them, else the source's
+        ``read_chunk_rows`` (from only the compressed blocks holding them when the codec
+        allows, counted as any read)."""
         if rows == slice(None):
             return self.read_chunk(name, chunk)
-        return self.store.decode_chunk_rows(name, self.source.read_chunk_bytes(name, chunk), chunk, rows)
+        return self.source.read_chunk_rows(name, chunk, rows)
 
     def sum(self, name: str) -> np.ndarray:
         """The block of array ``name``, one row per variant chunk, added up over the batch's

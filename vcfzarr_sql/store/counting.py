@@ -1,7 +1,8 @@
 """What a scan read: chunks, arrays, bytes and time, counted at the store's chunk reads.
 
 :class:`CountingSource` is the chunk source (:class:`~vcfzarr_sql.store.source.ChunkSource`) a
-scan decodes through: it reads through the source it wraps and counts each ``read_chunk`` and
+scan decodes through: it reads through the source it wraps and counts each ``read_chunk``,
+``read_chunk_rows`` (a chunk decoded in part counts as read: its stored bytes were read) and
 ``read_chunk_strings``, including those that derive ``variant_length``. One is made per scan;
 decode threads share it.
 
@@ -76,6 +77,14 @@ class CountingSource:
         """The decoded chunk ``chunk`` of array ``name`` (the source's raw read + decode)."""
         raw = self._source.read_chunk_bytes(name, chunk)
         values = self.store.decode_chunk(name, raw, chunk)
+        self._count(name, chunk, raw, values.nbytes)
+        return values
+
+    def read_chunk_rows(self, name: str, chunk: tuple[int, ...], rows: slice) -> np.ndarray:
+        """Records ``rows`` of the chunk (the source's raw read + ``decode_chunk_rows``), counted
+        as a read of the chunk: its stored bytes, and the bytes decoded."""
+        raw = self._source.read_chunk_bytes(name, chunk)
+        values = self.store.decode_chunk_rows(name, raw, chunk, rows)
         self._count(name, chunk, raw, values.nbytes)
         return values
 

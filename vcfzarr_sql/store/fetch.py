@@ -168,6 +168,9 @@ class FetchingSource:
     def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
         return self._store.decode_chunk(name, self.read_chunk_bytes(name, chunk), chunk)
 
+    def read_chunk_rows(self, name: str, chunk: tuple[int, ...], rows: slice) -> np.ndarray:
+        return self._store.decode_chunk_rows(name, self.read_chunk_bytes(name, chunk), chunk, rows)
+
     def read_chunk_strings(self, name: str, chunk: tuple[int, ...]) -> pa.Array:
         return self._store.decode_chunk_strings(name, self.read_chunk_bytes(name, chunk), chunk)
 

@@ -52,6 +52,12 @@ class ChunkSource(Protocol):
         """Chunk ``chunk`` of array ``name``, decoded and trimmed to the array."""
         ...
 
+    def read_chunk_rows(self, name: str, chunk: tuple[int, ...], rows: slice) -> np.ndarray:
+        """``read_chunk(name, chunk)[rows]`` (``rows``: a slice of the chunk's records, step
+        1), decoded from only the compressed blocks holding them where the codec allows
+        (:meth:`~vcfzarr_sql.store.vcz.VczStore.decode_chunk_rows`)."""
+        ...
+
     def read_chunk_strings(self, name: str, chunk: tuple[int, ...]) -> pa.Array:
         """Chunk ``chunk`` of a string array whose codec decodes straight to Arrow, as one
         flat Arrow string array in C order."""

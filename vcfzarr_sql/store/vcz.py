@@ -485,6 +485,10 @@ class VczStore:
         """One chunk, decoded and trimmed (:meth:`read_chunk_bytes` then :meth:`decode_chunk`)."""
         return self.decode_chunk(name, self.read_chunk_bytes(name, chunk), chunk)
 
+    def read_chunk_rows(self, name: str, chunk: tuple[int, ...], rows: slice) -> np.ndarray:
+        """Records ``rows`` of one chunk (:meth:`read_chunk_bytes` then :meth:`decode_chunk_rows`)."""
+        return self.decode_chunk_rows(name, self.read_chunk_bytes(name, chunk), chunk, rows)
+
     def read_chunk_strings(self, name: str, chunk: tuple[int, ...]) -> pa.Array:
         """One chunk of a string array as Arrow (:meth:`decode_chunk_strings`)."""
         return self.decode_chunk_strings(name, self.read_chunk_bytes(name, chunk), chunk)
