@@ -86,6 +86,16 @@ def test_no_record_gives_empty_arrays(simulated):
     assert got.values.shape == (0, 2) and got.variants.num_rows == 0
 
 
+@pytest.fixture(params=["numpy", "numba"])
+def kernels(request, monkeypatch):
+    """Both ways of expanding packed genotypes into dosages (``VCFZARR_SQL_KERNELS``): numpy's
+    look-up and the compiled expansion (``kernels/dosage.py``)."""
+    if request.param == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", request.param)
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def diploid(tmp_path_factory, convert_once):
     """Diploid calls (packed genotypes exact for most records; half-missing calls and second
@@ -97,7 +107,7 @@ def diploid(tmp_path_factory, convert_once):
 
 @pytest.mark.parametrize("samples", [None, ["sample0", "sample1", "sample2"],
                                      ["sample36", "sample9", "sample10", "sample31"]])
-def test_dosages_from_packed_genotypes_are_bcftools_gt(diploid, tmp_path, samples):
+def test_dosages_from_packed_genotypes_are_bcftools_gt(diploid, tmp_path, samples, kernels):
     import zarr
     from store_support import copy_store, zarr_read
 
@@ -118,7 +128,7 @@ def test_dosages_from_packed_genotypes_are_bcftools_gt(diploid, tmp_path, sample
     assert (read[rows] == 2).all() and (read[~rows] == got.values[~rows]).all()  # (packed read)
 
 
-def test_regions_across_chunks_and_contigs_without_a_filter(diploid):
+def test_regions_across_chunks_and_contigs_without_a_filter(diploid, kernels):
     """The plan straight from the region index (no ``where``): three regions, one ending a
     contig inside a variant chunk that starts the next one, samples from three sample chunks
     listed out of order; the dosages are bcftools' GT, in a writable array."""
@@ -134,16 +144,14 @@ def test_regions_across_chunks_and_contigs_without_a_filter(diploid):
     got.values[got.values == -9] = 0  # (writable: imputing in place works)
 
 
-@pytest.mark.skipif(shutil.which("plink2") is None, reason="needs plink2")
-def test_dosages_equal_pgenlib_on_plink2s_pgen(diploid, tmp_path):
-    """The matrix equals what pgenlib reads from the ``.pgen`` plink2 makes of the same VCF
-    (alleles of every call with ``read_alleles_range``: a call's ALT alleles counted, -9 when
-    one is missing; half-missing calls read as missing, ``--vcf-half-call m``): two-ALT
-    records, missing and half-missing calls, a region cutting two variant chunks, and sample
-    subsets across sample chunks (sizes not a multiple of 4, the packed bytes' four calls)."""
+@pytest.fixture(scope="module")
+def pgenlib_dosages(diploid, tmp_path_factory):
+    """(pgenlib's dosages of every record of ``diploid``, its contigs, its positions)."""
+    if shutil.which("plink2") is None:
+        pytest.skip("needs plink2")
     pgenlib = pytest.importorskip("pgenlib")
-    vcf, store = diploid
-    prefix = tmp_path / "plink"
+    vcf, _ = diploid
+    prefix = tmp_path_factory.mktemp("pgen") / "plink"
     subprocess.run(["plink2", "--vcf", vcf, "--make-pgen", "--vcf-half-call", "m", "--allow-extra-chr",
                     "--threads", "1", "--out", str(prefix)], check=True, capture_output=True)
     pvar = [line.split("\t") for line in prefix.with_suffix(".pvar").read_text().splitlines()
@@ -156,8 +164,17 @@ def test_dosages_equal_pgenlib_on_plink2s_pgen(diploid, tmp_path):
     alleles = alleles.reshape(len(pvar), -1, 2)
     theirs = np.where((alleles == -9).any(axis=-1), -9, (alleles > 0).sum(axis=-1))
     assert (alts > 1).any() and (theirs == -9).any()
-    contigs = np.array([row[0] for row in pvar])
-    positions = np.array([int(row[1]) for row in pvar])
+    return theirs, np.array([row[0] for row in pvar]), np.array([int(row[1]) for row in pvar])
+
+
+def test_dosages_equal_pgenlib_on_plink2s_pgen(diploid, pgenlib_dosages, kernels):
+    """The matrix equals what pgenlib reads from the ``.pgen`` plink2 makes of the same VCF
+    (alleles of every call with ``read_alleles_range``: a call's ALT alleles counted, -9 when
+    one is missing; half-missing calls read as missing, ``--vcf-half-call m``): two-ALT
+    records, missing and half-missing calls, a region cutting two variant chunks, and sample
+    subsets across sample chunks (sizes not a multiple of 4, the packed bytes' four calls)."""
+    _, store = diploid
+    theirs, contigs, positions = pgenlib_dosages
     for region, samples in [("1:180-690", None), ("1:95-1000", ["sample2", "sample35", "sample17"]),
                             (None, [f"sample{i}" for i in range(3, 30, 2)])]:
         lo, hi = (0, 10**9) if region is None else map(int, region[2:].split("-"))
@@ -169,7 +186,7 @@ def test_dosages_equal_pgenlib_on_plink2s_pgen(diploid, tmp_path):
 
 
 @pytest.mark.parametrize(("region", "samples"), [("1:95-405", None), (None, ["sample23", "sample1", "sample10"])])
-def test_dosages_without_a_filter_of_haploid_and_triploid_calls_are_bcftools_gt(simulated, region, samples):
+def test_dosages_without_a_filter_of_haploid_and_triploid_calls_are_bcftools_gt(simulated, region, samples, kernels):
     """Haploid, diploid and triploid calls, up to three ALTs, missing (the records the packed
     codes do not hold exactly, decoded into the looked-up matrix), without ``where``."""
     vcf, store = simulated
@@ -178,6 +195,27 @@ def test_dosages_without_a_filter_of_haploid_and_triploid_calls_are_bcftools_gt(
     got = vcfzarr_sql.genotype_matrix(store, region=region, samples=samples)
     assert got.values.shape == (len(alleles), len(keep)) and got.values.flags.c_contiguous
     assert (got.values == expected_dosage(alleles[:, keep])).all()
+
+
+@pytest.mark.parametrize("region", ["1:1-1000", "1:180-690"])
+def test_compiled_and_numpy_dosages_are_identical(diploid, region, monkeypatch):
+    """The compiled expansion and numpy's look-up give the same matrix, bit for bit, for
+    sample selections of every shape the expansion reads (37 samples in chunks of 10: 8
+    bytes a chunk, 10 calls and a partial byte): all; whole chunks; a run from a multiple
+    of 4 (bytes from the middle of a chunk); a run that is not; a few samples of a chunk (one
+    by one) and many (the chunk's row expanded, then picked)."""
+    pytest.importorskip("numba")
+    _, store = diploid
+    selections = [None, list(range(10, 30)), list(range(24, 29)), list(range(13, 18)), [3, 5, 36],
+                  [0, 2, 3, 5, 7, 8, 11, 19, 30, 31, 33, 34, 35]]
+    for picked in selections:
+        samples = None if picked is None else [f"sample{i}" for i in picked]
+        got = {}
+        for mode in ("numpy", "numba"):
+            monkeypatch.setenv("VCFZARR_SQL_KERNELS", mode)
+            got[mode] = vcfzarr_sql.genotype_matrix(store, region=region, samples=samples, columns=()).values
+        assert got["numba"].dtype == np.int8 and got["numba"].flags.c_contiguous
+        assert got["numba"].shape == got["numpy"].shape and (got["numba"] == got["numpy"]).all(), picked
 
 
 def test_a_process_reading_a_matrix_loads_neither_pyarrow_dataset_nor_pandas(diploid):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -135,19 +135,10 @@ class BatchBlocks:
         bounds = [*np.flatnonzero(np.r_[True, chunk_of[1:] != chunk_of[:-1]]).tolist(), len(columns)]
         groups = [(lo, hi, int(chunk_of[lo]), _slice_or(columns[lo:hi] - chunk_of[lo] * info.chunks[1]))
                   for lo, hi in zip(bounds[:-1], bounds[1:])]
-        size = max(info.chunks[0], 1)
-        starts = np.cumsum([0, *(min(size, info.shape[0] - c * size) for c in self.chunks)])
-        kept = starts[-1] if rows is None else int(np.count_nonzero(rows))
+        kept = sum(self.chunk_rows(name)) if rows is None else int(np.count_nonzero(rows))
         out = memory.empty(kept * len(columns), info.decoded_dtype).reshape(kept, len(columns))
         start = 0
-        for c, lo_row, hi_row in zip(self.chunks, starts[:-1], starts[1:]):
-            span, mine = slice(None), None if rows is None else rows[lo_row:hi_row]
-            if mine is not None:
-                marked = np.flatnonzero(mine)
-                if not len(marked):
-                    continue
-                span = slice(int(marked[0]), int(marked[-1]) + 1)
-                mine = None if len(marked) == span.stop - span.start else mine[span]
+        for c, span, mine in self.row_spans(name, rows):
             pieces = [self.read_chunk_rows(name, (c, chunk), span) for _, _, chunk, _ in groups]
             if len(self.chunks) == 1 and len(groups) == 1 and mine is None:
                 return pieces[0][:, groups[0][3]]
@@ -156,6 +147,39 @@ class BatchBlocks:
                 out[start : start + count, lo:hi] = piece[:, pick] if mine is None else piece[mine][:, pick]
             start += count
         return out
+
+    def chunk_rows(self, name: str) -> list[int]:
+        """The records of each of the batch's variant chunks in array ``name`` (chunked like them)."""
+        info = self.store.array_info(name)
+        size = max(info.chunks[0], 1)
+        return [min(size, info.shape[0] - c * size) for c in self.chunks]
+
+    def row_spans(self, name: str, rows: np.ndarray | None) -> Iterator[tuple[int, slice, np.ndarray | None]]:
+        """For each of the batch's variant chunks holding a record ``rows`` marks (a mask over
+        the batch's records; None: all): (the chunk, the span of its records from the first to
+        the last marked, the mask of those marked in the span or None when all are).
+
+        >>> from types import SimpleNamespace
+        >>> info = SimpleNamespace(chunks=(4,), shape=(10,))
+        >>> blocks = BatchBlocks.__new__(BatchBlocks)
+        >>> blocks.store, blocks.chunks = SimpleNamespace(array_info=lambda name: info), range(0, 3)
+        >>> rows = np.array([1, 0, 1, 0, 0, 1, 1, 0, 0, 0], bool)
+        >>> [(c, (s.start, s.stop), m if m is None else m.tolist()) for c, s, m in blocks.row_spans("a", rows)]
+        [(0, (0, 3), [True, False, True]), (1, (1, 3), None)]
+        >>> [(c, s) for c, s, _ in blocks.row_spans("a", None)]
+        [(0, slice(None, None, None)), (1, slice(None, None, None)), (2, slice(None, None, None))]
+        """
+        start = 0
+        for c, count in zip(self.chunks, self.chunk_rows(name)):
+            span, mine = slice(None), None if rows is None else rows[start : start + count]
+            start += count
+            if mine is not None:
+                marked = np.flatnonzero(mine)
+                if not len(marked):
+                    continue
+                span = slice(int(marked[0]), int(marked[-1]) + 1)
+                mine = None if len(marked) == span.stop - span.start else mine[span]
+            yield c, span, mine
 
     def read_chunk_rows(self, name: str, chunk: tuple[int, ...], rows: slice) -> np.ndarray:
         """Records ``rows`` of one chunk: :meth:`read_chunk` for all of them, else the source's
