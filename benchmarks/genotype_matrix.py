@@ -1,7 +1,7 @@
 """A dosage matrix of 1,000 variants x all samples into numpy: ``genotype_matrix`` against pgenlib.
 
     python -m benchmarks.genotype_matrix [--repeats 15] [--variants 1000] [--start RECORD]
-        [--gtstats SAMPLESxRECORDS] [--only ours] [--peak-rss]
+        [--gtstats SAMPLESxRECORDS] [--only ours] [--kernels numpy,numba] [--peak-rss] [--first-use]
 
 Both read the same records of the scan benchmark's simulation (:func:`benchmarks.scan_floor.scan_store`,
 1000 samples x 104,843 variants; plink2 ``--make-pgen`` of its VCF, cached beside it), the
@@ -11,7 +11,9 @@ reader or store opened once, outside the timing:
   (needs ``pip install pgenlib``: benchmarks only);
 - ours: ``vcfzarr_sql.genotype_matrix(store, region=..., columns=())`` for the region that
   spans the same records, ``values`` int8 dosages (-9 missing, as pgenlib), from the packed
-  genotypes; "ours unpacked": the same store without them (decoding ``call_genotype``).
+  genotypes, once per ``--kernels`` mode (``ours[numpy]``: numpy's look-up; ``ours[numba]``:
+  the compiled expansion, ``VCFZARR_SQL_KERNELS`` set before each call, compiled before the
+  timing); "ours unpacked": the same store without them (decoding ``call_genotype``).
 
 ``--gtstats 2000x30000`` reads the simulation of :mod:`benchmarks.genotype_stats` instead.
 
@@ -22,12 +24,15 @@ same dosages through SQL and Arrow (``SELECT fmt_GT ... region := ...``, then nu
 decode floor (the genotype chunks holding the records, decoded with numcodecs). ``--only``
 times only the named tools beside pgenlib (the others evict the caches between them);
 ``--peak-rss`` also runs a process that only reads the matrix 3 times, ours and pgenlib's,
-and prints their peak RSS.
+and prints their peak RSS; ``--first-use`` runs a fresh process per mode that opens the store
+and reads the matrix twice, and prints the CPU time of each read (the first one pays for
+loading numba and the compiled code from numba's disk cache).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -79,6 +84,25 @@ for _ in range(3):
 """
 
 
+#: What a fresh process reading the matrix twice runs (the CPU time of each read is printed).
+FIRST_USE_PROCESS = """
+import time, vcfzarr_sql
+store = vcfzarr_sql.open_store("{store}")
+for _ in range(2):
+    cpu = time.process_time()
+    vcfzarr_sql.genotype_matrix(store, region="{region}", columns=())
+    print(time.process_time() - cpu)
+"""
+
+
+def first_use(code: str, mode: str) -> list[float]:
+    """The CPU seconds of each read of :data:`FIRST_USE_PROCESS` ``code`` in a fresh process
+    with ``VCFZARR_SQL_KERNELS=mode``."""
+    env = os.environ | {"VCFZARR_SQL_KERNELS": mode}
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
+    return [float(line) for line in done.stdout.split()]
+
+
 def peak_rss(code: str) -> float:
     """The peak RSS (MiB) of a Python process running ``code`` (its VmHWM: ``ru_maxrss``
     carries the forking parent's peak over ``exec``)."""
@@ -100,6 +124,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="time only these tools beside pgenlib (e.g. 'ours': the others evict the caches)")
     parser.add_argument("--peak-rss", action="store_true",
                         help="also the peak RSS of a process that only reads the matrix 3 times, ours and pgenlib's")
+    parser.add_argument("--kernels", default="numpy,numba", metavar="MODE,...",
+                        help="the VCFZARR_SQL_KERNELS modes to time ours in (numpy, numba, auto)")
+    parser.add_argument("--first-use", action="store_true",
+                        help="also the CPU time of the first and second read of a fresh process, per mode")
     args = parser.parse_args(argv)
     import pgenlib
 
@@ -125,8 +153,15 @@ def main(argv: list[str] | None = None) -> None:
         reader.read_range(start, stop, out)
         return out
 
-    def ours() -> np.ndarray:
-        return vcfzarr_sql.genotype_matrix(store, region=region, columns=()).values
+    modes = args.kernels.split(",")
+
+    def ours_in(mode: str) -> Callable[[], np.ndarray]:
+        def ours() -> np.ndarray:
+            os.environ["VCFZARR_SQL_KERNELS"] = mode
+            return vcfzarr_sql.genotype_matrix(store, region=region, columns=()).values
+        return ours
+
+    ours = ours_in(modes[0])
 
     def ours_unpacked() -> np.ndarray:  # a store without packed genotypes (written before them)
         return vcfzarr_sql.genotype_matrix(unpacked, region=region, columns=()).values
@@ -153,14 +188,18 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{stop - start} variants x {samples} samples ({region}); answers equal "
           f"({int(biallelic.sum())} biallelic records compared)")
 
+    for mode in modes[1:]:
+        if not np.array_equal(ours_in(mode)(), ours_values):
+            raise SystemExit(f"different dosages with VCFZARR_SQL_KERNELS={mode}")
     if not (through_sql() == ours_values).all():
         raise SystemExit("different dosages through SQL")
     if not (ours_unpacked() == ours_values).all():
         raise SystemExit("different dosages from the store without packed genotypes")
-    tools = {"pgenlib": theirs, "ours": ours, "ours unpacked": ours_unpacked, "SQL+Arrow": through_sql,
-             "decode floor": decode_floor}
+    tools = {"pgenlib": theirs, **{f"ours[{mode}]": ours_in(mode) for mode in modes}, "ours unpacked": ours_unpacked,
+             "SQL+Arrow": through_sql, "decode floor": decode_floor}
     if args.only:
-        tools = {tool: run for tool, run in tools.items() if tool == "pgenlib" or tool in args.only.split(",")}
+        tools = {tool: run for tool, run in tools.items()
+                 if tool == "pgenlib" or tool in args.only.split(",") or tool.split("[")[0] in args.only.split(",")}
     cpu: dict[str, list[float]] = {tool: [] for tool in tools}
     wall: dict[str, list[float]] = {tool: [] for tool in tools}
     for _ in range(args.repeats):
@@ -172,9 +211,14 @@ def main(argv: list[str] | None = None) -> None:
                "ours": peak_rss(OURS_PROCESS.format(store=path, region=region))}
         print(f"peak RSS of a process reading the matrix 3 times: ours {rss['ours']:.0f} MiB, "
               f"pgenlib {rss['pgenlib']:.0f} MiB ({rss['ours'] / rss['pgenlib']:.2f}x)")
+    if args.first_use:
+        for mode in modes:
+            first, second = first_use(FIRST_USE_PROCESS.format(store=path, region=region), mode)
+            print(f"a fresh process, VCFZARR_SQL_KERNELS={mode}: first read CPU {first * 1000:.1f} ms, "
+                  f"second {second * 1000:.1f} ms")
     medians = {tool: (statistics.median(cpu[tool]), statistics.median(wall[tool])) for tool in cpu}
     for tool, (c, w) in medians.items():
-        print(f"{tool:12s} CPU {c * 1000:7.1f} ms  wall {w * 1000:7.1f} ms   "
+        print(f"{tool:13s} CPU {c * 1000:7.1f} ms  wall {w * 1000:7.1f} ms   "
               f"/ pgenlib: CPU {c / medians['pgenlib'][0]:.2f}x, wall {w / medians['pgenlib'][1]:.2f}x")
 
 
