@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vcfzarr_sql.kernels.hwe import HWE_TESTS
+
 #: The walk of a shape is estimated to go until its values are this far below the least likely
 #: heterozygote count tested (or the midpoint's 1), times this margin (these only set how long a
 #: walk is tried: every cut is checked, see above).
@@ -55,17 +57,23 @@ _GROUP_CELLS = 2_000_000
 #: ... and at most this many values walked or summed in vain (past shorter walks' ends) per
 #: step of the longest: about what a step costs in Python.
 _GROUP_PADDING = 150
+#: About what numpy spends on a row (ns), for the kernel's tiering.
+_WORK_PER_ROW = 1000
 
 
 def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(HWE p-value, ExcHet p-value) of each row, float64."""
+    """(HWE p-value, ExcHet p-value) of each row, float64 (compiled: :mod:`vcfzarr_sql.kernels.hwe`)."""
     nref, nalt, nhet = (np.asarray(a, dtype=np.int64) for a in (nref, nalt, nhet))
     hwe = np.ones(len(nref))
     exc_het = np.ones(len(nref))
+    kernel = HWE_TESTS.compiled(work=_WORK_PER_ROW * len(nref))
+    if kernel is not None:
+        kernel(nref, nalt, nhet, hwe, exc_het)
+        return hwe, exc_het
     nrare = np.minimum(nref, nalt)
     tested = (nref > 0) & (nalt > 0)
     invalid = tested & (
-        (((nrare & 1) ^ (nhet & 1)) != 0) | (nrare < nhet) | (((nref + nalt) & 1) != 0)
+        (((nrare & 1) ^ (nhet & 1)) != 0) | (nrare < nhet) | (nhet < 0) | (((nref + nalt) & 1) != 0)
     )
     hwe[invalid] = exc_het[invalid] = np.nan
     rows = np.flatnonzero(tested & ~invalid)
