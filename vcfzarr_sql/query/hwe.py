@@ -68,7 +68,7 @@ def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.
     exc_het = np.ones(len(nref))
     kernel = HWE_TESTS.compiled(work=_WORK_PER_ROW * len(nref))
     if kernel is not None:
-        kernel(nref, nalt, nhet, hwe, exc_het)
+        kernel(nref, nalt, nhet, _grouped(nref, nalt, nhet), hwe, exc_het)
         return hwe, exc_het
     nrare = np.minimum(nref, nalt)
     tested = (nref > 0) & (nalt > 0)
@@ -88,6 +88,17 @@ def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.
     hwe[rows[order]] = distinct_hwe[distinct]
     exc_het[rows[order]] = distinct_exc_het[distinct]
     return hwe, exc_het
+
+
+def _grouped(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> np.ndarray:
+    """The rows sorted by (allele total, rare-allele count, heterozygotes) where these fit in
+    one integer (as they do below 2**20 samples: a row that does not, invalid, is only out of
+    place), else as they are."""
+    total = nref + nalt
+    bits = max(int(total.max(initial=0)) // 2, 1).bit_length()  # (rare and het counts <= total / 2)
+    if 3 * bits > 62:
+        return np.arange(len(total))
+    return np.argsort((total << bits | np.minimum(nref, nalt)) << bits | nhet)
 
 
 def _distinct_tests(total: np.ndarray, nrare: np.ndarray, nhet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
