@@ -36,7 +36,8 @@ from vcfzarr_sql.kernels import Kernel
 __all__ = ["HWE_TESTS", "hwe_tests"]
 
 #: A walk is cut (each way) at its first value below this (relative to the midpoint's 1): far
-#: enough that what is left out changes the sums of only a few triples (walked again).
+#: enough that what is left out changes the sums of only a few triples (walked again). At most
+#: 2**-53, half an ulp of 1, so that a value left out leaves the total (>= 1) as it is.
 _FAR = 2.0**-72
 #: Below it a value's rounding error is absolute (subnormal), not relative: walks are not cut
 #: there, and a bound of a sum of values left out gets it added.

@@ -63,13 +63,15 @@ _WORK_PER_ROW = 1000
 
 def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(HWE p-value, ExcHet p-value) of each row, float64 (compiled: :mod:`vcfzarr_sql.kernels.hwe`)."""
-    nref, nalt, nhet = (np.asarray(a, dtype=np.int64) for a in (nref, nalt, nhet))
-    hwe = np.ones(len(nref))
-    exc_het = np.ones(len(nref))
+    # (contiguous: the one signature the kernel is compiled for)
+    nref, nalt, nhet = (np.ascontiguousarray(a, dtype=np.int64) for a in (nref, nalt, nhet))
     kernel = HWE_TESTS.compiled(work=_WORK_PER_ROW * len(nref))
     if kernel is not None:
+        hwe, exc_het = np.empty(len(nref)), np.empty(len(nref))  # (each row written)
         kernel(nref, nalt, nhet, _grouped(nref, nalt, nhet), hwe, exc_het)
         return hwe, exc_het
+    hwe = np.ones(len(nref))
+    exc_het = np.ones(len(nref))
     nrare = np.minimum(nref, nalt)
     tested = (nref > 0) & (nalt > 0)
     invalid = tested & (
