@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -170,12 +171,24 @@ def floor_sample_counts(store: Path) -> Callable[[], object]:
     return lambda: floor.map_reduce(genotypes, per_chunk, np.add)
 
 
+def under_kernels(mode: str, run: Callable[[], object]) -> Callable[[], object]:
+    """``run`` with ``VCFZARR_SQL_KERNELS`` set to ``mode``."""
+
+    def go() -> object:
+        os.environ["VCFZARR_SQL_KERNELS"] = mode
+        return run()
+
+    return go
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--records", type=int, default=60000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default="", help="time only the tasks whose name has this text")
+    parser.add_argument("--kernels", default="", help="comma-separated VCFZARR_SQL_KERNELS modes "
+                        "to time vcfzarr-sql under, interleaved (the first is the ratios' base)")
     args = parser.parse_args(argv)
     directory = DATA_DIR / f"gtstats-{args.samples}x{args.records}"
     vcf, store, pgen = prepare(directory, args.samples, args.records)
@@ -244,6 +257,11 @@ def main(argv: list[str] | None = None) -> None:
             "plink2 --hardy": shell(f"plink2 --pfile {pgen} --keep {keep} --hardy --threads 2 --out {out} --silent"),
         },
     }
+    modes = [mode for mode in args.kernels.split(",") if mode]
+    for tools in tasks.values() if modes else ():
+        run = tools["vcfzarr-sql"]
+        for k, mode in enumerate(modes):
+            tools["vcfzarr-sql" if k == 0 else f"vcfzarr-sql [{mode}]"] = under_kernels(mode, run)
     # One answer checked before timing: the total ALT allele count, ours = plink2's = bcftools'.
     ac = con.sql(f"SELECT sum(list_sum(gt_AC)) FROM vcf_zarr({s})").fetchall()[0][0]
     subprocess.run(f"plink2 --pfile {pgen} --freq counts --out {out} --silent", shell=True, check=True)

@@ -3,11 +3,16 @@ triple, each row gets what the row alone gets; hand-computed cases; every count 
 samples, and every heterozygote count of 600, with walks cut (or cut too short and walked
 again), and large cohorts (Hypothesis), equal a line-for-line transcription of bcftools'
 ``calc_hwe`` in float64; and the float32 values bcftools writes for 1,500 samples, and for
-every count of up to 12 samples, equal ours (the simulated files of test_genotype_stats compare every record with bcftools too)."""
+every count of up to 12 samples, equal ours (the simulated files of test_genotype_stats compare every record with bcftools too).
+
+Every case runs both paths, numpy and the compiled kernel (``VCFZARR_SQL_KERNELS``), which
+must give the same bits (:func:`_hwe_tests`); random batches of triples, invalid ones too,
+compare the two (Hypothesis)."""
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import subprocess
 
 import numpy as np
@@ -20,6 +25,21 @@ from hypothesis import strategies as st
 from vcfzarr_sql.query import hwe
 from vcfzarr_sql.query.hwe import hwe_tests
 
+#: The paths every case runs (the kernel's where numba is installed).
+KERNEL_MODES = ["numpy"] + (["numba"] if importlib.util.find_spec("numba") else [])
+
+
+def _hwe_tests(nref, nalt, nhet) -> tuple[np.ndarray, np.ndarray]:
+    """hwe_tests on each path of :data:`KERNEL_MODES`, which give the same bits."""
+    results = []
+    with pytest.MonkeyPatch.context() as patch:
+        for mode in KERNEL_MODES:
+            patch.setenv("VCFZARR_SQL_KERNELS", mode)
+            results.append(hwe_tests(nref, nalt, nhet))
+    for mode, result in zip(KERNEL_MODES[1:], results[1:]):
+        assert [p.tobytes() for p in result] == [p.tobytes() for p in results[0]], mode
+    return results[0]
+
 
 def test_shared_triples_give_each_row_its_own_values():
     rng = np.random.default_rng(3)
@@ -30,17 +50,17 @@ def test_shared_triples_give_each_row_its_own_values():
     rare = np.minimum(nref, nalt)
     nhet = np.minimum(rare, 2 * rng.integers(0, 20, 120) + (rare & 1))
     nhet[::25] += 1  # inconsistent rows: NaN
-    hwe, exc_het = hwe_tests(nref, nalt, nhet)
+    hwe, exc_het = _hwe_tests(nref, nalt, nhet)
     assert len(np.unique(np.stack([nref, nalt, nhet], axis=1), axis=0)) < len(nref)
     for k in range(len(nref)):
-        alone = hwe_tests(nref[k:k + 1], nalt[k:k + 1], nhet[k:k + 1])
+        alone = _hwe_tests(nref[k:k + 1], nalt[k:k + 1], nhet[k:k + 1])
         assert np.array_equal(alone[0], hwe[k:k + 1], equal_nan=True), k
         assert np.array_equal(alone[1], exc_het[k:k + 1], equal_nan=True), k
 
 
 def test_hand_computed_values():
     # 5 diploid samples, 2 ALT alleles, no het: P(het=0) = 1/9 (and 8/9 for het=2); 1 ALT: 1.
-    hwe, exc_het = hwe_tests(np.array([8, 8, 7, 10]), np.array([2, 2, 1, 0]), np.array([0, 2, 1, 0]))
+    hwe, exc_het = _hwe_tests(np.array([8, 8, 7, 10]), np.array([2, 2, 1, 0]), np.array([0, 2, 1, 0]))
     assert np.float32(hwe).tolist() == [np.float32(1 / 9), 1.0, 1.0, 1.0]
     assert np.float32(exc_het).tolist() == [1.0, np.float32(8 / 9), 1.0, 1.0]
 
@@ -92,7 +112,7 @@ def _calc_hwe(nref: int, nalt: int, nhets: list[int]) -> list[tuple[float, float
 
 def _assert_bcftools_formula(nref: list[int], nalt: list[int], nhet: list[int]) -> None:
     """hwe_tests of these rows equals :func:`_calc_hwe` to the last bit."""
-    hwe, exc_het = hwe_tests(np.array(nref), np.array(nalt), np.array(nhet))
+    hwe, exc_het = _hwe_tests(np.array(nref), np.array(nalt), np.array(nhet))
     assert list(zip(hwe.tolist(), exc_het.tolist())) == _expected(tuple(zip(nref, nalt, nhet)))
 
 
@@ -169,7 +189,7 @@ def _fill_tags(tmp_path, n: int, counts: list[tuple[int, int, int]]) -> list[tup
 
 def _ours_in_float32(counts: list[tuple[int, int, int]]) -> list[tuple[float, float]]:
     hom_ref, het, hom_alt = np.array(counts).T
-    ours = hwe_tests(2 * hom_ref + het, 2 * hom_alt + het, het)
+    ours = _hwe_tests(2 * hom_ref + het, 2 * hom_alt + het, het)
     hwe, exc_het = (p.astype(np.float32).tolist() for p in ours)
     return list(zip(hwe, exc_het))
 
@@ -203,3 +223,23 @@ def test_every_count_of_up_to_12_samples_equals_bcftools_fill_tags(tmp_path):
     counts = [(called - het - hom_alt, het, hom_alt) for called in range(1, 13)
               for het in range(called + 1) for hom_alt in range(called - het + 1)]
     assert _ours_in_float32(counts) == _fill_tags(tmp_path, 12, counts)
+
+
+_COUNTS = st.tuples(st.integers(1, 3000), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_COUNTS, min_size=1, max_size=60), st.integers(0, 8),
+       st.lists(st.tuples(*[st.integers(0, 40)] * 3), max_size=20), st.booleans())
+def test_the_kernel_equals_the_numpy_path(counts, repeats, anything, huge):
+    # Batches of valid triples from rare to the commonest ALT (some repeated, as in a cohort),
+    # small triples of any kind (monomorphic, odd totals, heterozygotes of the wrong parity or
+    # too many: 1 or NaN), and a total too large to sort triples by one integer (each alone).
+    rows = []
+    for n, frequency, where in counts:
+        nalt = round(frequency * 2 * n)
+        rare = min(nalt, 2 * n - nalt)
+        rows.append((2 * n - nalt, nalt, rare - 2 * round(where * (rare // 2))))
+    rows += rows[:repeats] + anything + ([(2**21 + 5, 3, 1)] if huge else [])
+    nref, nalt, nhet = (np.array(column, dtype=np.int64) for column in zip(*rows))
+    _hwe_tests(nref, nalt, nhet)
