@@ -12,10 +12,14 @@ CPU is user + system of the process and its children (``wait4``); the machine is
 CPU is the number to trust. It prints the medians, the ratios, a hash of the store's files and
 a hash of every array's decoded contents (compare it across versions: the values must not
 change, whatever the codec). ``--before DIR``: also our ``convert --workers 1`` from another
-checkout's ``vcfzarr_sql`` (DIR on PYTHONPATH), in the same interleaved rounds.
+checkout's ``vcfzarr_sql`` (DIR on PYTHONPATH), in the same interleaved rounds. ``--kernels
+numpy auto``: our ``convert --workers 1`` once per ``VCFZARR_SQL_KERNELS`` mode
+(:mod:`vcfzarr_sql.kernels`; the default runs the environment's mode). The compiled kernels'
+on-disk cache is filled by an untimed conversion first, so a timed run loads them, as an
+installation's every run after its first does.
 
     python -m benchmarks.convert_plink2 --samples 2000 --records 50000
-    python -m benchmarks.convert_plink2 --before /tmp/old-checkout
+    python -m benchmarks.convert_plink2 --before /tmp/old-checkout --kernels numpy auto
 """
 
 from __future__ import annotations
@@ -113,6 +117,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--phased", action="store_true")
     parser.add_argument("--before", type=Path, help="a checkout whose vcfzarr_sql to run too")
+    parser.add_argument("--kernels", nargs="+", choices=["auto", "numpy", "numba"],
+                        help="VCFZARR_SQL_KERNELS modes to run convert --workers 1 in")
     args = parser.parse_args(argv)
     directory = DATA_DIR / f"gt_only_{args.samples}x{args.records}{'_phased' if args.phased else ''}"
     vcf = simulate(directory / "sim.vcf.gz", args.samples, args.records, args.phased)
@@ -124,9 +130,17 @@ def main(argv: list[str] | None = None) -> None:
         "convert --workers 2": [sys.executable, "-c", _OUR_CONVERT, str(vcf), str(store), "2"],
     }
     envs: dict[str, dict[str, str] | None] = dict.fromkeys(commands)
+    for mode in args.kernels or []:
+        name = f"convert --workers 1 (kernels {mode})"
+        commands[name], envs[name] = commands["convert --workers 1"], {**os.environ, "VCFZARR_SQL_KERNELS": mode}
+    if args.kernels:
+        del commands["convert --workers 1"], envs["convert --workers 1"]
+        # (fills numba's cache of the compiled kernels: the timed runs load them)
+        run_process(commands[name], capture=False, env={**os.environ, "VCFZARR_SQL_KERNELS": "numba"})
+        shutil.rmtree(store)
     if args.before is not None:
         # (-P: the working directory's vcfzarr_sql, if any, does not come first on sys.path)
-        commands["convert --workers 1 (before)"] = [sys.executable, "-P", *commands["convert --workers 1"][1:]]
+        commands["convert --workers 1 (before)"] = [sys.executable, "-P", "-c", _OUR_CONVERT, str(vcf), str(store), "1"]
         envs["convert --workers 1 (before)"] = {**os.environ, "PYTHONPATH": str(args.before)}
     runs: dict[str, list[ProcessResult]] = {name: [] for name in commands}
     hashes: dict[str, str] = {}

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
+from vcfzarr_sql.converter.genotype_text import warm_kernels
 from vcfzarr_sql.errors import NotVcfError, VcfParseError, VcfZarrError
 
 if TYPE_CHECKING:
@@ -188,9 +189,13 @@ class WorkerPool:
         """``max_memory``: bytes each worker may allocate (default: :func:`default_max_memory`).
         ``fork``: fork the workers instead of spawning them (a caller that has imported the
         converter: a forked worker imports nothing), on Linux in a process running no other
-        thread and no DuckDB (:func:`_forkable`)."""
+        thread and no DuckDB (:func:`_forkable`). The compiled kernels a large input needs are
+        loaded first (:func:`~.genotype_text.warm_kernels`), so that forked workers share
+        them (numba starts no thread: a process that loaded it may still fork)."""
         #: whether the workers are forked
         self.forked = fork and _forkable()
+        if self.forked and warm_kernels(input_path):
+            self.forked = _forkable()
         ctx = multiprocessing.get_context("fork" if self.forked else "spawn")
         self.input_path = input_path
         self.log_dir = Path(log_dir)
