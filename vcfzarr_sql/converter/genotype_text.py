@@ -27,6 +27,7 @@ import numpy as np
 from vcfzarr_sql.converter.text import NotPlainText, gt_only_start, text_kind, text_size
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.format.diploid_calls import SAVED_PER_CALL, diploid_calls
+from vcfzarr_sql.kernels import kernel_mode
 from vcfzarr_sql.kernels.diploid_text import DIPLOID_TEXT
 
 _ZERO, _DOT, _BAR, _SLASH, _TAB = (ord(c) for c in "0.|/\t")
@@ -81,7 +82,7 @@ def warm_kernels(path: str) -> bool:
     load them now, once, before any worker is forked (a forked worker then neither imports
     numba nor loads the kernels' code again). Only a text file whose first record is GT-only
     counts: the fast path is the kernels' main user. Whether the kernels are loaded."""
-    kind = text_kind(path)
+    kind = text_kind(path) if kernel_mode() != "numpy" else None
     try:
         if kind is None or not gt_only_start(path, kind):
             return False
