@@ -126,7 +126,7 @@ def diploid_calls(genotypes: np.ndarray) -> DiploidCalls | None:
     if genotypes.dtype == np.int8:  # (a call's two bytes as one uint16: 0 is 0/0)
         pairs = np.ascontiguousarray(genotypes).view("<u2")[..., 0]
         kernel = DIPLOID_CALLS.compiled(work=int(SAVED_PER_CALL * pairs.size))
-        if kernel is not None:
+        if kernel is not None and pairs.dtype.isnative:  # (numba reads native byte order only)
             ok, rows, cols, codes, per_record, per_sample = kernel(pairs, _PAIR_CODES, CODES, HOM_REF)
             if not ok:
                 return None
