@@ -69,10 +69,12 @@ def gt_only_lines(lines: Sequence[bytes], n_samples: int) -> tuple[list[bytes], 
 
 
 #: What the compiled parse saves against numpy's, in ns (:mod:`vcfzarr_sql.kernels`' unit of
-#: work) per byte of GT-only text. Measured with :data:`~vcfzarr_sql.format.diploid_calls.SAVED_PER_CALL`
-#: on the 400 MB of docs/benchmarks.md's GT-only conversion: 0.16 CPU-s in the worker (2.93 ->
-#: 2.77; numpy parses at ~1.9 ns a byte in place, the kernel at ~1.0: both mostly wait on memory).
-SAVED_PER_BYTE = 0.25
+#: work) per byte of GT-only text (both are bound by memory: numpy's passes fault in fresh
+#: pages for their temporaries). Measured with
+#: :data:`~vcfzarr_sql.format.diploid_calls.SAVED_PER_CALL` (docs/benchmarks.md): 0.87 ns a
+#: byte together in the worker at 5,000 x 65,000 (1.3 GB), where loading the kernels costs
+#: ~0.4 CPU-s, about what they save on 400 MB.
+SAVED_PER_BYTE = 0.4
 
 
 def warm_kernels(path: str) -> bool:
