@@ -12,10 +12,16 @@ CPU is user + system of the process and its children (``wait4``); the machine is
 CPU is the number to trust. It prints the medians, the ratios, a hash of the store's files and
 a hash of every array's decoded contents (compare it across versions: the values must not
 change, whatever the codec). ``--before DIR``: also our ``convert --workers 1`` from another
-checkout's ``vcfzarr_sql`` (DIR on PYTHONPATH), in the same interleaved rounds.
+checkout's ``vcfzarr_sql`` (DIR on PYTHONPATH), in the same interleaved rounds. ``--kernels
+numpy auto``: our ``convert --workers 1`` once per ``VCFZARR_SQL_KERNELS`` mode
+(:mod:`vcfzarr_sql.kernels`; the default runs the environment's mode). The compiled kernels'
+on-disk cache is filled by an untimed conversion first, so a timed run loads them, as an
+installation's every run after its first does. ``--files VCF...``: our commands only, on each
+of those files (the corpus files of issue 29's "never slower"), ratios to the first command.
 
     python -m benchmarks.convert_plink2 --samples 2000 --records 50000
-    python -m benchmarks.convert_plink2 --before /tmp/old-checkout
+    python -m benchmarks.convert_plink2 --before /tmp/old-checkout --kernels numpy auto
+    python -m benchmarks.convert_plink2 --before /tmp/old-checkout --kernels auto --files a.vcf.gz b.vcf
 """
 
 from __future__ import annotations
@@ -106,6 +112,55 @@ def decoded_hash(store: Path) -> str:
     return digest.hexdigest()
 
 
+def _ours(vcf: Path, store: Path, args: argparse.Namespace) -> tuple[dict[str, list[str]], dict[str, dict[str, str] | None]]:
+    """Our conversions of ``vcf`` into ``store``: one worker (once per ``--kernels`` mode), two
+    workers, and one worker of ``--before``'s checkout; the environment of each (None: ours)."""
+    one = [sys.executable, "-c", _OUR_CONVERT, str(vcf), str(store), "1"]
+    commands = {"convert --workers 1": one, "convert --workers 2": [*one[:-1], "2"]}
+    envs: dict[str, dict[str, str] | None] = dict.fromkeys(commands)
+    if args.kernels:
+        del commands["convert --workers 1"], envs["convert --workers 1"]
+        for mode in args.kernels:
+            name = f"convert --workers 1 (kernels {mode})"
+            commands[name], envs[name] = one, {**os.environ, "VCFZARR_SQL_KERNELS": mode}
+        # (fills numba's cache of the compiled kernels: the timed runs load them)
+        run_process(one, capture=False, env={**os.environ, "VCFZARR_SQL_KERNELS": "numba"})
+        shutil.rmtree(store)
+    if args.before is not None:
+        # (-P: the working directory's vcfzarr_sql, if any, does not come first on sys.path)
+        commands["convert --workers 1 (before)"] = [sys.executable, "-P", *one[1:]]
+        envs["convert --workers 1 (before)"] = {**os.environ, "PYTHONPATH": str(args.before)}
+    return commands, envs
+
+
+def _compare(title: str, commands: dict[str, list[str]], envs: dict[str, dict[str, str] | None],
+             store: Path, repeats: int, yardstick: str) -> None:
+    """Run ``commands`` interleaved ``repeats`` times; print their medians, the ratios to
+    ``yardstick``'s CPU and the hashes of the stores the conversions wrote."""
+    runs: dict[str, list[ProcessResult]] = {name: [] for name in commands}
+    hashes: dict[str, str] = {}
+    decoded: dict[str, str] = {}
+    names = list(commands)
+    for round_ in range(repeats):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            runs[name].append(run_process(commands[name], capture=False, env=envs.get(name)))
+            if name.startswith("convert"):
+                hashes[name] = store_hash(store)
+                decoded[name] = decoded_hash(store)
+                shutil.rmtree(store)
+    cpu = {name: statistics.median(r.cpu_s for r in results) for name, results in runs.items()}
+    wall = {name: statistics.median(r.wall_s for r in results) for name, results in runs.items()}
+    print(f"{title}, median of {repeats}")
+    print(f"| command | CPU s | wall s | CPU / wall | CPU / {yardstick} CPU |")
+    print("|---|---|---|---|---|")
+    for name in commands:
+        print(f"| {name} | {cpu[name]:.2f} | {wall[name]:.2f} | {cpu[name] / wall[name]:.2f} | "
+              f"{cpu[name] / cpu[yardstick]:.2f}x |")
+    for name, value in hashes.items():
+        print(f"store hash ({name}): files {value[:16]}, decoded arrays {decoded[name][:16]}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=2000)
@@ -113,45 +168,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--phased", action="store_true")
     parser.add_argument("--before", type=Path, help="a checkout whose vcfzarr_sql to run too")
+    parser.add_argument("--kernels", nargs="+", choices=["auto", "numpy", "numba"],
+                        help="VCFZARR_SQL_KERNELS modes to run convert --workers 1 in")
+    parser.add_argument("--files", nargs="+", type=Path,
+                        help="convert these VCFs instead (our commands only, against the first)")
     args = parser.parse_args(argv)
+    if args.files:
+        for vcf in args.files:
+            store = DATA_DIR / "convert_files" / "out.vcz"
+            store.parent.mkdir(parents=True, exist_ok=True)
+            ours, envs = _ours(vcf, store, args)
+            del ours["convert --workers 2"]
+            _compare(vcf.name, ours, envs, store, args.repeats, next(iter(ours)))
+        return
     directory = DATA_DIR / f"gt_only_{args.samples}x{args.records}{'_phased' if args.phased else ''}"
     vcf = simulate(directory / "sim.vcf.gz", args.samples, args.records, args.phased)
     store = directory / "sim.vcz"
-    commands = {
-        "plink2 --make-pgen --threads 1": ["plink2", "--vcf", str(vcf), "--make-pgen", "--threads", "1",
-                                           "--out", str(directory / "plink"), "--silent"],
-        "convert --workers 1": [sys.executable, "-c", _OUR_CONVERT, str(vcf), str(store), "1"],
-        "convert --workers 2": [sys.executable, "-c", _OUR_CONVERT, str(vcf), str(store), "2"],
-    }
-    envs: dict[str, dict[str, str] | None] = dict.fromkeys(commands)
-    if args.before is not None:
-        # (-P: the working directory's vcfzarr_sql, if any, does not come first on sys.path)
-        commands["convert --workers 1 (before)"] = [sys.executable, "-P", *commands["convert --workers 1"][1:]]
-        envs["convert --workers 1 (before)"] = {**os.environ, "PYTHONPATH": str(args.before)}
-    runs: dict[str, list[ProcessResult]] = {name: [] for name in commands}
-    hashes: dict[str, str] = {}
-    decoded: dict[str, str] = {}
-    names = list(commands)
-    for round_ in range(args.repeats):
-        shift = round_ % len(names)
-        for name in names[shift:] + names[:shift]:
-            runs[name].append(run_process(commands[name], capture=False, env=envs[name]))
-            if name.startswith("convert"):
-                hashes[name] = store_hash(store)
-                decoded[name] = decoded_hash(store)
-                shutil.rmtree(store)
-    cpu = {name: statistics.median(r.cpu_s for r in results) for name, results in runs.items()}
-    wall = {name: statistics.median(r.wall_s for r in results) for name, results in runs.items()}
-    plink = cpu["plink2 --make-pgen --threads 1"]
-    print(f"{args.samples} samples x {args.records} records, GT only ({'phased' if args.phased else 'unphased'}), "
-          f"median of {args.repeats}")
-    print("| command | CPU s | wall s | CPU / wall | CPU / plink2 CPU |")
-    print("|---|---|---|---|---|")
-    for name in commands:
-        print(f"| {name} | {cpu[name]:.2f} | {wall[name]:.2f} | {cpu[name] / wall[name]:.2f} | "
-              f"{cpu[name] / plink:.2f}x |")
-    for name, value in hashes.items():
-        print(f"store hash ({name}): files {value[:16]}, decoded arrays {decoded[name][:16]}")
+    plink = "plink2 --make-pgen --threads 1"
+    commands = {plink: ["plink2", "--vcf", str(vcf), "--make-pgen", "--threads", "1",
+                        "--out", str(directory / "plink"), "--silent"]}
+    ours, envs = _ours(vcf, store, args)
+    commands.update(ours)
+    _compare(f"{args.samples} samples x {args.records} records, GT only "
+             f"({'phased' if args.phased else 'unphased'})", commands, envs, store, args.repeats, plink)
 
 
 if __name__ == "__main__":

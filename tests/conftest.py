@@ -109,3 +109,13 @@ def bio2zarr_once(tmp_path_factory, pytestconfig) -> Callable[..., Path]:
         return _once(root, f"bio2zarr-v{zarr_format}", vcf, kwargs, write)
 
     return make
+
+
+@pytest.fixture(params=["numpy", "numba"])
+def kernels(request, monkeypatch) -> str:
+    """Run the test once with numpy's path and once with the compiled kernels
+    (``VCFZARR_SQL_KERNELS``; :mod:`vcfzarr_sql.kernels`): both must give the same values."""
+    if request.param == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", request.param)
+    return request.param

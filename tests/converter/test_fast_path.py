@@ -13,6 +13,7 @@ import contextlib
 import os
 import struct
 import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -345,10 +346,11 @@ def _files(store):
 _CHARS = "09./|\t-:a "
 
 
-def test_diploid_calls_follow_the_grammar():
+def test_diploid_calls_follow_the_grammar(kernels):
     """Every 3-byte call over a few characters, and every byte between two calls: a call is
     read when its alleles are digits or '.' and its separator '/' or '|', calls are separated
-    by a tab; anything else leaves the block to htslib (None)."""
+    by a tab; anything else leaves the block to htslib (None). With numpy and with the
+    compiled kernel."""
     for a in _CHARS:
         for sep in _CHARS:
             for b in _CHARS:
@@ -365,10 +367,11 @@ def test_diploid_calls_follow_the_grammar():
         assert (parsed is not None) == (between == "\t"), between
 
 
-def test_short_lines_are_cut_as_gt_only_lines_cuts_them():
+def test_short_lines_are_cut_as_gt_only_lines_cuts_them(kernels):
     """Lines of one or two samples cut with numpy give what cutting them line by line then
     parsing gives, or nothing (a block left to that): every 3-byte call over a few characters,
-    after heads of seven, eight and nine columns and FORMATs other than GT."""
+    after heads of seven, eight and nine columns and FORMATs other than GT. With numpy and with
+    the compiled kernel."""
     heads = ["1\t5\t.\tA\tC\t.\t.", "1\t5\t.\tA\tC\t.\t.\t.", "1\t5\t.\tA\tC\t.\t.\t.\tX"]
     every = [f"{a}{sep}{b}" for a in _CHARS for sep in _CHARS for b in _CHARS]
     for head in heads:
@@ -386,3 +389,40 @@ def test_short_lines_are_cut_as_gt_only_lines_cuts_them():
                     assert cut is not None and parsed is not None
                     assert short[0] == cut[0]
                     assert short[1][0].tolist() == parsed[0].tolist() and short[1][1].tolist() == parsed[1].tolist()
+
+
+@pytest.mark.parametrize("bgzip", [True, False], ids=["bgzf", "plain"])
+def test_text_size_estimates_the_records_text(tmp_path, bgzip):
+    """Within 10% of the text after the header for a bgzipped file (from its first blocks),
+    exactly for a plain file."""
+    rng = np.random.default_rng(3)
+    lines = [f"1\t{i + 1}\t.\tA\tC\t.\t.\t.\tGT\t" + "\t".join(f"{a}/{b}" for a, b in rng.integers(0, 2, (3, 2)))
+             for i in range(40_000)]
+    vcf = _write(tmp_path, lines, bgzip=bgzip)
+    body = sum(len(line) + 1 for line in lines)
+    found = text.text_size(str(vcf), "bgzf" if bgzip else "plain")
+    assert found == body if not bgzip else abs(found - body) < body / 10
+
+
+_WARM = """
+import sys
+import vcfzarr_sql.kernels as kernels
+from vcfzarr_sql.converter.genotype_text import warm_kernels
+print(warm_kernels(sys.argv[1]), "numba" in sys.modules)
+kernels.WORK_TO_COMPILE = 1
+print(warm_kernels(sys.argv[2]), "numba" in sys.modules)
+print(warm_kernels(sys.argv[1]), "numba" in sys.modules)
+"""
+
+
+def test_a_large_gt_only_text_loads_the_kernels_before_the_workers(tmp_path):
+    """``auto``: a GT-only file too small to repay numba keeps to numpy; any other file too,
+    whatever its size (the fast path is the kernels' main user); past the work threshold a
+    GT-only file loads numba, in the process that forks the workers."""
+    pytest.importorskip("numba")
+    gt_only = _write(tmp_path, TRICKY[:1])
+    (tmp_path / "other").mkdir()
+    other = _write(tmp_path / "other", TRICKY[9:10])
+    out = subprocess.run([sys.executable, "-c", _WARM, str(gt_only), str(other)], capture_output=True, text=True,
+                         check=True, env={**os.environ, "VCFZARR_SQL_KERNELS": "auto"}).stdout.split("\n")
+    assert out[:3] == ["False False", "False False", "True True"]

@@ -156,7 +156,7 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
-def test_decoded_arrays_are_unchanged(tmp_path, name):
+def test_decoded_arrays_are_unchanged(tmp_path, name, kernels):
     vcf = gt_only_vcf(tmp_path / "gt.vcf") if name == "gt_only" else BIO2ZARR / name
     convert(vcf, tmp_path / "out.vcz", variants_chunk_size=7, samples_chunk_size=4, show_progress=False)
     found = decoded_digests(tmp_path / "out.vcz")

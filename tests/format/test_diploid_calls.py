@@ -10,7 +10,7 @@ from vcfzarr_sql.format.diploid_calls import diploid_calls
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16])
-def test_calls_are_every_call_but_hom_ref(dtype):
+def test_calls_are_every_call_but_hom_ref(dtype, kernels):
     rng = np.random.default_rng(5)
     genotypes = rng.integers(-2, 2, size=(9, 13, 2)).astype(dtype)
     genotypes[rng.random((9, 13)) < 0.5] = 0
@@ -22,10 +22,14 @@ def test_calls_are_every_call_but_hom_ref(dtype):
     found = sorted(zip(calls.rows.tolist(), calls.cols.tolist(), calls.codes.tolist()))
     assert found == expected
     assert (calls.records, calls.samples) == (9, 13)
+    every = [4 * (a + 2) + (b + 2) for a, b in genotypes.reshape(-1, 2).tolist()]
+    per_call = np.array(every).reshape(9, 13)
+    assert calls.per_record.tolist() == [[int((row == c).sum()) for c in range(16)] for row in per_call]
+    assert calls.per_sample.tolist() == [[int((column == c).sum()) for column in per_call.T] for c in range(16)]
 
 
 @pytest.mark.parametrize("allele", [2, -3, 127, -128])
-def test_an_allele_outside_fill_to_one_is_refused(allele):
+def test_an_allele_outside_fill_to_one_is_refused(allele, kernels):
     genotypes = np.zeros((3, 4, 2), dtype=np.int8)
     genotypes[2, 3, 1] = allele
     assert diploid_calls(genotypes) is None

@@ -24,7 +24,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from vcfzarr_sql.converter.text import NotPlainText, gt_only_start, text_kind, text_size
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.format.diploid_calls import SAVED_PER_CALL, diploid_calls
+from vcfzarr_sql.kernels import kernel_mode
+from vcfzarr_sql.kernels.diploid_text import DIPLOID_TEXT
 
 _ZERO, _DOT, _BAR, _SLASH, _TAB = (ord(c) for c in "0.|/\t")
 #: A diploid call's separator and tab as a little-endian word's bytes 1 and 3 (``a|b\t``, ``a/b\t``).
@@ -62,6 +66,36 @@ def gt_only_lines(lines: Sequence[bytes], n_samples: int) -> tuple[list[bytes], 
         heads.append(line[: len(line) - len(columns[9]) - 4])
         calls.append(columns[9])
     return heads, calls
+
+
+#: What the compiled parse saves against numpy's, in ns (:mod:`vcfzarr_sql.kernels`' unit of
+#: work) per byte of GT-only text (both are bound by memory: numpy's passes fault in fresh
+#: pages for their temporaries). Measured with
+#: :data:`~vcfzarr_sql.format.diploid_calls.SAVED_PER_CALL` (docs/benchmarks.md): 0.87 ns a
+#: byte together in the worker at 5,000 x 65,000 (1.3 GB), where loading the kernels costs
+#: ~0.4 CPU-s, about what they save on 400 MB.
+SAVED_PER_BYTE = 0.4
+
+
+def warm_kernels(path: str) -> bool:
+    """Decide, from the size of the text of the VCF at ``path``, whether this process and the
+    workers it forks parse and count genotypes with the compiled kernels (``auto`` mode of
+    :mod:`vcfzarr_sql.kernels`: when what they would save repays loading them), and if so
+    load them now, once, before any worker is forked (a forked worker then neither imports
+    numba nor loads the kernels' code again). Only a text file whose first record is GT-only
+    counts: the fast path is the kernels' main user. Whether the kernels are loaded."""
+    kind = text_kind(path) if kernel_mode() != "numpy" else None
+    try:
+        if kind is None or not gt_only_start(path, kind):
+            return False
+        saved = int((SAVED_PER_BYTE + SAVED_PER_CALL / 4) * text_size(path, kind))  # (4 bytes a call)
+    except NotPlainText:
+        return False
+    if DIPLOID_TEXT.compiled(work=saved) is None:
+        return False
+    _diploid(b"0|1\t", 1, 1)
+    diploid_calls(np.zeros((1, 1, 2), dtype=np.int8))
+    return True
 
 
 #: Samples up to which a block's lines are cut with numpy (:func:`short_diploid_lines`).
@@ -112,6 +146,14 @@ def _diploid(joined: bytes, lines: int, n_samples: int) -> tuple[np.ndarray, np.
     >>> _diploid(b"0/1\\t//0\\t", 1, 2) is None  # ('/' is no allele)
     True
     """
+    kernel = DIPLOID_TEXT.compiled(work=int(SAVED_PER_BYTE * len(joined)))
+    if kernel is not None:
+        alleles = np.empty((lines, n_samples, 2), dtype=np.int8)
+        phased = np.empty((lines, n_samples), dtype=bool)
+        text = np.frombuffer(joined, dtype=np.uint8)
+        if not kernel(text, alleles.reshape(-1, 2), phased.reshape(-1)):
+            return None
+        return alleles, phased
     words = np.frombuffer(joined, dtype="<u4").reshape(lines, n_samples)
     marks = words & _MARKS
     phased = marks == _PHASED_MARKS

@@ -15,6 +15,7 @@ each line to exactly one span.
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import zlib
@@ -31,6 +32,8 @@ _PLAIN_MAGIC = b"##fileformat=VCF"
 _CHAIN = 4
 #: The most bytes a BGZF block inflates to.
 _BGZF_DATA = 1 << 16
+#: BGZF blocks inflated to estimate a file's text size (:func:`text_size`).
+_SAMPLED_BLOCKS = 16
 
 
 def _zlib_inflate(raw: bytes, size: int) -> bytes | bytearray:
@@ -205,6 +208,23 @@ def _body_start(path: str, kind: str) -> int | None:
         if len(seen) > MAX_LINE:
             return None
     return None
+
+
+def text_size(path: str, kind: str) -> int:
+    """About how many bytes of text the records of the file hold: the file's size, times the
+    ratio of inflated to compressed bytes of its first :data:`_SAMPLED_BLOCKS` BGZF blocks of
+    records (a bgzipped file); 0 when the end of its header cannot be found."""
+    body = _body_start(path, kind)
+    if body is None:
+        return 0
+    size = os.path.getsize(path) - body
+    if kind == "plain":
+        return size
+    blocks = list(itertools.islice(_bgzf_pieces(path, body), _SAMPLED_BLOCKS + 1))
+    if len(blocks) < 2:
+        return sum(len(data) for _, data in blocks)
+    inflated = sum(len(data) for _, data in blocks[:-1])
+    return size * inflated // (blocks[-1][0] - body)
 
 
 def _next_block(path: str, target: int, size: int) -> int | None:

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
+from vcfzarr_sql.converter.genotype_text import warm_kernels
 from vcfzarr_sql.errors import NotVcfError, VcfParseError, VcfZarrError
 
 if TYPE_CHECKING:
@@ -175,7 +176,9 @@ def _forkable() -> bool:
     """Whether a worker may be forked from this process: on Linux, with no other Python
     thread and no DuckDB loaded (a thread's locks, or DuckDB's native threads', could be held
     for ever in the child; numpy's OpenBLAS and Blosc threads reset themselves in a forked
-    child, by their ``pthread_atfork`` handlers)."""
+    child, by their ``pthread_atfork`` handlers, as do scipy's OpenBLAS threads, which numba
+    starts where scipy is installed when it loads a first kernel, to check for BLAS; numba
+    itself starts none without ``parallel=True``)."""
     return sys.platform.startswith("linux") and threading.active_count() == 1 \
         and "duckdb" not in sys.modules
 
@@ -188,9 +191,13 @@ class WorkerPool:
         """``max_memory``: bytes each worker may allocate (default: :func:`default_max_memory`).
         ``fork``: fork the workers instead of spawning them (a caller that has imported the
         converter: a forked worker imports nothing), on Linux in a process running no other
-        thread and no DuckDB (:func:`_forkable`)."""
+        thread and no DuckDB (:func:`_forkable`). The compiled kernels a large input needs are
+        loaded first (:func:`~.genotype_text.warm_kernels`), so that forked workers share
+        them (the threads loading them may start are fork-safe: :func:`_forkable`)."""
         #: whether the workers are forked
         self.forked = fork and _forkable()
+        if self.forked and warm_kernels(input_path):
+            self.forked = _forkable()
         ctx = multiprocessing.get_context("fork" if self.forked else "spawn")
         self.input_path = input_path
         self.log_dir = Path(log_dir)

@@ -18,6 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from vcfzarr_sql.format import spec
+from vcfzarr_sql.kernels.diploid_calls import DIPLOID_CALLS
 
 #: Codes per call: pairs of alleles in FILL .. 1.
 CODES = 16
@@ -34,6 +35,10 @@ def code(first: int, second: int) -> int:
 
 
 HOM_REF = code(0, 0)
+#: What the compiled kernel saves against numpy's :func:`diploid_calls` and its counts, in ns
+#: (:mod:`vcfzarr_sql.kernels`' unit of work) per call: ~2.3 in a conversion's worker at
+#: 2,000 samples (0.39 -> 0.16 CPU-s for 100 M calls, 13 % not ``0/0``).
+SAVED_PER_CALL = 2.0
 
 
 def _pair_codes() -> np.ndarray:
@@ -120,6 +125,15 @@ def diploid_calls(genotypes: np.ndarray) -> DiploidCalls | None:
     records, samples = genotypes.shape[:2]
     if genotypes.dtype == np.int8:  # (a call's two bytes as one uint16: 0 is 0/0)
         pairs = np.ascontiguousarray(genotypes).view("<u2")[..., 0]
+        kernel = DIPLOID_CALLS.compiled(work=int(SAVED_PER_CALL * pairs.size))
+        if kernel is not None and pairs.dtype.isnative:  # (numba reads native byte order only)
+            ok, rows, cols, codes, per_record, per_sample = kernel(pairs, _PAIR_CODES, CODES, HOM_REF)
+            if not ok:
+                return None
+            calls = DiploidCalls(records, samples, rows, cols, codes)
+            # (the counts, found in the same pass, are the cached properties' values)
+            vars(calls).update(per_record=per_record, per_sample=per_sample)
+            return calls
         found = pairs != 0
         where = np.flatnonzero(found)
         # (each record's calls are consecutive in ``where``: no division to find rows and columns)
