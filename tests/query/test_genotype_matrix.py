@@ -86,16 +86,6 @@ def test_no_record_gives_empty_arrays(simulated):
     assert got.values.shape == (0, 2) and got.variants.num_rows == 0
 
 
-@pytest.fixture(params=["numpy", "numba"])
-def kernels(request, monkeypatch):
-    """Both ways of expanding packed genotypes into dosages (``VCFZARR_SQL_KERNELS``): numpy's
-    look-up and the compiled expansion (``kernels/dosage.py``)."""
-    if request.param == "numba":
-        pytest.importorskip("numba")
-    monkeypatch.setenv("VCFZARR_SQL_KERNELS", request.param)
-    return request.param
-
-
 @pytest.fixture(scope="module")
 def diploid(tmp_path_factory, convert_once):
     """Diploid calls (packed genotypes exact for most records; half-missing calls and second
