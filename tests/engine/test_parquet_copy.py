@@ -5,7 +5,10 @@ as DuckDB's writer gives, and DuckDB's reply."""
 
 from __future__ import annotations
 
+import importlib
+
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from corpus import CORPUS
@@ -13,6 +16,7 @@ from corpus import CORPUS
 import vcfzarr_sql
 from vcfzarr_sql.engine import parquet_copy
 
+dataset_module = importlib.import_module("vcfzarr_sql.adapters.dataset")  # (the package exports a function of that name)
 SAMPLE = CORPUS / "sgkit-dev+bio2zarr/tests/data/vcf/sample.vcf.gz"
 
 
@@ -57,3 +61,20 @@ def test_where_duckdb_may_not_write_files_its_refusal_stands(store, tmp_path) ->
     with pytest.raises(duckdb.Error):
         con.sql(f"COPY (SELECT pos FROM vcf_zarr('{store}')) TO '{tmp_path / 'no.parquet'}'")
     assert not list(tmp_path.iterdir())
+
+
+def test_wide_batches_reach_duckdb_in_slices_with_the_same_rows(store, tmp_path, monkeypatch) -> None:
+    """A scan's batch over ``adapters.dataset.SLICE_BYTES`` is handed on in slices (DuckDB
+    holds vectors of its own per batch: a whole-store COPY of 10,000 x 6,000 peaked at
+    1.65 GiB RSS with whole batches, 0.8 GiB sliced)."""
+    query = f"SELECT * FROM vcf_zarr('{store}')"
+    whole = vcfzarr_sql.connect().sql(query).fetchall()
+    batches = list(vcfzarr_sql.dataset(str(store)).to_batches())
+    monkeypatch.setattr(dataset_module, "SLICE_BYTES", 1)  # every batch cut into single rows
+    sliced = list(vcfzarr_sql.dataset(str(store)).to_batches())
+    assert [b.num_rows for b in sliced] == [1] * 9 and len(batches) < 9
+    assert pa.Table.from_batches(sliced).equals(pa.Table.from_batches(batches))
+    con = vcfzarr_sql.connect()
+    assert con.sql(query).fetchall() == whole
+    con.sql(f"COPY ({query}) TO '{tmp_path / 'sliced.parquet'}'")
+    assert _rows(tmp_path / "sliced.parquet")[1] == whole

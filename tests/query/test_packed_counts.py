@@ -72,13 +72,23 @@ def store(tmp_path_factory, convert_once):
     return vcf, convert_once(vcf, variants_chunk_size=25, samples_chunk_size=10)
 
 
+@pytest.fixture(params=["numpy", "numba"])
+def kernels(request, monkeypatch):
+    """Each path of the masked popcounts: numpy, and the compiled kernel
+    (vcfzarr_sql/kernels/masked_popcounts.py)."""
+    if request.param == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("samples_chunk", [10, 33])
-def test_subset_code_counts_follow_the_calls(store, convert_once, samples_chunk):
+def test_subset_code_counts_follow_the_calls(store, convert_once, samples_chunk, kernels):
     """Per record, the het, hom-alt and missing calls (those not 0 or 1 on both sides: the
     packed codes' missing) of a sample subset, counted from the packed rows, against the calls
     read with zarr-python: subsets within one sample chunk, across chunks, in the last
     (narrower) one, every sample; sample chunks of 10 (4 packed chunk columns) and of 33 (2,
-    the last one cut)."""
+    the last one cut); by the numpy path and by the compiled kernel."""
     vcf, _ = store
     path = convert_once(vcf, variants_chunk_size=25, samples_chunk_size=samples_chunk)
     calls = zarr_values(zarr_array(zarr.open_group(str(path), mode="r"), "call_genotype")).astype(int)
@@ -130,9 +140,10 @@ def test_subset_columns_from_packed_equal_fill_tags(store, tmp_path):
 
 
 @pytest.mark.skipif(BCFTOOLS is None, reason="needs Debian bcftools (+fill-tags)")
-def test_subset_columns_over_a_narrower_last_sample_chunk(store, convert_once):
+def test_subset_columns_over_a_narrower_last_sample_chunk(store, convert_once, kernels):
     """Sample chunks of 33 (64 calls, 16 bytes, a packed chunk each) and a last one of 4 (8
-    bytes: its packed chunks are cut): a subset within the last chunk, and one across both."""
+    bytes: its packed chunks are cut): a subset within the last chunk, and one across both;
+    by the numpy path and by the compiled kernel."""
     vcf, _ = store
     path = convert_once(vcf, variants_chunk_size=25, samples_chunk_size=33)
     assert zarr.open_array(str(path / pg.PACKED), mode="r").shape[1] == 24

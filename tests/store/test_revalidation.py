@@ -255,3 +255,19 @@ def test_a_session_files_first_chunks_under_the_query_that_read_them():
     assert registry._openings_of(long) == {}
     revalidation.record_opening(store, KEYS)
     assert registry._openings_of(long) == {}
+
+
+def test_a_cursor_s_first_chunks_are_filed_under_its_own_queries():
+    """Two sessions of one database (``Connection.cursor``) do not share store objects, so the
+    chunks one session's scans fetched first are never filed under the other's query (review
+    of stop 36: ``Registry.for_cursor`` copied the stores)."""
+    registry = relations.Registry(duckdb.connect())
+    store = _Store()
+    registry._stores["/s"] = cast(VczStore, store)
+    cursor = registry.for_cursor(registry._con.cursor())
+    assert cursor._openings_of("SELECT 2") == {} and registry._openings_of("SELECT 1") == {}
+    revalidation.record_opening(store, KEYS)  # the first session's "SELECT 1" ran
+    assert cursor._openings_of("SELECT 3") == {}  # (the other session's refresh)
+    assert registry._openings_of("SELECT 4") == {}
+    assert registry._openings_of("SELECT 1") == {"/s": tuple(KEYS)}
+    assert cursor._openings_of("SELECT 2") == {}

@@ -90,7 +90,7 @@ class VczScanner:
         started = time.perf_counter()
         try:
             for batch in plan_batches(source, self._plan):
-                yield plain_batch(batch) if PLAIN_STRINGS else batch
+                yield from _slices(plain_batch(batch) if PLAIN_STRINGS else batch)
         finally:
             self.stats = source.stats(
                 variant_chunks_total=self._plan.variant_chunks_total,
@@ -125,6 +125,30 @@ class VczScanner:
         request = dataclasses.replace(self._request, columns=())
         counting = VczScanner(self._dataset, plan_scan(self._dataset.store, request), request)
         return sum(batch.num_rows for batch in counting.to_batches())
+
+
+def _slices(batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    """``batch``, cut (zero-copy) into slices of at most :data:`SLICE_BYTES` when it is larger.
+
+    >>> wide = pa.record_batch({"x": pa.array(np.zeros(3 * SLICE_BYTES // 8, np.int64))})
+    >>> [b.num_rows for b in _slices(wide)], [b.num_rows for b in _slices(wide.slice(0, 10))]
+    ([1048576, 1048576, 1048576], [10])
+    """
+    rows, size = batch.num_rows, batch.nbytes
+    if size <= SLICE_BYTES or rows <= 1:
+        yield batch
+        return
+    step = max(1, SLICE_BYTES * rows // size)
+    for start in range(0, rows, step):
+        yield batch.slice(start, step)
+
+
+#: Arrow bytes of a batch handed on, at most: a wider task's batch (a variant chunk of many
+#: samples' genotypes: ~60 MB at 10,000 samples) is handed on in slices. DuckDB makes each
+#: batch it reads into vectors of its own (16 bytes per inner list) and holds several: a
+#: whole-store ``COPY ... TO 'x.parquet'`` of 10,000 x 6,000 peaked at 1.65 GiB RSS with
+#: whole batches, 0.9 GiB with slices, and used less CPU.
+SLICE_BYTES = 8 << 20
 
 
 class VczDataset(pds.Dataset):

@@ -51,21 +51,23 @@ class Connection:
     files (a server says no). Subqueries in arguments (``samples := (SELECT ...)``) run in this
     session, before the query. ``saved``: calls to register when the current database is not
     the file whose views use them (a server's session, with the file attached read-only:
-    :func:`.saved_calls.load_beside`).
+    :func:`.saved_calls.load_beside`). ``database_file``: whether the current database is a
+    file this session may write to (None: ask DuckDB, a query of ~1 ms CPU).
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection,
                  opener: Callable[[str], VczStore] | None = None,
                  defaults: ScanDefaults | None = None, *, registry: Registry | None = None,
                  expand: Expander | None = None, read_files: bool = True,
-                 saved: Mapping[str, ScanSpec] | None = None):
+                 saved: Mapping[str, ScanSpec] | None = None, database_file: bool | None = None):
         self._con = connection
         self._defaults = defaults
         self._expand = expand
         self._read_files = read_files
         self._registry = Registry(connection, opener) if registry is None else registry
         self._stats_before: dict[str, Mapping] = {}
-        self._saves_calls = saved_calls.is_database_file(connection)
+        self._saves_calls = (saved_calls.is_database_file(connection) if database_file is None
+                             else database_file)
         self._saved_calls = saved_calls.load(connection) if self._saves_calls else dict(saved or {})
         self._registry.register_available(self._saved_calls)
 
@@ -224,7 +226,8 @@ def connect(database: str = ":memory:", *, read_only: bool = False,
     ``defaults``: a region and samples for every ``vcf_zarr``/``vcf_zarr_calls`` call that
     gives none of its own. ``config`` is DuckDB's configuration (``threads=2``, ...).
     """
-    return Connection(duckdb.connect(database, read_only=read_only, config=config), defaults=defaults)
+    return Connection(duckdb.connect(database, read_only=read_only, config=config), defaults=defaults,
+                      database_file=None if database.partition(":memory")[0] else False)
 
 
 def register(connection: duckdb.DuckDBPyConnection) -> Connection:

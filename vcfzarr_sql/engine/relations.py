@@ -77,11 +77,13 @@ class Registry:
         self._last_query: str | None = None
 
     def for_cursor(self, cursor: duckdb.DuckDBPyConnection) -> Registry:
-        """A registry for ``cursor`` (a session of the same database) with this one's stores
-        and calls registered, so views over the table functions work there too; registered
-        objects are per session in DuckDB, so each cursor has relations of its own."""
+        """A registry for ``cursor`` (a session of the same database) with this one's calls
+        registered, so views over the table functions work there too; registered objects are
+        per session in DuckDB, so each cursor has relations of its own, and stores of its own
+        (opened again: what a session's scans fetch first, and the chunks it requests while
+        revalidating, are filed per store object, :mod:`vcfzarr_sql.store.revalidation`, so a
+        shared store would hand one session's first chunks to another's query)."""
         registry = Registry(cursor, self._open)
-        registry._stores = dict(self._stores)
         for name, (spec, _, _) in self._relations.items():
             registry._register(name, spec)
         return registry

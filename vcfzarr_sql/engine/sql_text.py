@@ -129,7 +129,6 @@ LONG_LIST = 32
 #: ``[ 'a', 'b', ... ]`` after ``(``, ``,`` or ``=`` (``samples := [...]``): strings without a
 #: quote or backslash (any other list is left to the tokenizer).
 _LONG_LIST = re.compile(rf"(?<=[(,=])\s*(\[\s*'[^'\\]*'(?:\s*,\s*'[^'\\]*'){{{LONG_LIST - 1},}}\s*\])")
-_LIST_ITEM = re.compile(r"'([^'\\]*)'")
 
 
 @dataclass(frozen=True)
@@ -186,7 +185,7 @@ def long_lists(sql: str) -> LongLists:
         at[name] = length
         pieces_.append(name)
         length += len(name)
-        lists[name] = tuple(_LIST_ITEM.findall(match.group(1)))
+        lists[name] = tuple(match.group(1).split("'")[1::2])  # (no quote in an item: 6x a findall)
         originals[name] = match.group(1)
         last = match.end(1)
     if not lists:
