@@ -99,6 +99,16 @@ def test_view_with_a_region_matches_its_edge_chunks_on_numpy(convert_once, tmp_p
     assert not {"vcfzarr_sql.query.residual", "numpy.ma", "duckdb", "sqlglot", "pandas"} & modules
 
 
+def test_view_with_regions_loads_no_arrow(convert_once, tmp_path):
+    # -r (as -t): the region set planned and matched with bound predicates and numpy only (pyarrow and
+    # pyarrow.compute: ~0.06 CPU-s, a quarter of a small file's view); the output is bcftools'
+    # (tests/view/test_view_bcftools.py)
+    store = convert_once(SAMPLE)
+    modules = imported_modules("view", str(store), "-r", "20:14000-17400,X:1-20", "-o", str(tmp_path / "out.vcf"))
+    assert {"vcfzarr_sql.query.plan", "vcfzarr_sql.query.region_set"} <= modules
+    assert not {"pyarrow", "vcfzarr_sql.query.expressions", "vcfzarr_sql.query.request"} & modules
+
+
 def test_the_process_starts_no_blas_threads():
     # (OpenBLAS's threads, started when numpy loads, cost ~0.015 CPU-s; no command does linear algebra)
     code = ("import os, sys; from vcfzarr_sql.cli import process\n"
