@@ -10,6 +10,7 @@ filter); a FORMAT key is written when any sample of the record has a value for i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,7 +22,9 @@ from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view import values as vt
-from vcfzarr_sql.view.trim import Trim
+
+if TYPE_CHECKING:
+    from vcfzarr_sql.view.trim import Trim  # (imported for -a only)
 
 #: INFO/AC and INFO/AN of each row (:func:`_counts`): the values and whether the row has them
 Counts = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -380,6 +383,8 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     trim = None
     if options.trim and "GT" in store.format_fields:  # (without GT bcftools trims nothing)
         contigs = np.asarray(store.contigs, dtype=object)[contig_ids]
+        from vcfzarr_sql.view.trim import Trim
+
         trim = Trim.of(blocks.read(spec.CALL_GENOTYPE)[rows], (alleles != spec.STR_FILL).sum(axis=1),
                        np.char.add(np.char.add(contigs.astype(str), ":"), positions.astype(str)))
         alleles = trim.alleles(alleles)
