@@ -43,6 +43,9 @@ from vcfzarr_sql.errors import QueryError, StoreError
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.query import arrays, genotype_counts, genotype_stats, schema
 from vcfzarr_sql.query.packed_counts import packed_counts
+from vcfzarr_sql.query.record_spans import chunk_records as _rows
+from vcfzarr_sql.query.record_spans import contig_ids, record_ends
+from vcfzarr_sql.query.record_spans import positions as _positions
 from vcfzarr_sql.query.stored_counts import stored_counts, stored_hwe, stored_num_alleles
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.fields import FieldInfo
@@ -197,12 +200,6 @@ def _within(samples: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return samples[(samples >= lo) & (samples < hi)]
 
 
-def _rows(store: VczStore, chunks: range) -> int:
-    """Records in variant chunks ``chunks``."""
-    start = chunks.start * store.variants_chunk_size
-    return max(0, min(len(chunks) * store.variants_chunk_size, store.num_variants - start))
-
-
 def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordBatch:
     """The batch of ``out``; its types are the schema's (field metadata is the dataset's)."""
     if not columns:
@@ -211,21 +208,6 @@ def _batch(columns: Sequence[str], out: list[pa.Array], rows: int) -> pa.RecordB
 
 
 # Variant columns: one value per record.
-
-
-def contig_ids(blocks: BatchBlocks) -> np.ndarray:
-    """The contig of each record of the batch: from the region index for a chunk it gives one
-    contig and all the chunk's records (the usual chunk), else decoded."""
-    index = blocks.store.region_index
-    bounds = np.searchsorted(index[:, spec.RI_CHUNK], np.arange(blocks.chunks.start, blocks.chunks.stop + 1))
-    parts = []
-    for c, lo, hi in zip(blocks.chunks, bounds[:-1].tolist(), bounds[1:].tolist()):
-        records = _rows(blocks.store, range(c, c + 1))
-        if hi - lo == 1 and index[lo, spec.RI_COUNT] == records:
-            parts.append(np.full(records, index[lo, spec.RI_CONTIG]))
-        else:
-            parts.append(blocks.source.read_chunk(spec.VARIANT_CONTIG, (c,)))
-    return blocks.kept(np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
 
 
 def _contig(blocks: _Blocks) -> pa.Array:
@@ -245,19 +227,8 @@ def _contig(blocks: _Blocks) -> pa.Array:
     return arrays.dictionary_array(indices, arrays.string_array(names))
 
 
-def _positions(blocks: BatchBlocks) -> np.ndarray:
-    return blocks.read(spec.VARIANT_POSITION).astype(np.int64)
-
-
 def _pos(blocks: _Blocks) -> pa.Array:
     return arrays.elements_array(_positions(blocks), None, pa.int64())
-
-
-def record_ends(blocks: BatchBlocks) -> np.ndarray:
-    """END of each record of the batch (POS + rlen - 1), int64."""
-    lengths = [blocks.source.variant_length(c) for c in blocks.chunks]
-    length = blocks.kept(np.concatenate(lengths)).astype(np.int64, copy=False)
-    return _positions(blocks) + length - 1
 
 
 def _end(blocks: _Blocks) -> pa.Array:

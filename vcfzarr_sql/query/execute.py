@@ -183,12 +183,11 @@ def region_rows(blocks: BatchBlocks, regions: RegionSet) -> np.ndarray:
     """Which records of ``blocks``' batch overlap ``regions``: the residual of a plan whose
     only filter is a region set (:func:`~.plan.plan_regions`), from the records' contig, POS
     and END as numpy (no Arrow batch, no expression), for work that reads its own arrays."""
-    from vcfzarr_sql.format import spec
-    from vcfzarr_sql.query import decode
+    from vcfzarr_sql.query.record_spans import contig_ids, positions, record_ends
 
-    pos = blocks.read(spec.VARIANT_POSITION).astype(np.int64)
-    last = pos if regions.targets else decode.record_ends(blocks)
-    return regions.matches_ids(blocks.store.contigs, decode.contig_ids(blocks), pos, last)
+    pos = positions(blocks)
+    last = pos if regions.targets else record_ends(blocks)
+    return regions.matches_ids(blocks.store.contigs, contig_ids(blocks), pos, last)
 
 
 def _run_of(source: ChunkSource, plan: ScanPlan, run: range, tree: Any) -> pa.RecordBatch:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import ctypes
 import functools
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,6 +30,23 @@ import pyarrow.ipc as ipc
 
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.query import region_set
+from vcfzarr_sql.query.predicates import (  # noqa: F401 (the bound predicates, named here too: ex.And...)
+    FLIPPED,
+    And,
+    Compare,
+    Constant,
+    IfElse,
+    In,
+    IsNull,
+    IsValid,
+    Not,
+    Opaque,
+    Or,
+    Predicate,
+    Regions,
+)
+
+region_set.register()  # (a filter holding a region set's call is evaluated by Arrow: its function must exist)
 
 # -- the call tree, as Arrow serializes it -------------------------------------------------
 
@@ -198,7 +214,7 @@ def columns_of(expression: pc.Expression | None, schema: pa.Schema) -> frozenset
     return walk(tree) & frozenset(schema.names)
 
 
-# -- bound predicates ------------------------------------------------------------------------
+# -- binding: the call tree -> bound predicates (:mod:`.predicates`) --------------------------
 
 COMPARISONS = {
     "equal": "==",
@@ -208,84 +224,6 @@ COMPARISONS = {
     "greater": ">",
     "greater_equal": ">=",
 }
-#: ``literal op column`` is ``column FLIPPED[op] literal``.
-FLIPPED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-
-
-@dataclass(frozen=True)
-class And:
-    operands: tuple[Predicate, ...]
-
-
-@dataclass(frozen=True)
-class Or:
-    operands: tuple[Predicate, ...]
-
-
-@dataclass(frozen=True)
-class Not:
-    operand: Predicate
-
-
-@dataclass(frozen=True)
-class IfElse:
-    """Arrow's ``if_else(condition, then, otherwise)`` (null condition -> null)."""
-
-    condition: Predicate
-    then: Predicate
-    otherwise: Predicate
-
-
-@dataclass(frozen=True)
-class Compare:
-    """``column op value``; ``value`` is a Python value (None for a null literal)."""
-
-    column: str
-    op: str
-    value: Any
-
-
-@dataclass(frozen=True)
-class In:
-    """``column IN values``; ``null_inconclusive``: a null in the set makes a miss null."""
-
-    column: str
-    values: frozenset
-    null_inconclusive: bool
-
-
-@dataclass(frozen=True)
-class IsNull:
-    column: str
-
-
-@dataclass(frozen=True)
-class IsValid:
-    column: str
-
-
-@dataclass(frozen=True)
-class Constant:
-    """A boolean literal (None: null)."""
-
-    value: bool | None
-
-
-@dataclass(frozen=True)
-class Regions:
-    """Records overlapping a set of regions (:mod:`~vcfzarr_sql.query.region_set`)."""
-
-    regions: region_set.RegionSet
-
-
-@dataclass(frozen=True)
-class Opaque:
-    """A predicate the planner does not reason about (it is still evaluated on every row)."""
-
-    function: str
-
-
-Predicate = And | Or | Not | IfElse | Compare | In | IsNull | IsValid | Constant | Regions | Opaque
 
 @functools.lru_cache(maxsize=16)
 def regions_of(call: Call) -> region_set.RegionSet | None:

@@ -14,23 +14,24 @@ columns only the filter needs are not read either).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from vcfzarr_sql.errors import QueryError, VcfZarrWarning
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.query import expressions as ex
-from vcfzarr_sql.query.genotype_stats import PREFIX as GT_SUMMARY_PREFIX
+from vcfzarr_sql.query import predicates as ex
 from vcfzarr_sql.query.prune import Zones, prune, prune_compact
 from vcfzarr_sql.query.region import contig_hint
 from vcfzarr_sql.query.region_set import RegionSet
-from vcfzarr_sql.query.schema import FORMAT_COLUMN_PREFIX
+
+if TYPE_CHECKING:  # (a plan of a region set is made without Arrow: plan_regions)
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
 TABLES = ("variants", "calls")
 
@@ -75,21 +76,36 @@ class ChunkTask:
     table, those of ``sample_chunk``. ``num_rows``: rows of the task before filtering.
     ``chunk_count``: for a run of tasks decoded as one (:meth:`ScanPlan.run`), the variant
     chunks from ``variant_chunk`` on that it covers. ``sample_order``: the ``fmt_`` lists'
-    order of the decoded samples (:class:`ScanRequest`).
+    order of the decoded samples (:class:`ScanRequest`). ``filtered_by``: the plan whose
+    :attr:`filter` the task's rows must satisfy (None: every row is kept).
     """
 
     variant_chunk: int
     sample_chunk: int | None
     samples: np.ndarray | None
     columns: tuple[str, ...]
-    filter: pc.Expression | None
+    filtered_by: ScanPlan | None
     num_rows: int
     chunk_count: int = 1
     sample_order: np.ndarray | None = None
 
     @property
+    def filter(self) -> pc.Expression | None:
+        """The filter the task's rows must satisfy (None: every row is kept)."""
+        return None if self.filtered_by is None else self.filtered_by.filter
+
+    @property
+    def filtered(self) -> bool:
+        """Whether the task's rows must satisfy a filter (``filter`` is not None; asked
+        without making a region set's expression)."""
+        return self.filtered_by is not None
+
+    @property
     def reads_calls(self) -> bool:
         """Whether the task decodes per-call values: a FORMAT column, or rows of ``calls``."""
+        from vcfzarr_sql.query.genotype_stats import PREFIX as GT_SUMMARY_PREFIX  # (both: Arrow's modules)
+        from vcfzarr_sql.query.schema import FORMAT_COLUMN_PREFIX
+
         return self.sample_chunk is not None or any(
             c.startswith((FORMAT_COLUMN_PREFIX, GT_SUMMARY_PREFIX)) for c in self.columns
         )
@@ -106,10 +122,15 @@ class ScanPlan:
     """
 
     table: str
-    schema: pa.Schema
-    #: The pushed filter, and the columns to decode when it must be evaluated (``filtered``)
-    #: or not (``unfiltered``: exactly the output columns).
-    filter: pc.Expression | None
+    #: The table's schema (None: a plan of :func:`plan_regions` made without one, of no
+    #: column) and the output columns, in the order asked (:attr:`schema`).
+    table_schema: pa.Schema | None
+    columns: tuple[str, ...]
+    #: The pushed filter (or the region set whose expression it is: :attr:`filter`), and the
+    #: columns to decode when it must be evaluated (``filtered``) or not (``unfiltered``:
+    #: exactly the output columns).
+    pushed_filter: pc.Expression | None
+    regions: RegionSet | None
     filter_columns: frozenset[str]
     filtered_columns: tuple[str, ...]
     unfiltered_columns: tuple[str, ...]
@@ -127,6 +148,20 @@ class ScanPlan:
     def __len__(self) -> int:
         return len(self.variant_chunks)
 
+    @functools.cached_property
+    def schema(self) -> pa.Schema:
+        """The schema of the batches the plan yields: its output columns'."""
+        import pyarrow as pa
+
+        if self.table_schema is None:
+            return pa.schema([])
+        return pa.schema([self.table_schema.field(c) for c in self.columns])
+
+    @functools.cached_property
+    def filter(self) -> pc.Expression | None:
+        """The pushed filter (a region set's: made when asked, which loads Arrow)."""
+        return self.pushed_filter if self.regions is None else self.regions.expression()
+
     def task(self, i: int) -> ChunkTask:
         """The ``i``-th task of the plan."""
         sample_chunk, samples = self.sample_groups[self.groups[i]]
@@ -136,7 +171,7 @@ class ScanPlan:
             sample_chunk=sample_chunk,
             samples=samples,
             columns=self.unfiltered_columns if whole else self.filtered_columns,
-            filter=None if whole else self.filter,
+            filtered_by=None if whole else self,
             num_rows=int(self.rows[i]),
             sample_order=self.sample_order,
         )
@@ -159,6 +194,8 @@ class ScanPlan:
     @property
     def reads_calls(self) -> bool:
         """Whether the tasks decode per-call values: a FORMAT column, or rows of ``calls``."""
+        from vcfzarr_sql.query.schema import FORMAT_COLUMN_PREFIX  # (Arrow's module)
+
         return self.table == "calls" or any(
             c.startswith(FORMAT_COLUMN_PREFIX) for c in self.filtered_columns
         )
@@ -181,9 +218,10 @@ class ScanPlan:
 
 
 def _output_columns(request: ScanRequest) -> tuple[str, ...]:
+    names = () if request.schema is None else request.schema.names  # (None: plan_regions of no column)
     if request.columns is None:
-        return tuple(request.schema.names)
-    unknown = [c for c in request.columns if c not in request.schema.names]
+        return tuple(names)
+    unknown = [c for c in request.columns if c not in names]
     if unknown:
         raise QueryError(f"columns: no column named {unknown[0]!r} in the {request.table} table")
     return tuple(request.columns)
@@ -269,6 +307,7 @@ def _contig_names(predicate: ex.Predicate) -> Iterator[str]:
 def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:
     """The chunk tasks that might hold rows of ``request``.
 
+    >>> import pyarrow as pa, pyarrow.compute as pc
     >>> from types import SimpleNamespace
     >>> layout = SimpleNamespace(contigs=["0", "1", "2"], samples=np.array(["a"], object),
     ...     samples_chunk_size=1, num_sample_chunks=1, num_variant_chunks=3,
@@ -283,20 +322,26 @@ def plan_scan(layout: StoreLayout, request: ScanRequest) -> ScanPlan:
     """
     if request.table not in TABLES:
         raise QueryError(f"table: expected one of {', '.join(TABLES)}, got {request.table!r}")
-    predicate = ex.bind_filter(request.filter, request.schema)
-    return _planned(layout, request, predicate, ex.columns_of(request.filter, request.schema))
+    from vcfzarr_sql.query.expressions import bind_filter, columns_of
+
+    predicate = bind_filter(request.filter, request.schema)
+    return _planned(layout, request, predicate, columns_of(request.filter, request.schema))
 
 
 def plan_regions(
-    layout: StoreLayout, schema: pa.Schema, columns: Sequence[str], regions: RegionSet | None,
+    layout: StoreLayout, schema: pa.Schema | None, columns: Sequence[str], regions: RegionSet | None,
     samples: np.ndarray | None,
 ) -> ScanPlan:
     """:func:`plan_scan` of the ``variants`` ``columns`` (of table ``schema``) of the records
     overlapping ``regions`` (None: all) for ``samples`` (sorted indexes, None: all), the set
     bound as it is: no Arrow expression is built and parsed back (a tenth of a millisecond of
     the planning of a region, which a genotype matrix of a few chunks notices). The tasks'
-    filter is the set's expression, as for a request with that filter.
+    filter is the set's expression, as for a request with that filter, made when asked
+    (:attr:`ScanPlan.filter`). ``schema`` None: a plan of no column, for work that reads its
+    chunks' arrays itself (``view -r``) and matches the records of its edge chunks on numpy
+    (:func:`~.execute.region_rows`): made without loading Arrow.
 
+    >>> import pyarrow as pa
     >>> from types import SimpleNamespace
     >>> layout = SimpleNamespace(contigs=["1", "2"], samples=np.array(["a"], object),
     ...     samples_chunk_size=1, num_sample_chunks=1, num_variant_chunks=3,
@@ -307,17 +352,19 @@ def plan_regions(
     >>> plan.variant_chunks.tolist(), sorted(plan.filter_columns)
     ([0, 1], ['contig', 'end', 'pos'])
     """
+    # (a request of no schema is made here only: _output_columns and _planned take it as no column)
+    request = ScanRequest("variants", schema, tuple(columns), samples=samples)
     if regions is None:
-        request = ScanRequest("variants", schema, tuple(columns), samples=samples)
         return _planned(layout, request, ex.Constant(True), frozenset())
-    request = ScanRequest("variants", schema, tuple(columns), regions.expression(), samples)
-    return _planned(layout, request, ex.Regions(regions), regions.columns)
+    return _planned(layout, request, ex.Regions(regions), regions.columns, regions)
 
 
 def _planned(
-    layout: StoreLayout, request: ScanRequest, predicate: ex.Predicate, filter_columns: frozenset[str]
+    layout: StoreLayout, request: ScanRequest, predicate: ex.Predicate, filter_columns: frozenset[str],
+    regions: RegionSet | None = None,
 ) -> ScanPlan:
-    """The plan of ``request``, its filter bound to ``predicate`` (reading ``filter_columns``)."""
+    """The plan of ``request``, its filter bound to ``predicate`` (reading ``filter_columns``;
+    ``regions``: the filter is that set's expression)."""
     columns = _output_columns(request)
     hint = contig_hint(_contig_names(predicate), layout.contigs)
     if hint is not None:
@@ -340,13 +387,16 @@ def _planned(
         else (empty, empty.astype(np.int32), empty.astype(bool), empty)
     )
     wanted = set(columns) | filter_columns
+    names = sorted(wanted) if request.schema is None else request.schema.names  # (None: nothing decoded by the plan)
     return ScanPlan(
         table=request.table,
-        schema=pa.schema([request.schema.field(c) for c in columns]),
-        filter=request.filter,
+        table_schema=request.schema,
+        columns=columns,
+        pushed_filter=request.filter,
+        regions=regions,
         filter_columns=filter_columns,
-        filtered_columns=tuple(c for c in request.schema.names if c in wanted),
-        unfiltered_columns=tuple(c for c in request.schema.names if c in columns),
+        filtered_columns=tuple(c for c in names if c in wanted),
+        unfiltered_columns=tuple(c for c in names if c in columns),
         sample_groups=tuple(groups),
         variant_chunks=chunks,
         groups=group,

@@ -20,7 +20,7 @@ from numbers import Real
 
 import numpy as np
 
-from vcfzarr_sql.query import expressions as ex
+from vcfzarr_sql.query import predicates as ex
 
 _OPERATORS = {
     "==": operator.eq,

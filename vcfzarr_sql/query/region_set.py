@@ -28,26 +28,35 @@ binder makes it a bound predicate that pruning and the residual answer with this
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
-from vcfzarr_sql.query.arrays import elements_array, string_array
+if TYPE_CHECKING:  # (Arrow is imported where an expression or a literal is made: -r needs none)
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
 #: The Arrow function of a region set: ``vcfzarr_regions(contig, first, last, intervals)``.
 FUNCTION = "vcfzarr_sql_regions"
-#: The literal's type: one entry per interval as given (``end`` null: to the end of the contig).
-SCALAR_TYPE = pa.struct(
-    [
-        ("contig", pa.list_(pa.string())),
-        ("start", pa.list_(pa.int64())),
-        ("end", pa.list_(pa.int64())),
-        ("targets", pa.bool_()),
-    ]
-)
+
+
+@functools.cache
+def scalar_type() -> pa.StructType:
+    """The literal's type: one entry per interval as given (``end`` null: to the end of the
+    contig)."""
+    import pyarrow as pa
+
+    return pa.struct(
+        [
+            ("contig", pa.list_(pa.string())),
+            ("start", pa.list_(pa.int64())),
+            ("end", pa.list_(pa.int64())),
+            ("targets", pa.bool_()),
+        ]
+    )
 _LOWEST, _HIGHEST = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
 
@@ -117,8 +126,8 @@ class RegionSet:
     @classmethod
     def from_scalar(cls, scalar: pa.Scalar) -> RegionSet:
         """The set :meth:`scalar` wrote."""
-        if scalar.type != SCALAR_TYPE or not scalar.is_valid:
-            raise ValueError(f"{FUNCTION}: expected a {SCALAR_TYPE} literal, got {scalar.type}")
+        if scalar.type != scalar_type() or not scalar.is_valid:
+            raise ValueError(f"{FUNCTION}: expected a {scalar_type()} literal, got {scalar.type}")
         contig = tuple(scalar["contig"].values.to_pylist())
         starts = scalar["start"].values.to_numpy(zero_copy_only=False).astype(np.int64)
         ends = scalar["end"].values.fill_null(_HIGHEST).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -132,6 +141,10 @@ class RegionSet:
         >>> RegionSet.of([("1", 5, 9), ("X", 3, None)], targets=False).scalar().as_py()
         {'contig': ['1', 'X'], 'start': [5, 3], 'end': [9, None], 'targets': False}
         """
+        import pyarrow as pa
+
+        from vcfzarr_sql.query.arrays import elements_array, string_array
+
         contig, starts, ends = self.given
         names = string_array(contig)
         one = elements_array(np.array([0, len(names)], np.int32), None, pa.int32())
@@ -142,7 +155,7 @@ class RegionSet:
         fields = [listed(names), listed(elements_array(starts, None, pa.int64())),
                   listed(elements_array(ends, ends == _HIGHEST, pa.int64())),
                   elements_array(np.array([self.targets]), None, pa.bool_())]
-        return pa.StructArray.from_arrays(fields, fields=list(SCALAR_TYPE))[0]
+        return pa.StructArray.from_arrays(fields, fields=list(scalar_type()))[0]
 
     @property
     def columns(self) -> frozenset[str]:
@@ -150,7 +163,11 @@ class RegionSet:
         return frozenset({"contig", "pos", "pos" if self.targets else "end"})
 
     def expression(self) -> pc.Expression:
-        """The row filter of the set: one call of :data:`FUNCTION`."""
+        """The row filter of the set: one call of :data:`FUNCTION` (registered with Arrow)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        register()
         contig = pc.field("contig").cast(pa.string())
         last = pc.field("pos" if self.targets else "end")
         return pc.Expression._call(FUNCTION, [contig, pc.field("pos"), last, pc.scalar(self.scalar())])
@@ -183,6 +200,8 @@ class RegionSet:
     def matches(self, contig: pa.Array, first: np.ndarray, last: np.ndarray) -> np.ndarray:
         """Whether each record (its ``contig`` a string or dictionary array, ``first`` and
         ``last`` its span) matches the set."""
+        import pyarrow as pa
+
         if pa.types.is_dictionary(contig.type):
             codes = contig.indices.to_numpy(zero_copy_only=False)
             names = contig.dictionary.to_pylist()
@@ -216,6 +235,9 @@ class RegionSet:
 
 def _evaluate(ctx: pc.UdfContext, contig: pa.Array, first: pa.Array, last: pa.Array, regions: pa.Scalar) -> pa.Array:
     """:data:`FUNCTION` for Acero (a filter evaluated outside the residual)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if isinstance(contig, pa.Scalar):
         contig = pa.array([contig.as_py()], pa.string())
     length = max(len(a) if isinstance(a, pa.Array) else 1 for a in (contig, first, last))
@@ -228,15 +250,18 @@ def _evaluate(ctx: pc.UdfContext, contig: pa.Array, first: pa.Array, last: pa.Ar
     return pa.array(matched, mask=nulls.to_numpy(zero_copy_only=False))
 
 
-def _register() -> None:
+@functools.cache
+def register() -> None:
+    """Register :data:`FUNCTION` with Arrow (once): before any expression holds a call of it
+    (:meth:`RegionSet.expression`), and where filters are parsed (:mod:`.expressions`)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if FUNCTION in pc.list_functions():
         return
     pc.register_scalar_function(
         _evaluate, FUNCTION,
         {"summary": "vcfzarr-sql region set", "description": "Whether records overlap a set of regions."},
-        {"contig": pa.string(), "first": pa.int64(), "last": pa.int64(), "regions": SCALAR_TYPE},
+        {"contig": pa.string(), "first": pa.int64(), "last": pa.int64(), "regions": scalar_type()},
         pa.bool_(),
     )
-
-
-_register()

@@ -10,6 +10,7 @@ filter); a FORMAT key is written when any sample of the record has a value for i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,7 +22,9 @@ from vcfzarr_sql.store.fields import FieldInfo
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.view import values as vt
-from vcfzarr_sql.view.trim import Trim
+
+if TYPE_CHECKING:
+    from vcfzarr_sql.view.trim import Trim  # (imported for -a only)
 
 #: INFO/AC and INFO/AN of each row (:func:`_counts`): the values and whether the row has them
 Counts = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -234,10 +237,14 @@ def _lines(fixed: np.ndarray, info: tuple[list[vt.Cells], np.ndarray],
 
     A slice of rows at a time (about :data:`_SLICE_BYTES`) is written into one NUL-padded
     byte matrix (a row a line), whose NULs are dropped (:func:`_unpadded`); the slices' texts
-    are given as they are (joined, they would be copied once more).
+    are given as they are (joined, they would be copied once more). The INFO column, as narrow
+    as the fixed ones, is written for all the rows first (its fields' gathers once a chunk,
+    not once a slice).
     """
     rows = len(fixed)
-    widths = [fixed.shape[1], sum(cell.width for cell in info[0])]
+    info_text = np.empty((rows, sum(cell.width for cell in info[0])), np.uint8)
+    _joined(info[0], info[1], info_text)
+    widths = [fixed.shape[1], info_text.shape[1]]
     if samples is not None:
         widths += [samples[0].shape[1], count * sum(cell.width for cell in samples[1])]
     ends = np.cumsum(widths).tolist()
@@ -247,7 +254,7 @@ def _lines(fixed: np.ndarray, info: tuple[list[vt.Cells], np.ndarray],
         part = slice(start, min(start + step, rows))
         text = np.empty((part.stop - start, ends[-1] + 1), np.uint8)
         text[:, :ends[0]] = fixed[part]
-        _joined([cell.rows(part) for cell in info[0]], info[1][:, part], text[:, ends[0]:ends[1]])
+        text[:, ends[0]:ends[1]] = info_text[part]
         if samples is not None:
             keys, cells, showing = samples
             text[:, ends[1]:ends[2]] = keys[part]
@@ -270,13 +277,12 @@ def _unpadded(text: np.ndarray, split: int) -> bytes:
     >>> _unpadded(text, 2), _unpadded(text, 1)
     (b'a\tb\nc\td\n', b'a\tb\nc\td\n')
     """
-    raw = text.tobytes()
     width = text.shape[1]
-    if any(raw.find(b"\0", row + split, row + width) >= 0 for row in range(0, len(raw), width)):
-        return raw.translate(None, b"\0")
+    if not text[:, split:].all():
+        return text.tobytes().translate(None, b"\0")
     head = text[:, :split]
     heads = memoryview(head.tobytes().translate(None, b"\0"))
-    rest = memoryview(raw)
+    rest = text.reshape(-1).data  # (the matrix itself: the joined text is its one copy)
     pieces: list[memoryview] = []
     start = 0
     for row, end in enumerate(np.cumsum(np.count_nonzero(head, axis=1)).tolist()):
@@ -377,6 +383,8 @@ def chunk_text(source: ChunkSource, chunk: int, rows: np.ndarray, options: Recor
     trim = None
     if options.trim and "GT" in store.format_fields:  # (without GT bcftools trims nothing)
         contigs = np.asarray(store.contigs, dtype=object)[contig_ids]
+        from vcfzarr_sql.view.trim import Trim
+
         trim = Trim.of(blocks.read(spec.CALL_GENOTYPE)[rows], (alleles != spec.STR_FILL).sum(axis=1),
                        np.char.add(np.char.add(contigs.astype(str), ":"), positions.astype(str)))
         alleles = trim.alleles(alleles)

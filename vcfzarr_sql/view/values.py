@@ -140,21 +140,34 @@ def as_matrix(texts: np.ndarray) -> np.ndarray:
     return texts.view(np.uint8).reshape(len(texts), texts.dtype.itemsize)
 
 
-def _element_table(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, list[bytes]]:
-    """(code of each value, text of each code): each distinct value formatted once (small
-    integer ranges, no wider than the values are many, through a table of the whole range)."""
+def _element_table(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, np.ndarray]:
+    """(code of each value, text of each code as a NUL-padded uint8 row): each distinct value
+    formatted once (integers by :func:`decimal_matrix`, small ranges, no wider than the values
+    are many, through a table of the whole range)."""
     if values.dtype.kind in "iu" and values.size:
         low, high = int(values.min()), int(values.max())
         if high - low < min(_TABLE_VALUES, values.size):
-            return values.astype(np.int32) - low, [str(v).encode() for v in range(low, high + 1)]
+            return values.astype(np.int32) - low, decimal_matrix(np.arange(low, high + 1))
     if values.dtype.kind == "f":  # by bits: -0.0 prints "-0"
         bits = values.view(np.uint32 if values.dtype == np.float32 else np.uint64)
         _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
         with np.errstate(invalid="ignore"):  # the sentinels are signalling NaNs (printed as ".")
             distinct = values.reshape(-1)[first].astype(np.float64)
-        return inverse.reshape(values.shape), float_texts(distinct)
+        return inverse.reshape(values.shape), as_matrix(np.array(float_texts(distinct)))
     distinct, inverse = np.unique(values, return_inverse=True)
-    return inverse.reshape(values.shape), [str(v).encode() for v in distinct.tolist()]
+    if values.dtype.kind in "iu":
+        return inverse.reshape(values.shape), decimal_matrix(distinct)
+    return inverse.reshape(values.shape), as_matrix(np.array([str(v).encode() for v in distinct.tolist()]))
+
+
+def _padded(texts: np.ndarray, width: int) -> np.ndarray:
+    """Rows of ``texts`` (a uint8 matrix) NUL-padded on the right to ``width`` bytes (their
+    first bytes kept first: :attr:`Cells.first_byte`)."""
+    if texts.shape[1] == width:
+        return texts
+    table = np.zeros((len(texts), width), np.uint8)
+    table[:, :texts.shape[1]] = texts
+    return table
 
 
 #: slot bytes -> the unsigned integer of that size: numpy gathers those items about twice as
@@ -323,12 +336,17 @@ def cell_codes(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = 
     known = len(texts)
     if missing.any() or fill.any():
         codes = np.where(missing, known, np.where(fill, known + 1, codes))
-    plain = [*texts, MISSING.encode(), MISSING.encode()]
-    first = [lead.encode() + text for text in plain]
+    plain = np.zeros((known + 2, max(texts.shape[1], 1)), np.uint8)  # the texts, then "." twice
+    plain[:known, :texts.shape[1]] = texts
+    plain[known:, 0] = ord(MISSING)
+    prefix = lead.encode()
+    first = _prefixed(prefix, plain, len(prefix) + plain.shape[1])
     if width == 1:
-        return Cells(as_matrix(np.array(first)), codes.reshape(*shape, 1))
+        return Cells(first, codes.reshape(*shape, 1))
     # one table: the first element's texts, then the others' (a comma before; fill: nothing)
-    table = as_matrix(np.array([*first, *(b"," + text for text in plain[:-1]), b""]))
+    others = _prefixed(b",", plain[:-1], 1 + plain.shape[1])
+    wide = max(first.shape[1], others.shape[1])
+    table = np.concatenate([_padded(first, wide), _padded(others, wide), np.zeros((1, wide), np.uint8)])
     codes[:, 1:] += len(plain)
     return Cells(table, codes.reshape(*shape, width))
 

@@ -155,16 +155,16 @@ class SelectedRecords:
                 yield result
             return
         from vcfzarr_sql.query.plan import ScanRequest, plan_regions, plan_scan
-        from vcfzarr_sql.query.request import table_schema
 
-        schema = table_schema(self.store, "variants")
         samples = None if self.samples is None or self.counting else np.unique(self.samples)
         for selected in self.passes:
             regions = None if selected is None or selected.exclude else selected.region_set()
-            if regions is not None:
-                plan = plan_regions(self.store, schema, (), regions, samples)
+            if regions is not None:  # (no schema: planned and matched without Arrow)
+                plan = plan_regions(self.store, None, (), regions, samples)
             else:
-                request = ScanRequest("variants", schema, columns=(),
+                from vcfzarr_sql.query.request import table_schema
+
+                request = ScanRequest("variants", table_schema(self.store, "variants"), columns=(),
                                       filter=None if selected is None else selected.expression(), samples=samples)
                 plan = plan_scan(self.store, request)
             source = scan_source(self.store, plan)
@@ -175,16 +175,18 @@ class SelectedRecords:
         """The executor's work: ``work`` on the records of a task (one variant chunk) that its
         residual filter (``regions``, when that set is the plan's only filter), the expression
         and the record filters keep."""
-        from vcfzarr_sql.query.expressions import parse_or_none
+        tree = None
+        if regions is None and plan.filter is not None:  # (a region set's plan: no Arrow expression)
+            from vcfzarr_sql.query.expressions import parse_or_none
 
-        tree = None if plan.filter is None or regions is not None else parse_or_none(plan.filter)
+            tree = parse_or_none(plan.filter)
 
         def chunk_work(run: range) -> T:
             task = plan.run(run.start, run.stop)
             if regions is None:
                 keep = residual_rows(source, plan, task, tree)
             else:
-                keep = None if task.filter is None else region_rows(
+                keep = None if not task.filtered else region_rows(
                     BatchBlocks(source, task.variant_chunk, None, task.chunk_count), regions)
             if keep is None:
                 keep = np.ones(task.num_rows, bool)
