@@ -107,8 +107,6 @@ def test_view_with_regions_loads_no_arrow(convert_once, tmp_path):
     modules = imported_modules("view", str(store), "-r", "20:14000-17400,X:1-20", "-o", str(tmp_path / "out.vcf"))
     assert {"vcfzarr_sql.query.plan", "vcfzarr_sql.query.region_set"} <= modules
     assert not {"pyarrow", "vcfzarr_sql.query.expressions", "vcfzarr_sql.query.request"} & modules
-    # nor multiprocessing, which numcodecs' Blosc imports (cli/process.py blosc_without_multiprocessing)
-    assert not {"multiprocessing", "tempfile", "socket"} & modules
 
 
 def test_the_process_starts_no_blas_threads():
@@ -148,27 +146,6 @@ with process.process_start():
     assert numcodecs.get_codec({"id": "zstd"}) == Zstd() and numcodecs.Blosc is type(blosc)
     assert "numcodecs.registry" in sys.modules
 """
-
-
-_BLOSC = """
-import sys
-import numpy as np
-from vcfzarr_sql.cli import process
-with process.process_start():
-    assert process.defer_numcodecs_init() and process.blosc_without_multiprocessing()
-    from vcfzarr_sql.store.codec_classes import get_codec
-    blosc = get_codec({"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 2})
-    values = np.arange(100_000, dtype=np.int32)
-    assert (np.frombuffer(blosc.decode(blosc.encode(values)), np.int32) == values).all()
-    assert "multiprocessing" not in sys.modules and "multiprocessing.synchronize" not in sys.modules
-    import multiprocessing  # (the real one, for anyone else)
-    assert multiprocessing.current_process().name == "MainProcess" and "numcodecs.registry" not in sys.modules
-"""
-
-
-def test_numcodecs_blosc_imported_without_multiprocessing_in_a_process():
-    # (its import and the semaphore of its lock: ~0.012 CPU-s of view's start-up)
-    subprocess.run([sys.executable, "-c", _BLOSC], check=True)
 
 
 def test_numcodecs_package_deferred_in_a_process_runs_at_its_first_use():

@@ -19,11 +19,7 @@ does not: start and exit like a compiled tool (:func:`process_start`).
   linear algebra.
 - A command that decodes chunks only through :mod:`vcfzarr_sql.store.codec_classes` (``stats``)
   defers numcodecs' package start-up (:func:`defer_numcodecs_init`): its registry scans the
-  installed packages' entry points and it imports every codec, 0.05 CPU-s. Such a command
-  also imports numcodecs' Blosc without ``multiprocessing`` (:func:`blosc_without_multiprocessing`):
-  Blosc asks it only for the current process's id and a lock, and its import (``socket``,
-  ``tempfile``, ``shutil``, ``random``, ``bz2``, ``lzma``...) and a POSIX semaphore cost
-  ~0.012 CPU-s, a tenth of ``view``'s start-up.
+  installed packages' entry points and it imports every codec, 0.05 CPU-s.
 """
 
 from __future__ import annotations
@@ -132,47 +128,6 @@ def defer_numcodecs_init() -> bool:
 
     setattr(package, "__getattr__", finish)  # noqa: B010 (a module's, PEP 562)
     sys.modules["numcodecs"] = package
-    return True
-
-
-class _ThisProcess:
-    """What ``multiprocessing.current_process()`` gives numcodecs' Blosc in a ``vcfzarr-sql``
-    process, its main process: the name, and the id (``os.getpid()``, after a fork too)."""
-
-    name = "MainProcess"
-
-    @property
-    def pid(self) -> int:
-        return os.getpid()
-
-
-def _blosc_multiprocessing() -> ModuleType:
-    """A ``multiprocessing`` for :mod:`numcodecs.blosc` alone: ``current_process()`` (whose
-    name and ``pid`` it checks, to use no threads in a child process) and ``Lock()``
-    (guarding Blosc's global context between threads: a thread lock, as Blosc's context is the
-    process's own); any other name from the real module, imported when asked."""
-    module = ModuleType("multiprocessing", "vcfzarr-sql: what numcodecs.blosc asks of multiprocessing")
-    this = _ThisProcess()
-    setattr(module, "current_process", lambda: this)  # noqa: B010
-    setattr(module, "Lock", threading.Lock)  # noqa: B010
-    setattr(module, "__getattr__",  # noqa: B010 (a module's, PEP 562)
-            lambda name: getattr(importlib.import_module("multiprocessing"), name))
-    return module
-
-
-def blosc_without_multiprocessing() -> bool:
-    """In a ``vcfzarr-sql`` process (:func:`process_start`) that has not imported them: import
-    :mod:`numcodecs.blosc` with :func:`_blosc_multiprocessing` as its ``multiprocessing``
-    (``sys.modules`` holds it only during that import: no other module sees it). Whether it
-    did. A command's choice, never the library's (a process that forks children to decode
-    Blosc with threads would want numcodecs' cross-process lock)."""
-    if not _in_process or "numcodecs.blosc" in sys.modules or "multiprocessing" in sys.modules:
-        return False
-    sys.modules["multiprocessing"] = _blosc_multiprocessing()
-    try:
-        importlib.import_module("numcodecs.blosc")
-    finally:
-        del sys.modules["multiprocessing"]
     return True
 
 
