@@ -210,7 +210,7 @@ def joined_alleles(alleles: np.ndarray) -> np.ndarray:
 #: The characters :func:`allele_keys` packs (3 bits each, 0 is none), and how many.
 _KEY_ALPHABET = "ACGTN*,"
 _KEY_CHARS = 21
-_KEY_CODES = np.zeros(128, dtype=np.int64)
+_KEY_CODES = np.zeros(256, dtype=np.uint8)
 _KEY_CODES[[ord(c) for c in _KEY_ALPHABET]] = np.arange(1, len(_KEY_ALPHABET) + 1)
 
 
@@ -221,8 +221,8 @@ def allele_keys(joined: np.ndarray | list[str]) -> np.ndarray:
     :data:`KEY_UNPACKED` for any other text (compare the text itself). No hash: two records'
     keys are equal only if their alleles are (``A,C``: 1 + 7 << 3 + 2 << 6).
 
-    >>> allele_keys(["A,C", "A,C", "C,A", "AT,A", "a,c", "A,<DEL>", "A" * 22]).tolist()
-    [185, 185, 122, 993, 0, 0, 0]
+    >>> allele_keys(["A,C", "A,C", "C,A", "AT,A", "a,c", "A,<DEL>", "A" * 22, "\u00c5,C"]).tolist()
+    [185, 185, 122, 993, 0, 0, 0, 0]
     """
     texts = np.asarray(joined, dtype=object)
     keys = np.full(len(texts), KEY_UNPACKED, dtype=np.int64)
@@ -230,11 +230,19 @@ def allele_keys(joined: np.ndarray | list[str]) -> np.ndarray:
     short = np.flatnonzero((lengths > 0) & (lengths <= _KEY_CHARS))
     if len(short) == 0:
         return keys
-    chars = texts[short].astype(f"U{_KEY_CHARS}").view(np.uint32).reshape(len(short), _KEY_CHARS)
-    codes = _KEY_CODES[np.minimum(chars, len(_KEY_CODES) - 1)]  # (0: not one of the alphabet)
-    packs = (codes != 0).sum(axis=1) == lengths[short]  # (every character packs)
-    shifts = 3 * np.arange(_KEY_CHARS, dtype=np.int64)
-    keys[short[packs]] = (codes[packs] << shifts).sum(axis=1)
+    width = int(lengths[short].max())
+    try:
+        chars = texts[short].astype(f"S{width}")
+    except UnicodeEncodeError:  # (a non-ASCII text, which does not pack)
+        short = short[np.fromiter((t.isascii() for t in texts[short]), dtype=bool, count=len(short))]
+        chars = texts[short].astype(f"S{width}")
+    codes = _KEY_CODES[chars.view(np.uint8).reshape(len(short), width)]  # (0: not one of the alphabet)
+    packs = np.count_nonzero(codes, axis=1) == lengths[short]  # (every character packs)
+    codes = codes[packs]
+    packed = np.zeros(len(codes), dtype=np.int64)
+    for i in range(width):
+        packed |= codes[:, i].astype(np.int64) << (3 * i)
+    keys[short[packs]] = packed
     return keys
 
 
