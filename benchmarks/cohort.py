@@ -9,7 +9,10 @@ against the same data compacted.
   is ~5% of the re-conversion). At each of several record counts (``--variants``, default
   20,000 and 100,000: a cohort whose re-conversion takes a few seconds says little about
   cohorts), then the cost per record of both between the two largest, whose ratio is what
-  the ratio tends to as the cohort grows (start-up no longer counts).
+  the ratio tends to as the cohort grows (start-up no longer counts). Also adding the sample to
+  a cohort (the store after one add of another sample: its sites store holds the allele keys
+  the union compares), against the same re-conversion. ``--before TREE``: each add also run
+  with the ``vcfzarr_sql`` of the checkout TREE (PYTHONPATH), interleaved.
 * region queries and whole-cohort statistics over the 2,000 samples held as 10 batches of 200
   (``add``) vs the same cohort compacted (``compact``). Target: at most 1.5x. Each query is
   timed twice: in a new connection (which opens the store: a cohort opens its 10 batches and
@@ -19,11 +22,13 @@ CPU (user + system, children included) beside wall; interleaved, median of ``--r
 
     python -m benchmarks.cohort --variants 20000 100000 --only add
     python -m benchmarks.cohort --work /tmp/cohort-inputs  # (inputs kept, and reused if there)
+    python -m benchmarks.cohort --only add --before /path/to/older/checkout
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -68,12 +73,13 @@ def merge(paths: list[Path], out: Path) -> Path:
     return out
 
 
-def timed(argv: list[str], fresh: Path | None = None, copy_of: Path | None = None) -> tuple[float, float]:
+def timed(argv: list[str], fresh: Path | None = None, copy_of: Path | None = None,
+          env: dict[str, str] | None = None) -> tuple[float, float]:
     """(wall, CPU) of ``argv`` in a fresh process (after copying ``copy_of`` to ``fresh``)."""
     if fresh is not None and copy_of is not None:
         shutil.rmtree(fresh, ignore_errors=True)
         shutil.copytree(copy_of, fresh)
-    result = run_process(argv, capture=False)
+    result = run_process(argv, capture=False, env=env)
     return result.wall_s, result.cpu_s
 
 
@@ -101,30 +107,53 @@ def base_store(work: Path, variants: int) -> tuple[Path, Path]:
     return base_vcf, store
 
 
-def add_vs_convert(work: Path, variants: int, repeats: int) -> dict[int, dict[str, float]]:
-    """The timings of adding 1 and 100 samples to the cohort of ``variants`` records; the median
-    CPU seconds of each case, by the number of samples added."""
+def grown_store(work: Path, variants: int, base: Path) -> Path:
+    """The store ``base`` after one add (of another one-sample VCF): a cohort."""
+    grown = work / f"cohort{variants}.zarr"
+    if not grown.exists():
+        prior = write_vcf(work / f"prior_{variants}.vcf.gz", ["prior0"], variants, seed=7)
+        shutil.copytree(base, work / "cohort.tmp")
+        subprocess.run([venv_bin("vcfzarr-sql"), "add", str(work / "cohort.tmp"), str(prior)], check=True,
+                       stdout=subprocess.DEVNULL)
+        (work / "cohort.tmp").rename(grown)
+    return grown
+
+
+def add_vs_convert(work: Path, variants: int, repeats: int, before: Path | None = None) -> dict[int, dict[str, float]]:
+    """The timings of adding 1 and 100 samples to the cohort of ``variants`` records (and, with
+    ``before``, the same adds by the checkout there); the median CPU seconds of each case, by
+    the number of samples added."""
     cli = venv_bin("vcfzarr-sql")
     base_vcf, base = base_store(work, variants)
+    grown = grown_store(work, variants, base)
+    older = None if before is None else {**os.environ, "PYTHONPATH": str(before)}
     found = {}
     for count in (1, 100):
         names = [f"new{i}" for i in range(count)]
         new = write_vcf(work / f"new{count}_{variants}.vcf.gz", names, variants, seed=count, every=1)
         merged = merge([base_vcf, new], work / f"merged{count}_{variants}.vcf.gz")
-        cases = {
-            "vcfzarr-sql add": ([cli, "add", str(work / "grown.zarr"), str(new)], work / "grown.zarr"),
+        adds = {"vcfzarr-sql add": base, "add to a cohort": grown}
+        cases: dict[str, tuple[list[str], Path | None, dict[str, str] | None]] = {}
+        for name, store in adds.items():
+            for label, env in [("", None)] + ([] if older is None else [(", before", older)]):
+                cases[name + label] = ([cli, "add", str(work / "grown.zarr"), str(new)], store, env)
+        cases |= {
             "convert merged VCF": ([cli, "convert", "-q", "--force", str(merged),
-                                    str(work / "reconverted.zarr")], None),
+                                    str(work / "reconverted.zarr")], None, None),
             # (the fixed cost under any add: the interpreter and the libraries it parses and
             # writes with, which the 5% target is measured against at this size)
-            "floor: start + imports": ([sys.executable, "-c", FLOOR_IMPORTS], None),
+            "floor: start + imports": ([sys.executable, "-c", FLOOR_IMPORTS], None, None),
         }
         rows: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
         for r in range(repeats):
             for name in (list(cases) if r % 2 == 0 else list(cases)[::-1]):
-                argv, fresh = cases[name]
-                rows[name].append(timed(argv, fresh, base if fresh else None))
+                argv, copied, env = cases[name]
+                rows[name].append(timed(argv, work / "grown.zarr" if copied else None, copied, env))
         found[count] = report(f"add {count} sample(s) to {SAMPLES} x {variants} records", rows, "vcfzarr-sql add")
+        again = found[count]["convert merged VCF"]
+        for name in cases:
+            if "add" in name:
+                print(f"{'':50} {name:28} add / convert merged VCF {found[count][name] / again:6.1%}")
     return found
 
 
@@ -133,10 +162,11 @@ def per_record(found: dict[int, dict[int, dict[str, float]]]) -> None:
     counts, and their ratio: what add / re-conversion tends to as the cohort grows."""
     small, large = sorted(found)[-2:]
     for count in (1, 100):
-        add = (found[large][count]["vcfzarr-sql add"] - found[small][count]["vcfzarr-sql add"]) / (large - small)
         again = (found[large][count]["convert merged VCF"] - found[small][count]["convert merged VCF"]) / (large - small)
-        print(f"{f'add {count} sample(s), per record ({small} -> {large})':50} add {add * 1e6:7.2f} us  "
-              f"convert merged VCF {again * 1e6:7.2f} us  add/convert {add / again:6.1%}")
+        for name in (n for n in found[large][count] if "add" in n):
+            add = (found[large][count][name] - found[small][count][name]) / (large - small)
+            print(f"{f'add {count} sample(s), per record ({small} -> {large})':50} {name:28} {add * 1e6:7.2f} us  "
+                  f"convert merged VCF {again * 1e6:7.2f} us  add/convert {add / again:6.1%}")
 
 
 QUERIES = {
@@ -197,13 +227,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=("add", "queries"), help="run one of the two parts")
     parser.add_argument("--work", type=Path, help="keep the inputs here (and reuse those there)")
+    parser.add_argument("--before", type=Path, help="a checkout whose vcfzarr_sql each add is also run with")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="cohort-bench-") as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         print(f"{SAMPLES} samples x {args.variants} records; {args.repeats} repeats", file=sys.stderr)
         if args.only != "queries":
-            found = {variants: add_vs_convert(work, variants, args.repeats) for variants in args.variants}
+            found = {variants: add_vs_convert(work, variants, args.repeats, args.before)
+                     for variants in args.variants}
             if len(found) > 1:
                 per_record(found)
         if args.only != "add":

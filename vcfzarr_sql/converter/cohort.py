@@ -46,6 +46,9 @@ MAX_BATCH_CHUNK_RECORDS = 16
 #: writes, took 6x the CPU time for 20% smaller genotype counts).
 SITES_COMPRESSOR = {**COMPRESSOR, "clevel": 3}
 
+#: Records a chunk of the sites store's allele keys (read and written whole by add).
+KEY_CHUNK_RECORDS = 1 << 20
+
 _STRUCTURED = re.compile(r"##(INFO|FORMAT|FILTER|contig)=<ID=([^,>]+)")
 
 
@@ -89,6 +92,9 @@ class _Sites:
     #: Per record, its row in the cohort before this add (-1: a record new to it); None where
     #: not followed (gVCF cohorts: their counts are added up from every batch).
     origin: np.ndarray | None = None
+    #: Per record, its alleles as one number (:func:`vcfzarr_sql.format.cohort.allele_keys`;
+    #: KEY_UNKNOWN where not computed yet); None in gVCF cohorts (their union reads the text).
+    allele_keys: np.ndarray | None = None
 
 
 def _input_samples(path: str) -> list[str]:
@@ -248,6 +254,10 @@ def _current_sites(cohort: VczStore) -> _Sites:
                                        for row, block in zip(alleles.tolist(), blocks.tolist())]
             current.segment = blocks
             current.end = np.where(blocks, current.position + current.length - 1, spec.INT_MISSING)
+    if current.merged_alleles is None:
+        current.allele_keys = sites.read_array(layout.ALLELE_KEYS).astype(np.int64) \
+            if sites is not None and sites.has_array(layout.ALLELE_KEYS) \
+            else np.full(len(batch_rows), layout.KEY_UNKNOWN, dtype=np.int64)  # (a store before them)
     return current
 
 
@@ -281,15 +291,23 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
     shared = layout.shared_values(key_a, key_b)
     rows_a = np.flatnonzero(np.isin(key_a, shared))
     rows_b = np.flatnonzero(np.isin(key_b, shared))
-    alleles_a = [""] * len(key_a)
-    for i, key in zip(rows_a.tolist(), _alleles_of(sites, batches, rows_a)):
-        alleles_a[i] = ",".join(sites.merged_alleles[i]) if sites.merged_alleles and sites.merged_alleles[i] \
-            else key
-    keys_b = _keys(batch, rows_of_b[rows_b])
-    match = gvcf.record_key if gvcf_records else str
-    union = layout.union_of_sites(sites.contig, sites.position, [match(a) for a in alleles_a],
-                                  b_contig[rows_of_b], b_position[rows_of_b],
-                                  [match(keys_b[i]) for i in rows_of_b.tolist()])
+    allele_keys = None
+    if sites.allele_keys is None or gvcf_records:
+        alleles_a = [""] * len(key_a)
+        for i, key in zip(rows_a.tolist(), _alleles_of(sites, batches, rows_a)):
+            alleles_a[i] = ",".join(sites.merged_alleles[i]) if sites.merged_alleles and sites.merged_alleles[i] \
+                else key
+        keys_b = _keys(batch, rows_of_b[rows_b])
+        match = gvcf.record_key if gvcf_records else str
+        union = layout.union_of_sites(sites.contig, sites.position, [match(a) for a in alleles_a],
+                                      b_contig[rows_of_b], b_position[rows_of_b],
+                                      [match(keys_b[i]) for i in rows_of_b.tolist()])
+    else:
+        keys_a, compared_a = _cohort_keys(sites, batches, rows_a)
+        b_keys, compared_b = _batch_keys(batch, rows_of_b, rows_b)
+        union = layout.union_of_sites(sites.contig, sites.position, compared_a,
+                                      b_contig[rows_of_b], b_position[rows_of_b], compared_b)
+        allele_keys = np.where(union.first >= 0, np.r_[keys_a, 0][union.first], np.r_[b_keys, 0][union.second])
     first = union.first
     second = np.r_[rows_of_b, -1][union.second]  # (-1: none)
     old = first >= 0
@@ -316,10 +334,43 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
     out = _Sites(contig, position, length, batch_rows, ploidy, contigs, contig_lengths, filters,
                  descriptions, sites.samples + list(batch.samples),
                  _merged_header(sites.header, batch), added,
-                 origin=None if sites.origin is None else np.r_[sites.origin, -1][first])
+                 origin=None if sites.origin is None else np.r_[sites.origin, -1][first],
+                 allele_keys=allele_keys)
     if gvcf_records:
         out.merged_alleles = _record_alleles(sites, first, second, alleles_a, keys_b)
     return out
+
+
+def _compared(keys: np.ndarray, texts: np.ndarray) -> np.ndarray:
+    """What the union compares of records whose allele keys are ``keys``, and texts ``texts``
+    (REF and ALTs joined by ``,``): the key, or the text where the alleles do not pack."""
+    out = keys.astype(object)
+    unpacked = keys == layout.KEY_UNPACKED
+    out[unpacked] = texts[unpacked]
+    return out
+
+
+def _cohort_keys(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The allele keys of the cohort's records, those of records ``rows`` computed where not
+    yet known, and what the union compares of them (read only at ``rows``): the alleles of a
+    record are read only where its key is unknown or its alleles do not pack."""
+    assert sites.allele_keys is not None
+    keys = sites.allele_keys.copy()
+    texts = np.full(len(keys), "", dtype=object)
+    need = rows[keys[rows] <= layout.KEY_UNPACKED]
+    texts[need] = _alleles_of(sites, batches, need)
+    keys[need] = layout.allele_keys(texts[need])
+    return keys, _compared(keys, texts)
+
+
+def _batch_keys(batch: VczStore, rows: np.ndarray, shared: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The allele keys of records ``rows`` of ``batch`` (known at ``shared``, positions in
+    ``rows``; KEY_UNKNOWN elsewhere: their alleles are not read), and what the union compares."""
+    keys = np.full(len(rows), layout.KEY_UNKNOWN, dtype=np.int64)
+    texts = np.full(len(rows), "", dtype=object)
+    texts[shared] = _alleles_at(batch, rows[shared])
+    keys[shared] = layout.allele_keys(texts[shared])
+    return keys, _compared(keys, texts)
 
 
 def _record_alleles(sites: _Sites, first: np.ndarray, second: np.ndarray, alleles_a: list[str],
@@ -401,7 +452,8 @@ def _rows(sites: _Sites, rows: np.ndarray) -> _Sites:
                    merged_alleles=None if sites.merged_alleles is None
                    else [sites.merged_alleles[i] for i in rows.tolist()],
                    segment=None if sites.segment is None else sites.segment[rows],
-                   end=None if sites.end is None else sites.end[rows], origin=None)
+                   end=None if sites.end is None else sites.end[rows], origin=None,
+                   allele_keys=None)
 
 
 def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
@@ -521,6 +573,10 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
             array(layout.SEGMENT, sites.segment.astype(bool), (spec.DIM_VARIANTS,), "|b1", (chunk_size,)),
             array(layout.END, sites.end.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
         ]
+    if sites.allele_keys is not None:  # (read whole, by add only: chunks of a million records,
+        # along a dimension of its own: the store's variants dimension is chunked as the cohort)
+        arrays.append(array(layout.ALLELE_KEYS, sites.allele_keys.astype(np.int64), (layout.DIM_KEYS,),
+                            "<i8", (min(max(records, 1), KEY_CHUNK_RECORDS),)))
     attrs = {spec.ATTR_VERSION: spec.WRITE_VERSION, spec.ATTR_SOURCE: f"vcfzarr-sql-{__version__} cohort",
              spec.ATTR_HEADER: sites.header, spec.ATTR_HEADER_ADDED: sites.header_added,
              "cohort_records": records}

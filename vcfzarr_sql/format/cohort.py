@@ -10,7 +10,9 @@ made) and, once samples were added, a hidden directory :data:`COHORT_DIR` beside
   cohort record, its row in each batch, -1 where the batch lacks it) and :data:`PLOIDY` (the
   ploidy of a missing call at that record, as ``bcftools merge`` writes it), the merged VCF
   header as its ``vcf_header``, and in a cohort holding gVCF reference blocks
-  :data:`ALLELES`, :data:`SEGMENT` and :data:`END`;
+  :data:`ALLELES`, :data:`SEGMENT` and :data:`END`, and in other cohorts :data:`ALLELE_KEYS`
+  (each record's alleles as one number, :func:`allele_keys`, which the union compares instead
+  of the alleles' text);
 * ``manifest.json``: the committed batches and the sites generation (:func:`parse_manifest`).
   Written last, by an atomic rename: what it names is the cohort; anything else is debris.
 
@@ -38,6 +40,16 @@ MANIFEST_VERSION = 1
 #: Arrays of the sites store beyond the VCF Zarr ones.
 BATCH_ROWS = "cohort_batch_rows"
 PLOIDY = "cohort_missing_ploidy"
+#: Per record of a cohort without gVCF blocks: its alleles (REF and ALTs joined by ``,``) as
+#: :func:`allele_keys` packs them, :data:`KEY_UNPACKED` where they do not pack, or
+#: :data:`KEY_UNKNOWN` where not yet computed (the union reads the alleles of those only where
+#: another batch has a record at the same position). Absent in a sites store written before
+#: it: every record's key is then unknown.
+ALLELE_KEYS = "cohort_allele_key"
+#: Its dimension (records, chunked otherwise than ``variants``).
+DIM_KEYS = "cohort_records"
+KEY_UNKNOWN = -1
+KEY_UNPACKED = 0
 #: Arrays of the sites store of a cohort holding gVCF reference blocks
 #: (:mod:`vcfzarr_sql.format.gvcf`), per record: its alleles where they may not be those of
 #: every batch holding it (a segment's; a record whose batches' gVCF symbolic alleles differ;
@@ -128,16 +140,17 @@ class Union:
 
 
 def union_of_sites(
-    contig_a: np.ndarray, pos_a: np.ndarray, alleles_a: list[str],
-    contig_b: np.ndarray, pos_b: np.ndarray, alleles_b: list[str],
+    contig_a: np.ndarray, pos_a: np.ndarray, alleles_a: list[str] | np.ndarray,
+    contig_b: np.ndarray, pos_b: np.ndarray, alleles_b: list[str] | np.ndarray,
 ) -> Union:
     """The union of records ``a`` (the cohort's, in its order) and ``b`` (a new batch's), as
     ``bcftools merge -m none`` orders it: by contig (ids in the cohort's contig order) and
     POS; at one contig and POS, ``a``'s records in their order, then those of ``b`` that
     ``a`` lacks in theirs. Records with the same contig, POS and alleles (REF and ALT, in
-    order) are one record; ``alleles_*`` holds them joined by ``,``, and only those at a
-    (contig, POS) both lists have are read. The k-th record of a key in ``a`` pairs with the
-    k-th in ``b``.
+    order) are one record; ``alleles_*`` holds them joined by ``,`` (or any values equal
+    exactly where the alleles are: :func:`allele_keys`, the text where those do not pack), and
+    only those at a (contig, POS) both lists have are read. The k-th record of a key in ``a``
+    pairs with the k-th in ``b``.
 
     >>> u = union_of_sites(np.array([0, 0, 1]), np.array([10, 20, 5]), ["A,C", "G,T", "C,G"],
     ...                    np.array([0, 0, 2]), np.array([20, 20, 7]), ["G,C", "G,T", "C,A"])
@@ -192,6 +205,45 @@ def joined_alleles(alleles: np.ndarray) -> np.ndarray:
         held = column != ""
         out[held] = out[held] + "," + column[held]
     return out
+
+
+#: The characters :func:`allele_keys` packs (3 bits each, 0 is none), and how many.
+_KEY_ALPHABET = "ACGTN*,"
+_KEY_CHARS = 21
+_KEY_CODES = np.zeros(256, dtype=np.uint8)
+_KEY_CODES[[ord(c) for c in _KEY_ALPHABET]] = np.arange(1, len(_KEY_ALPHABET) + 1)
+
+
+def allele_keys(joined: np.ndarray | list[str]) -> np.ndarray:
+    """Each record's alleles (REF and ALTs joined by ``,``) as one positive int64, equal exactly
+    where the texts are equal: 3 bits a character, for texts of 1 to 21 characters of
+    ``ACGTN*,`` (SNPs and short indels: what a union of records mostly compares);
+    :data:`KEY_UNPACKED` for any other text (compare the text itself). No hash: two records'
+    keys are equal only if their alleles are (``A,C``: 1 + 7 << 3 + 2 << 6).
+
+    >>> allele_keys(["A,C", "A,C", "C,A", "AT,A", "a,c", "A,<DEL>", "A" * 22, "\u00c5,C"]).tolist()
+    [185, 185, 122, 993, 0, 0, 0, 0]
+    """
+    texts = np.asarray(joined, dtype=object)
+    keys = np.full(len(texts), KEY_UNPACKED, dtype=np.int64)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    short = np.flatnonzero((lengths > 0) & (lengths <= _KEY_CHARS))
+    if len(short) == 0:
+        return keys
+    width = int(lengths[short].max())
+    try:
+        chars = texts[short].astype(f"S{width}")
+    except UnicodeEncodeError:  # (a non-ASCII text, which does not pack)
+        short = short[np.fromiter((t.isascii() for t in texts[short]), dtype=bool, count=len(short))]
+        chars = texts[short].astype(f"S{width}")
+    codes = _KEY_CODES[chars.view(np.uint8).reshape(len(short), width)]  # (0: not one of the alphabet)
+    packs = np.count_nonzero(codes, axis=1) == lengths[short]  # (every character packs)
+    codes = codes[packs]
+    packed = np.zeros(len(codes), dtype=np.int64)
+    for i in range(width):
+        packed |= codes[:, i].astype(np.int64) << (3 * i)
+    keys[short[packs]] = packed
+    return keys
 
 
 def _single_matches(key_a: np.ndarray, alleles_a: np.ndarray, in_a: np.ndarray,

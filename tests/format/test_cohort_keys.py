@@ -1,0 +1,28 @@
+"""Allele keys (:func:`vcfzarr_sql.format.cohort.allele_keys`) are exact: two texts have one
+packed key only if they are the same text, and a text packs exactly when it is 1 to 21
+characters of ``ACGTN*,`` (hand facts, checked over random texts)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from vcfzarr_sql.format.cohort import KEY_UNPACKED, allele_keys
+
+
+def test_packed_keys_are_equal_only_for_equal_texts():
+    rng = random.Random(25)
+    alphabet = "ACGTN*,acgt<>.\u00c5\x00"
+    texts = ["".join(rng.choice(alphabet[:7] if rng.random() < 0.8 else alphabet)
+                     for _ in range(rng.randrange(0, 25))) for _ in range(3000)]
+    texts += texts[:500]  # (equal texts: equal keys)
+    keys = allele_keys(np.array(texts, dtype=object)).tolist()
+    packs = [0 < len(t) <= 21 and set(t) <= set("ACGTN*,") for t in texts]
+    assert [k != KEY_UNPACKED for k in keys] == packs
+    text_of: dict[int, str] = {}
+    for key, text in zip(keys, texts):
+        if key != KEY_UNPACKED:
+            assert text_of.setdefault(key, text) == text
+    assert keys[3000:] == keys[:500]
+    assert sum(packs) > 500
