@@ -193,11 +193,12 @@ def test_compiled_and_numpy_dosages_are_identical(diploid, region, monkeypatch):
     sample selections of every shape the expansion reads (37 samples in chunks of 10: 8
     bytes a chunk, 10 calls and a partial byte): all; whole chunks; a run from a multiple
     of 4 (bytes from the middle of a chunk); a run that is not; a few samples of a chunk (one
-    by one) and many (the chunk's row expanded, then picked)."""
+    by one) and many (the chunk's row expanded, then picked); one sample (the last, alone in
+    the last chunk's partial byte; the first of a chunk); the whole last chunk."""
     pytest.importorskip("numba")
     _, store = diploid
     selections = [None, list(range(10, 30)), list(range(24, 29)), list(range(13, 18)), [3, 5, 36],
-                  [0, 2, 3, 5, 7, 8, 11, 19, 30, 31, 33, 34, 35]]
+                  [0, 2, 3, 5, 7, 8, 11, 19, 30, 31, 33, 34, 35], [36], [9], list(range(30, 37))]
     for picked in selections:
         samples = None if picked is None else [f"sample{i}" for i in picked]
         got = {}
