@@ -94,7 +94,9 @@ import numpy as np
 import vcfzarr_sql.kernels as k
 from vcfzarr_sql.query.hwe import hwe_tests
 data = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmData"))
-resource.setrlimit(resource.RLIMIT_DATA, (data + 60 * 2**20, resource.RLIM_INFINITY))
+_, hard = resource.getrlimit(resource.RLIMIT_DATA)
+soft = data + 60 * 2**20
+resource.setrlimit(resource.RLIMIT_DATA, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
 k._work_asked = k.WORK_TO_COMPILE
 hwe, _ = hwe_tests(np.array([8, 7]), np.array([2, 1]), np.array([0, 1]))
 print(np.float32(hwe).tolist(), "numba" in sys.modules)
