@@ -33,3 +33,18 @@ def test_an_allele_outside_fill_to_one_is_refused(allele, kernels):
     genotypes = np.zeros((3, 4, 2), dtype=np.int8)
     genotypes[2, 3, 1] = allele
     assert diploid_calls(genotypes) is None
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (5, 0), (0, 0), (1, 1), (3, 1), (1, 7)])
+def test_edge_shapes_give_every_call_and_count(shape, kernels):
+    """No record, no sample, one sample: the calls and both counts as by hand, on both paths
+    (the compiled one sizes its outputs from the shape)."""
+    genotypes = np.random.default_rng(1).integers(-2, 2, size=(*shape, 2)).astype(np.int8)
+    calls = diploid_calls(genotypes)
+    assert calls is not None and (calls.records, calls.samples) == shape
+    per_call = (4 * (genotypes[..., 0].astype(int) + 2) + genotypes[..., 1] + 2).reshape(shape)
+    assert sorted(zip(calls.rows.tolist(), calls.cols.tolist(), calls.codes.tolist())) == [
+        (r, c, int(per_call[r, c])) for r in range(shape[0]) for c in range(shape[1]) if per_call[r, c] != 10]
+    assert calls.per_record.shape == (shape[0], 16) and calls.per_sample.shape == (16, shape[1])
+    assert calls.per_record.tolist() == [[int((row == c).sum()) for c in range(16)] for row in per_call]
+    assert calls.per_sample.tolist() == [[int((column == c).sum()) for column in per_call.T] for c in range(16)]

@@ -86,3 +86,33 @@ def test_auto_without_numba_keeps_to_numpy(monkeypatch):
     monkeypatch.setattr(kernels, "_numba_loaded", False)
     monkeypatch.setattr(kernels, "_work_asked", kernels.WORK_TO_COMPILE)
     assert Kernel(_sum_squares).compiled(work=1) is None
+
+
+_CAPPED = """
+import resource, sys
+import numpy as np
+import vcfzarr_sql.kernels as k
+from vcfzarr_sql.query.hwe import hwe_tests
+data = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmData"))
+_, hard = resource.getrlimit(resource.RLIMIT_DATA)
+soft = data + 60 * 2**20
+resource.setrlimit(resource.RLIMIT_DATA, (soft if hard == resource.RLIM_INFINITY else min(soft, hard), hard))
+k._work_asked = k.WORK_TO_COMPILE
+hwe, _ = hwe_tests(np.array([8, 7]), np.array([2, 1]), np.array([0, 1]))
+print(np.float32(hwe).tolist(), "numba" in sys.modules)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA and /proc: Linux")
+def test_auto_under_a_memory_cap_keeps_to_numpy_without_room_to_load_numba():
+    """A server session near its memory cap (``RLIMIT_DATA``, 60 MiB left) whose queries have
+    asked enough work of the kernels: ``auto`` does not load numba (which maps ~110 MiB; where
+    scipy is installed, its OpenBLAS threads hung the process with 40-80 MiB left, and with
+    less the query failed with a MemoryError), and the numpy path answers."""
+    pytest.importorskip("numba")
+    out = subprocess.run(
+        [sys.executable, "-c", _CAPPED], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "VCFZARR_SQL_KERNELS": "auto"},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[0] == f"{[float(np.float32(1 / 9)), 1.0]} False"

@@ -30,3 +30,16 @@ def test_masked_popcounts_equal_the_numpy_path(monkeypatch):
             assert np.array_equal(counts, expected), (width, mask)
             if (mask == EVEN_BITS).all():  # a row of calls all 3: each bit set, 32 a word
                 assert counts[:, 0].tolist() == [5 + 32 * width] * 3
+
+
+def test_masked_popcounts_of_no_record_or_no_word(monkeypatch):
+    pytest.importorskip("numba")
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", "numba")
+    kernel = MASKED_POPCOUNTS.compiled(work=0)
+    assert kernel is not None
+    for records, width in [(0, 3), (4, 0), (0, 0)]:
+        counts = np.full((3, records), 2, dtype=np.int64)
+        words, mask = np.ones((records, width), np.uint64), np.ones(width, np.uint64)
+        kernel(words, mask, counts)
+        assert np.array_equal(counts, _bit_counts(words, mask, _scratch(width)) + 2)
+        assert (counts == 2).all()

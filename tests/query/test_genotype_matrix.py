@@ -14,7 +14,8 @@ from fill_tags import fill_tags, simulated_vcf
 from oracle import CORPUS_SAMPLE, genotype_arrays, records
 
 import vcfzarr_sql
-from vcfzarr_sql.errors import QueryError
+from vcfzarr_sql.errors import QueryError, StoreError
+from vcfzarr_sql.store.blocks import BatchBlocks
 
 
 def expected_dosage(alleles: np.ndarray) -> np.ndarray:
@@ -193,11 +194,12 @@ def test_compiled_and_numpy_dosages_are_identical(diploid, region, monkeypatch):
     sample selections of every shape the expansion reads (37 samples in chunks of 10: 8
     bytes a chunk, 10 calls and a partial byte): all; whole chunks; a run from a multiple
     of 4 (bytes from the middle of a chunk); a run that is not; a few samples of a chunk (one
-    by one) and many (the chunk's row expanded, then picked)."""
+    by one) and many (the chunk's row expanded, then picked); one sample (the last, alone in
+    the last chunk's partial byte; the first of a chunk); the whole last chunk."""
     pytest.importorskip("numba")
     _, store = diploid
     selections = [None, list(range(10, 30)), list(range(24, 29)), list(range(13, 18)), [3, 5, 36],
-                  [0, 2, 3, 5, 7, 8, 11, 19, 30, 31, 33, 34, 35]]
+                  [0, 2, 3, 5, 7, 8, 11, 19, 30, 31, 33, 34, 35], [36], [9], list(range(30, 37))]
     for picked in selections:
         samples = None if picked is None else [f"sample{i}" for i in picked]
         got = {}
@@ -217,3 +219,19 @@ def test_a_process_reading_a_matrix_loads_neither_pyarrow_dataset_nor_pandas(dip
             "print(sorted(n for n in ('pandas', 'pyarrow.dataset') if n in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert done.stdout.split() == ["[]"]
+
+
+@pytest.mark.parametrize("samples", [None, ["sample3", "sample9"]])
+def test_packed_bytes_narrower_than_their_samples_are_a_store_error(diploid, monkeypatch, samples):
+    """The compiled expansion checks no bounds: packed bytes read narrower than the calls of
+    the samples they are read for (or of fewer records), which the store's layout and codec
+    checks rule out today, are refused before it runs, not read past (a heap over-read)."""
+    pytest.importorskip("numba")
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", "numba")
+    read = BatchBlocks.read_chunk_rows
+    for cut in ((slice(None), slice(0, 1)), (slice(0, 1), slice(None))):
+        monkeypatch.setattr(BatchBlocks, "read_chunk_rows",
+                            lambda self, name, chunk, rows, cut=cut: read(self, name, chunk, rows)[cut])
+        with pytest.raises(StoreError, match=r"summary_gt_packed chunk \(0, 0\) read as \(\d+, \d+\) uint8, "
+                                             r"not \d+ rows of uint8 holding \d+ calls"):
+            vcfzarr_sql.genotype_matrix(diploid[1], samples=samples, columns=())

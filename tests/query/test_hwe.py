@@ -243,3 +243,18 @@ def test_the_kernel_equals_the_numpy_path(counts, repeats, anything, huge):
     rows += rows[:repeats] + anything + ([(2**21 + 5, 3, 1)] if huge else [])
     nref, nalt, nhet = (np.array(column, dtype=np.int64) for column in zip(*rows))
     _hwe_tests(nref, nalt, nhet)
+
+
+def test_counts_beyond_a_c_int_are_nan_and_never_overflow():
+    # Stored counts are data (docs/security.md): counts a C int (bcftools' type) cannot hold
+    # are NaN on both paths; their sum overflowed int64 and the kernel, which checks no
+    # bounds, wrote its walk far outside its array (a segfault), or sized it from a wrapped sum.
+    big, most = 2**62, 2**31 - 1
+    nref = np.array([big, -(2**63), 8, most + 1, 3, most], dtype=np.int64)
+    nalt = np.array([big, -1, 2, 1, most + 1, 1], dtype=np.int64)
+    nhet = np.array([0, 0, 0, 1, 1, 1], dtype=np.int64)
+    hwe, exc_het = _hwe_tests(nref, nalt, nhet)
+    assert np.isnan(hwe[[0, 3, 4]]).all() and np.isnan(exc_het[[0, 3, 4]]).all()
+    assert hwe[1] == exc_het[1] == 1.0  # (no reference allele: 1, bcftools' rule)
+    assert np.float32(hwe[2]) == np.float32(1 / 9)
+    assert hwe[5] == 1.0 and np.isfinite(exc_het[5])  # (a C int's most: tested)

@@ -72,16 +72,6 @@ def store(tmp_path_factory, convert_once):
     return vcf, convert_once(vcf, variants_chunk_size=25, samples_chunk_size=10)
 
 
-@pytest.fixture(params=["numpy", "numba"])
-def kernels(request, monkeypatch):
-    """Each path of the masked popcounts: numpy, and the compiled kernel
-    (vcfzarr_sql/kernels/masked_popcounts.py)."""
-    if request.param == "numba":
-        pytest.importorskip("numba")
-    monkeypatch.setenv("VCFZARR_SQL_KERNELS", request.param)
-    return request.param
-
-
 @pytest.mark.parametrize("samples_chunk", [10, 33])
 def test_subset_code_counts_follow_the_calls(store, convert_once, samples_chunk, kernels):
     """Per record, the het, hom-alt and missing calls (those not 0 or 1 on both sides: the

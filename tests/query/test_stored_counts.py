@@ -215,3 +215,27 @@ def test_validate_finds_sample_counts_that_disagree(stores, tmp_path):
     problems = vcfzarr_sql.validate(copy)
     assert [p.where for p in problems] == [summaries.SAMPLE_CLASS_COUNTS]
     assert "variant chunk 2, sample 13" in str(problems[0])
+
+
+@pytest.mark.parametrize("count", [2**62, -3, 49])
+def test_stored_counts_outside_what_the_calls_hold_are_a_store_error(stores, tmp_path, con, count):
+    """Stored counts are data (docs/security.md): an allele count no calls can hold (24
+    diploid samples: 48 alleles at most), stored as int64, with no stored HWE, fed the HWE
+    tests' walks (a wrapped int64 sum: the compiled walk wrote outside its array, a
+    segfault; numpy's asked for an impossible array) or silently wrong sums."""
+    path = tmp_path / "counts.vcz"
+    shutil.copytree(stores["diploid_haploid"][0], path)
+    group = zarr.open_group(str(path), mode="r+", zarr_format=2)
+    old = group[summaries.ALLELE_COUNTS]
+    values = np.asarray(old[:]).astype(np.int64)
+    values[0, :2, 1] = count  # (the first record's homozygous REF and ALT alleles)
+    attributes, chunks, compressors = dict(old.attrs), old.chunks, old.compressors
+    del group[summaries.ALLELE_COUNTS], group[summaries.HWE]
+    new = group.create_array(summaries.ALLELE_COUNTS, shape=values.shape, chunks=chunks, dtype="<i8",
+                             compressors=compressors, fill_value=0)
+    new[:] = values
+    new.attrs.update(attributes)
+    zarr.consolidate_metadata(str(path), zarr_format=2)
+    with pytest.raises(Exception, match=rf"{summaries.ALLELE_COUNTS} of variant chunks \[0\] holds counts from "
+                                        rf"{min(count, 0)} to \d+, not within 0\.\.48 \(24 samples of ploidy 2\)"):
+        con.sql(f"SELECT gt_HWE FROM vcf_zarr('{path}')").fetchall()

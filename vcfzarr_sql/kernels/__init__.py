@@ -21,8 +21,9 @@ Whether a call takes the kernel is decided by :func:`Kernel.compiled`, from the
 Compiled code is cached on disk by numba (``cache=True``: ``__pycache__`` beside this package's
 sources, or numba's user cache directory where those are read-only), so the LLVM compilation
 happens once per installation; the cache is trusted as Python's own bytecode cache is
-(docs/security.md). A process in which numba cannot be imported or fails to load (a server
-session under a memory limit) keeps to numpy for good.
+(docs/security.md). A process in which numba cannot be imported or fails to load keeps to
+numpy for good; in ``auto`` mode, one with too little memory left to load it (under a cap: a
+server session, :data:`LOAD_ROOM`) keeps to numpy until it has more.
 
 >>> def _total(values):
 ...     total = 0
@@ -39,6 +40,7 @@ True
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 import threading
@@ -55,6 +57,12 @@ R = TypeVar("R")
 #: Units of work (about a nanosecond of numpy each) a process asks of kernels before ``auto``
 #: loads numba: ~0.5 s of numpy, a little more than the import and the cached code cost.
 WORK_TO_COMPILE = 500_000_000
+
+#: Bytes of address space a process must have left for ``auto`` to load numba: importing it
+#: and loading a first kernel maps ~110 MiB (numba's BLAS check loads scipy's OpenBLAS, where
+#: scipy is installed, whose threads' buffers hang rather than fail with 40-80 MiB left under
+#: ``RLIMIT_DATA``, as a server session near its memory cap has).
+LOAD_ROOM = 256 * 2**20
 
 _MODES = ("auto", "numpy", "numba")
 _lock = threading.Lock()
@@ -95,6 +103,18 @@ def _load_numba() -> bool:
     return _numba_loaded
 
 
+def _room_to_load() -> bool:
+    """Whether this process may still map :data:`LOAD_ROOM` private bytes (what a memory cap,
+    ``RLIMIT_DATA`` or ``RLIMIT_AS``, counts): tried, with nothing touched, and given back."""
+    if not hasattr(mmap, "MAP_PRIVATE"):  # (Windows: no such cap)
+        return True
+    try:
+        mmap.mmap(-1, LOAD_ROOM, flags=mmap.MAP_PRIVATE).close()
+    except (OSError, ValueError, MemoryError):
+        return False
+    return True
+
+
 class Kernel(Generic[P, R]):
     """A function numba compiles on first use (cached on disk), or None where numpy is used."""
 
@@ -118,6 +138,8 @@ class Kernel(Generic[P, R]):
                 if "numba" not in sys.modules and _work_asked < WORK_TO_COMPILE:
                     return None
             if self._compiled is None:
+                if mode == "auto" and not _room_to_load():  # (each kernel's first load maps memory)
+                    return None
                 if not _load_numba():
                     if mode == "numba":
                         raise NotSupportedError(

@@ -33,7 +33,12 @@ import numpy as np
 
 from vcfzarr_sql.kernels import Kernel
 
-__all__ = ["HWE_TESTS", "hwe_tests"]
+__all__ = ["HWE_TESTS", "MOST_ALLELES", "hwe_tests"]
+
+#: The most alleles of either kind a row may count (bcftools' counts are C ints): a row with
+#: more is NaN, so that no sum of counts overflows and no index passes the walk's array (the
+#: kernel checks no bounds; stored counts are data, docs/security.md).
+MOST_ALLELES = 2**31 - 1
 
 #: A walk is cut (each way) at its first value below this (relative to the midpoint's 1): far
 #: enough that what is left out changes the sums of only a few triples (walked again). At most
@@ -50,13 +55,15 @@ def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray, order: np.nd
               hwe: np.ndarray, exc_het: np.ndarray) -> None:
     """Fill ``hwe`` and ``exc_het`` (float64) with each row's tests: 1 where ``nref`` or
     ``nalt`` is 0, NaN where bcftools stops with an error (odd allele total, heterozygotes of
-    the other parity than the rare allele's count, or more of them). Rows are taken in
+    the other parity than the rare allele's count, or more of them) or a count is above
+    :data:`MOST_ALLELES`. Rows are taken in
     ``order`` (a permutation of them), which should put equal triples next to each other (a
     run of them is tested once) and the triples of a shape too (walked once)."""
-    most_total = 0
-    for i in range(len(nref)):
-        most_total = max(most_total, nref[i] + nalt[i])
-    probs = np.empty(most_total // 4 + 2)  # by het // 2 (rare <= total / 2)
+    most_rare = 0
+    for i in range(len(nref)):  # (of the rows tested)
+        if 0 < nref[i] <= MOST_ALLELES and 0 < nalt[i] <= MOST_ALLELES:
+            most_rare = max(most_rare, min(nref[i], nalt[i]))
+    probs = np.empty(most_rare // 2 + 2)  # by het // 2 (het <= rare: the midpoint too)
     shape_total, shape_rare, lo, hi = -1, -1, 0, -1
     cut_walk, below_most, above_most = False, 0.0, 0.0
     last_het, last_hwe, last_exc_het = -1, 0.0, 0.0
@@ -64,6 +71,10 @@ def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray, order: np.nd
         if nref[i] <= 0 or nalt[i] <= 0:
             hwe[i] = 1.0
             exc_het[i] = 1.0
+            continue
+        if nref[i] > MOST_ALLELES or nalt[i] > MOST_ALLELES:
+            hwe[i] = np.nan
+            exc_het[i] = np.nan
             continue
         total = nref[i] + nalt[i]
         rare = min(nref[i], nalt[i])

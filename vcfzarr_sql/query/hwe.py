@@ -9,7 +9,8 @@ over "no more likely than the observed" breaks ties exactly as bcftools does.
 Each test is one row: ``nref`` and ``nalt`` allele counts and ``nhet`` heterozygotes. Rows
 with no reference or no alternate allele are 1 (bcftools' rule). Rows bcftools rejects with an
 error (odd allele total, or heterozygotes inconsistent with the rare-allele count: only
-possible with polyploid or multiallelic genotypes) are NaN.
+possible with polyploid or multiallelic genotypes) are NaN, as are rows counting more alleles
+of a kind than a C int holds (bcftools' type; stored counts are data: docs/security.md).
 
 >>> hwe, exc_het = hwe_tests(np.array([8, 7]), np.array([2, 1]), np.array([0, 1]))
 >>> np.float32(hwe).tolist(), np.float32(exc_het).tolist()
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vcfzarr_sql.kernels.hwe import HWE_TESTS
+from vcfzarr_sql.kernels.hwe import HWE_TESTS, MOST_ALLELES
 
 #: The walk of a shape is estimated to go until its values are this far below the least likely
 #: heterozygote count tested (or the midpoint's 1), times this margin (these only set how long a
@@ -79,6 +80,7 @@ def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.
     tested = (nref > 0) & (nalt > 0)
     invalid = tested & (
         (((nrare & 1) ^ (nhet & 1)) != 0) | (nrare < nhet) | (nhet < 0) | (((nref + nalt) & 1) != 0)
+        | (nref > MOST_ALLELES) | (nalt > MOST_ALLELES)
     )
     hwe[invalid] = exc_het[invalid] = np.nan
     rows = np.flatnonzero(tested & ~invalid)

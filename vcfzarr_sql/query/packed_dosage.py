@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.format import packed_genotypes as pg
 from vcfzarr_sql.query.arrays import elements_array
 from vcfzarr_sql.store import memory
@@ -142,12 +143,25 @@ def packed_rows(blocks: BatchBlocks, columns: PackedColumns, keep: np.ndarray | 
     chunk decompressed from its first kept record to its last only
     (:meth:`~vcfzarr_sql.store.blocks.BatchBlocks.read_chunk_rows`)."""
     chunks = []
+    records = dict(zip(blocks.chunks, blocks.chunk_rows(pg.PACKED)))
     for c, span, mine in blocks.row_spans(pg.PACKED, keep):
         pieces = tuple(blocks.read_chunk_rows(pg.PACKED, (c, p.chunk), span) for p in columns.pieces)
-        count = len(pieces[0]) if pieces else 0  # (the span's records; no sample: no column to write)
-        rows = np.arange(count, dtype=np.int64) if mine is None else np.flatnonzero(mine).astype(np.int64)
+        start, stop, _ = span.indices(records[c])
+        for piece, values in zip(columns.pieces, pieces):  # (the compiled expansion checks no bounds)
+            _check_piece(blocks, (c, piece.chunk), piece, values, stop - start)
+        rows = np.arange(stop - start, dtype=np.int64) if mine is None else np.flatnonzero(mine).astype(np.int64)
         chunks.append(PackedRows(pieces, rows))
     return tuple(chunks)
+
+
+def _check_piece(blocks: BatchBlocks, chunk: tuple[int, int], piece: PackedPiece, values: np.ndarray,
+                 records: int) -> None:
+    """StoreError unless ``values``, the packed bytes of ``chunk`` read for ``piece``, are
+    ``records`` rows of uint8 holding the piece's calls."""
+    needed = int(piece.slots.max()) + 1 if len(piece.slots) else 4 * piece.first_byte + piece.calls
+    if values.dtype != np.uint8 or values.ndim != 2 or len(values) != records or 4 * values.shape[1] < needed:
+        raise StoreError(f"{blocks.store.path}: {pg.PACKED} chunk {chunk} read as {values.shape} "
+                         f"{values.dtype}, not {records} rows of uint8 holding {needed} calls")
 
 
 def dosages(codes: np.ndarray) -> np.ndarray:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from vcfzarr_sql.errors import StoreError
+from vcfzarr_sql.format.spec import CALL_GENOTYPE
 from vcfzarr_sql.format.summaries import (
     ALLELE_COUNTS,
     ALLELES,
@@ -50,9 +52,24 @@ def stored_counts(blocks: BatchBlocks) -> GenotypeCounts | None:
     if (calls[:, CALLED] == NOT_COUNTED).any():
         return None
     per_allele = blocks.read(ALLELE_COUNTS)  # (int32: sums over records widen to int64)
+    _check_counts(store, blocks, per_allele)
     het, hom, hemi = (per_allele[..., k] for k in range(3))
     alleles = AlleleCounts(het, hom, hemi, calls[:, CALLED].astype(np.int64))
     return GenotypeCounts(alleles, calls[:, MISSING].astype(np.int64), store.num_samples)
+
+
+def _check_counts(store: VczStore, blocks: BatchBlocks, per_allele: np.ndarray) -> None:
+    """StoreError unless every stored allele count is an integer from 0 to the alleles the
+    samples' calls hold (stored counts are data, docs/security.md: the HWE tests' walks are
+    as long as the counts, in memory and in time)."""
+    if per_allele.dtype.kind not in "iu":
+        raise StoreError(f"{store.path}: {ALLELE_COUNTS} has dtype {per_allele.dtype}, not integers")
+    ploidy = store.array_info(CALL_GENOTYPE).shape[-1] if store.has_array(CALL_GENOTYPE) else 1
+    most = ploidy * store.num_samples
+    if per_allele.size and not 0 <= per_allele.min() <= per_allele.max() <= most:
+        raise StoreError(f"{store.path}: {ALLELE_COUNTS} of variant chunks {list(blocks.chunks)} holds "
+                         f"counts from {per_allele.min()} to {per_allele.max()}, not within 0..{most} "
+                         f"({store.num_samples} samples of ploidy {ploidy})")
 
 
 def stored_hwe(blocks: BatchBlocks) -> np.ndarray | None:
