@@ -227,6 +227,7 @@ def test_stored_counts_outside_what_the_calls_hold_are_a_store_error(stores, tmp
     shutil.copytree(stores["diploid_haploid"][0], path)
     group = zarr.open_group(str(path), mode="r+", zarr_format=2)
     old = group[summaries.ALLELE_COUNTS]
+    assert isinstance(old, zarr.Array)
     values = np.asarray(old[:]).astype(np.int64)
     values[0, :2, 1] = count  # (the first record's homozygous REF and ALT alleles)
     attributes, chunks, compressors = dict(old.attrs), old.chunks, old.compressors
