@@ -166,7 +166,7 @@ def compare(name: str, vcf: Path, tmp: Path, repeats: int, command: Command,
     header_only = [*prefix, str(store), "-h", "-o", str(tmp / "header.vcf")]
     startup = statistics.median(run_process(header_only, capture=False, env=env).cpu_s for _ in range(3))
     print(f"\n{name}: {len(_records(theirs_out))} records, {size / 1e6:.1f} MB of VCF text; "
-          f"vcfzarr-sql view -h (Python start-up, imports, the header): {startup:.2f} s CPU")
+          f"vcfzarr-sql view -h (Python start-up, imports, the header): {startup:.3f} s CPU")
     old = None if before is None else [*before[0], str(store), "-o", str(ours_out)]
     old_env = None if before is None else before[1]
     if old is not None:
@@ -181,15 +181,15 @@ def compare(name: str, vcf: Path, tmp: Path, repeats: int, command: Command,
         o = run_process(ours, capture=False, env=env)
         p = None if old is None else run_process(old, capture=False, env=old_env)
         runs.append((b.cpu_s, b.wall_s, o.cpu_s, o.wall_s) + (() if p is None else (p.cpu_s, p.wall_s)))
-        print(f"| {k + 1} | {b.cpu_s:.2f} / {b.wall_s:.2f} | {o.cpu_s:.2f} / {o.wall_s:.2f} |"
-              + ("" if p is None else f" {p.cpu_s:.2f} / {p.wall_s:.2f} |"))
+        print(f"| {k + 1} | {b.cpu_s:.3f} / {b.wall_s:.2f} | {o.cpu_s:.3f} / {o.wall_s:.2f} |"
+              + ("" if p is None else f" {p.cpu_s:.3f} / {p.wall_s:.2f} |"))
     medians = [statistics.median(r[i] for r in runs) for i in range(len(runs[0]))]
     b_cpu, b_wall, o_cpu, o_wall = medians[:4]
-    print(f"| median | {b_cpu:.2f} / {b_wall:.2f} | {o_cpu:.2f} / {o_wall:.2f} |"
-          + ("" if before is None else f" {medians[4]:.2f} / {medians[5]:.2f} |"))
-    print(f"CPU ratio vcfzarr-sql / bcftools: {o_cpu / b_cpu:.2f} (wall {o_wall / b_wall:.2f}); "
+    print(f"| median | {b_cpu:.3f} / {b_wall:.2f} | {o_cpu:.3f} / {o_wall:.2f} |"
+          + ("" if before is None else f" {medians[4]:.3f} / {medians[5]:.2f} |"))
+    print(f"CPU ratio vcfzarr-sql / bcftools: {o_cpu / b_cpu:.3f} (wall {o_wall / b_wall:.2f}); "
           f"vcfzarr-sql at {size / 1e6 / o_cpu:.0f} MB/s CPU, bcftools {size / 1e6 / b_cpu:.0f} MB/s"
-          + ("" if before is None else f"; before: {medians[4] / b_cpu:.2f}"))
+          + ("" if before is None else f"; before: {medians[4] / b_cpu:.3f}"))
 
 
 def main(argv: list[str] | None = None) -> None:
