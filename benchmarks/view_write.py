@@ -16,12 +16,22 @@ Our package is compiled to bytecode first (``compileall``), as ``pip install`` l
 would compile its modules again, about 0.1 CPU-s that no installed copy pays
 (``--no-bytecode`` measures that case).
 
+``--wheel``: run the ``vcfzarr-sql`` command of a wheel installed into a scratch venv (``pip
+install CHECKOUT``, not editable: what users run), instead of this interpreter with the checkout
+on ``PYTHONPATH``. An editable install's venv imports its finder at every start-up (a ``.pth``
+file: ``pathlib`` and more), ~0.01 CPU-s a run that an installed wheel does not pay (``python
+-c pass``: 0.018 CPU-s in such a venv, 0.009 in a fresh one; both have setuptools'
+``distutils-precedence.pth``, as a venv made by ``python -m venv`` has). Installing takes ~20 s
+a checkout (the pip cache warm).
+
 ``--before DIR``: also ``vcfzarr-sql view`` from the checkout DIR (its ``vcfzarr_sql`` on the
-path), run in the same rounds, so a change is measured against the code before it under the same load.
+path, or its wheel with ``--wheel``), run in the same rounds, so a change is measured against the
+code before it under the same load.
 
     python -m benchmarks.view_write                         # the three files, 5 repeats
     python -m benchmarks.view_write --big-records 0 --repeats 3
     python -m benchmarks.view_write --repeats 3 --before /tmp/old-checkout
+    python -m benchmarks.view_write --big-records 0 --wheel --before /tmp/old-checkout
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -111,7 +122,33 @@ def _records(path: Path) -> list[str]:
     return out
 
 
-def compare(name: str, vcf: Path, tmp: Path, repeats: int, before: Path | None = None) -> None:
+#: how a checkout's ``vcfzarr-sql view`` is run: the command's first words and its environment
+Command = tuple[list[str], dict[str, str]]
+
+
+def on_path(checkout: Path) -> Command:
+    """This interpreter with ``checkout``'s package first on the path (:data:`OURS`)."""
+    return OURS, {**os.environ, "PYTHONPATH": str(checkout)}
+
+
+def installed(checkout: Path, venvs: Path) -> Command:
+    """``checkout`` installed as a wheel (``pip install``, not editable) into a new venv under
+    ``venvs`` (made from the interpreter this one's venv was made from): its ``vcfzarr-sql``.
+    Built from a copy of its package and project files (a checkout's own ``build/`` directory
+    may hold modules it no longer has)."""
+    venv = venvs / f"venv-{len(list(venvs.glob('venv-*')))}"
+    source = venv.with_name(venv.name + "-source")
+    shutil.copytree(checkout / "vcfzarr_sql", source / "vcfzarr_sql", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(checkout / name, source / name)
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin/python"), "-m", "pip", "install", "-q", str(source)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return [str(venv / "bin/vcfzarr-sql"), "view"], env
+
+
+def compare(name: str, vcf: Path, tmp: Path, repeats: int, command: Command,
+            before: Command | None = None) -> None:
     from vcfzarr_sql.converter import convert
 
     bcf, store = tmp / f"{name}.bcf", tmp / f"{name}.zarr"
@@ -119,20 +156,21 @@ def compare(name: str, vcf: Path, tmp: Path, repeats: int, before: Path | None =
     convert(str(vcf), str(store), show_progress=False)
     theirs_out, ours_out = tmp / "theirs.vcf", tmp / "ours.vcf"
     theirs = ["bcftools", "view", "-o", str(theirs_out), str(bcf)]
-    ours = [*OURS, str(store), "-o", str(ours_out)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    prefix, env = command
+    ours = [*prefix, str(store), "-o", str(ours_out)]
     run_process(theirs, capture=False)
     run_process(ours, capture=False, env=env)
     if _records(theirs_out) != _records(ours_out):
         raise SystemExit(f"{name}: vcfzarr-sql's records differ from bcftools'")
     size = theirs_out.stat().st_size
-    header_only = [*OURS, str(store), "-h", "-o", str(tmp / "header.vcf")]
+    header_only = [*prefix, str(store), "-h", "-o", str(tmp / "header.vcf")]
     startup = statistics.median(run_process(header_only, capture=False, env=env).cpu_s for _ in range(3))
     print(f"\n{name}: {len(_records(theirs_out))} records, {size / 1e6:.1f} MB of VCF text; "
-          f"vcfzarr-sql view -h (Python start-up, imports, the header): {startup:.2f} s CPU")
-    old_env = None if before is None else {**os.environ, "PYTHONPATH": str(before)}
-    if old_env is not None:
-        run_process(ours, capture=False, env=old_env)
+          f"vcfzarr-sql view -h (Python start-up, imports, the header): {startup:.3f} s CPU")
+    old = None if before is None else [*before[0], str(store), "-o", str(ours_out)]
+    old_env = None if before is None else before[1]
+    if old is not None:
+        run_process(old, capture=False, env=old_env)
         if _records(theirs_out) != _records(ours_out):
             raise SystemExit(f"{name}: the --before checkout's records differ from bcftools'")
     print("| run | bcftools CPU / wall | vcfzarr-sql CPU / wall |" + (" before CPU / wall |" if before else ""))
@@ -141,17 +179,17 @@ def compare(name: str, vcf: Path, tmp: Path, repeats: int, before: Path | None =
     for k in range(repeats):
         b = run_process(theirs, capture=False)
         o = run_process(ours, capture=False, env=env)
-        p = None if old_env is None else run_process(ours, capture=False, env=old_env)
+        p = None if old is None else run_process(old, capture=False, env=old_env)
         runs.append((b.cpu_s, b.wall_s, o.cpu_s, o.wall_s) + (() if p is None else (p.cpu_s, p.wall_s)))
-        print(f"| {k + 1} | {b.cpu_s:.2f} / {b.wall_s:.2f} | {o.cpu_s:.2f} / {o.wall_s:.2f} |"
-              + ("" if p is None else f" {p.cpu_s:.2f} / {p.wall_s:.2f} |"))
+        print(f"| {k + 1} | {b.cpu_s:.3f} / {b.wall_s:.2f} | {o.cpu_s:.3f} / {o.wall_s:.2f} |"
+              + ("" if p is None else f" {p.cpu_s:.3f} / {p.wall_s:.2f} |"))
     medians = [statistics.median(r[i] for r in runs) for i in range(len(runs[0]))]
     b_cpu, b_wall, o_cpu, o_wall = medians[:4]
-    print(f"| median | {b_cpu:.2f} / {b_wall:.2f} | {o_cpu:.2f} / {o_wall:.2f} |"
-          + ("" if before is None else f" {medians[4]:.2f} / {medians[5]:.2f} |"))
-    print(f"CPU ratio vcfzarr-sql / bcftools: {o_cpu / b_cpu:.2f} (wall {o_wall / b_wall:.2f}); "
+    print(f"| median | {b_cpu:.3f} / {b_wall:.2f} | {o_cpu:.3f} / {o_wall:.2f} |"
+          + ("" if before is None else f" {medians[4]:.3f} / {medians[5]:.2f} |"))
+    print(f"CPU ratio vcfzarr-sql / bcftools: {o_cpu / b_cpu:.3f} (wall {o_wall / b_wall:.2f}); "
           f"vcfzarr-sql at {size / 1e6 / o_cpu:.0f} MB/s CPU, bcftools {size / 1e6 / b_cpu:.0f} MB/s"
-          + ("" if before is None else f"; before: {medians[4] / b_cpu:.2f}"))
+          + ("" if before is None else f"; before: {medians[4] / b_cpu:.3f}"))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -164,8 +202,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--before", type=Path, help="a checkout whose vcfzarr_sql to run too, in the same rounds")
     parser.add_argument("--no-bytecode", action="store_true",
                         help="Do not compile our package to bytecode first (runs compile it, without __pycache__).")
+    parser.add_argument("--wheel", action="store_true",
+                        help="Run the vcfzarr-sql command of each checkout installed as a wheel in a scratch venv.")
     args = parser.parse_args(argv)
-    if not args.no_bytecode:
+    if not args.no_bytecode and not args.wheel:
         import vcfzarr_sql
 
         compileall.compile_dir(str(Path(vcfzarr_sql.__file__).parent), quiet=1)
@@ -173,15 +213,17 @@ def main(argv: list[str] | None = None) -> None:
             compileall.compile_dir(str(args.before / "vcfzarr_sql"), quiet=1)
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
+        run = (lambda checkout: installed(checkout, tmp)) if args.wheel else on_path
+        commands = (run(ROOT), None if args.before is None else run(args.before))
         generated = tmp / "calls.vcf"
         call_set(generated, args.records, args.samples)
-        compare(f"generated {args.records} x {args.samples} GT:AD:DP:GQ:PL", generated, tmp, args.repeats, args.before)
-        compare("1000 Genomes chr22 slice (GT only)", KG, tmp, args.repeats, args.before)
+        compare(f"generated {args.records} x {args.samples} GT:AD:DP:GQ:PL", generated, tmp, args.repeats, *commands)
+        compare("1000 Genomes chr22 slice (GT only)", KG, tmp, args.repeats, *commands)
         if args.big_records:
             big = tmp / "big.vcf"
             call_set(big, args.big_records, args.big_samples)
             compare(f"generated {args.big_records} x {args.big_samples} GT:AD:DP:GQ:PL", big, tmp,
-                    args.repeats, args.before)
+                    args.repeats, *commands)
 
 
 if __name__ == "__main__":

@@ -19,27 +19,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from vcfzarr_sql.errors import NotSupportedError
 from vcfzarr_sql.format import spec
-from vcfzarr_sql.query.selection.expression import (
-    Compare,
-    Format,
-    Info,
-    Logic,
-    Node,
-    Not,
-    Passing,
-    Site,
-    Value,
-    parse,
-    store_fields,
-)
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.source import ChunkSource
 from vcfzarr_sql.store.vcz import VczStore
+
+if TYPE_CHECKING:  # (the parser and its tree, ~0.004 CPU-s of classes and a regex: imported for -i/-e only)
+    from vcfzarr_sql.query.selection.expression import Compare, Format, Info, Node, Site, Value
 
 _NUMERIC: dict[str, np.ufunc] = {
     "=": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
@@ -287,6 +278,8 @@ class ValueReader:
     # -- INFO and FORMAT fields
 
     def field(self, value: Info | Format) -> Operand:
+        from vcfzarr_sql.query.selection.expression import Info
+
         fields = self.store.info_fields if isinstance(value, Info) else self.store.format_fields
         field = fields.get(value.tag)
         if field is None:  # declared by the header view writes (AC/AN for -s), in no record
@@ -382,6 +375,8 @@ def _any_sample(result: np.ndarray) -> np.ndarray:
 
 
 def _evaluate(node: Node, chunk: ValueReader) -> np.ndarray:
+    from vcfzarr_sql.query.selection.expression import Logic, Not
+
     if isinstance(node, Not):
         return ~_any_sample(_evaluate(node.inner, chunk))
     if isinstance(node, Logic):
@@ -396,6 +391,8 @@ def _evaluate(node: Node, chunk: ValueReader) -> np.ndarray:
 
 
 def _compare(node: Compare, chunk: ValueReader) -> np.ndarray:
+    from vcfzarr_sql.query.selection.expression import Format, Site
+
     value, op, literal = node.value, node.op, node.literal
     if isinstance(value, Format) and value.tag == "GT":
         test = chunk.gt_class(str(literal))
@@ -426,6 +423,8 @@ def _compare(node: Compare, chunk: ValueReader) -> np.ndarray:
 
 
 def _value(value: Value, chunk: ValueReader) -> Operand:
+    from vcfzarr_sql.query.selection.expression import Format, Info, Passing, Site
+
     if isinstance(value, Site):
         return chunk.site(value)
     if isinstance(value, (Info, Format)):
@@ -487,6 +486,8 @@ class ExpressionFilter:
         expression = include if include is not None else exclude
         if expression is None:
             return None
+        from vcfzarr_sql.query.selection.expression import parse, store_fields
+
         fields = store_fields(store)
         for tag in added:
             fields.setdefault(tag, []).append(("INFO", "A" if tag == "AC" else "1", "Integer"))
