@@ -107,13 +107,19 @@ def _as_array(buf: Any, dtype: np.dtype, name: str) -> np.ndarray:
     return ensure_contiguous_ndarray(buf).view(dtype)
 
 
+def _pooled(compressor: Any, dtype: np.dtype) -> bool:
+    """Whether chunks of ``dtype`` compressed by ``compressor`` alone may be decompressed by
+    :func:`_pooled_decompress` (a Blosc compressor; not strings)."""
+    return getattr(compressor, "codec_id", None) == "blosc" and dtype.kind != "O"
+
+
 def _pooled_decompress(compressor: Any, raw: Any, dtype: np.dtype, size: int) -> np.ndarray | None:
-    """``raw`` decompressed by the Blosc ``compressor`` into a buffer of Arrow's memory pool
-    (:mod:`vcfzarr_sql.store.memory`), as ``size`` values of ``dtype``; None when that does not
-    apply (another codec or size)."""
-    if getattr(compressor, "codec_id", None) != "blosc" or dtype.kind == "O" or len(raw) < 16:
+    """``raw`` decompressed by the Blosc ``compressor`` (:func:`_pooled`) into a buffer of
+    Arrow's memory pool (:mod:`vcfzarr_sql.store.memory`), as ``size`` values of ``dtype``;
+    None when that does not apply (a size other than the chunk's)."""
+    if len(raw) < 16:
         return None
-    nbytes = int.from_bytes(bytes(raw[4:8]), "little")  # the Blosc header's uncompressed size
+    nbytes = int.from_bytes(raw[4:8], "little")  # the Blosc header's uncompressed size
     if nbytes == 0 or nbytes != size * dtype.itemsize or nbytes > bounds.max_chunk_bytes():
         return None  # the general path decodes it, or says why it cannot
     out = memory.empty(size, dtype)
@@ -193,13 +199,15 @@ class V2Codec:
         self.arrow_strings = [f.codec_id for f in filters] == ["vlen-utf8"] and (
             order == "C" or len(chunks) < 2
         )
+        self._size = math.prod(chunks)
+        self._pooled = not filters and _pooled(compressor, dtype)
 
     def decode(self, raw: bytes) -> np.ndarray:
-        if not self.filters:
-            pooled = _pooled_decompress(self.compressor, raw, self.dtype, math.prod(self.chunks))
+        if self._pooled:
+            pooled = _pooled_decompress(self.compressor, raw, self.dtype, self._size)
             if pooled is not None:
                 return _reshaped(pooled, self.chunks, self.order, self.name)
-        buf = _filtered(self.filters, self._decompressed(raw), math.prod(self.chunks))
+        buf = _filtered(self.filters, self._decompressed(raw), self._size)
         return _reshaped(_as_array(buf, self.dtype, self.name), self.chunks, self.order, self.name)
 
     def decode_strings(self, raw: bytes) -> pa.Array:
@@ -255,9 +263,10 @@ class V3Codec:
         self.arrow_strings = vlen is not None and vlen.codec_id == "vlen-utf8" and all(
             axes == tuple(range(len(axes))) for axes in self.untranspose
         )
+        self._pooled = vlen is None and len(bytes_codecs) == 1 and _pooled(bytes_codecs[0], dtype)
 
     def decode(self, raw: bytes) -> np.ndarray:
-        if self.vlen is None and len(self.bytes_codecs) == 1:
+        if self._pooled:
             pooled = _pooled_decompress(self.bytes_codecs[0], raw, self.dtype, math.prod(self.shape))
             if pooled is not None:
                 return self._untransposed(_reshaped(pooled, self.shape, "C", self.name))

@@ -12,7 +12,7 @@ import os
 import stat
 import threading
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from vcfzarr_sql.errors import StoreError
 from vcfzarr_sql.store.bounds import MAX_CHUNK_BYTES_VARIABLE, max_chunk_bytes
@@ -108,36 +108,38 @@ class DirectoryStore:
             raise unreadable(self, key, err) from None
         return self.read_file(file, key)
 
-    def open_file(self, path: str, key: str, flags: int = 0, dir_fd: int | None = None) -> Any:
+    def open_file(self, path: str, key: str, flags: int = 0, dir_fd: int | None = None) -> OpenFile | None:
         """The file at ``path`` (of ``key``; relative to ``dir_fd`` when given) open for reading,
         None when it is a directory; StoreError when it is anything but a regular file (a FIFO
         would block the reader, a socket or device fail); OSError when it cannot be opened.
         ``flags``: more ``os.open`` flags."""
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | flags, dir_fd=dir_fd)
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISREG(mode):
-            return os.fdopen(fd, "rb")
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode):
+            return OpenFile(fd, st.st_size)
         os.close(fd)
-        if stat.S_ISDIR(mode):
+        if stat.S_ISDIR(st.st_mode):
             return None
         raise StoreError(f"{self.location}: {key} is not a regular file")
 
-    def read_file(self, file: Any, key: str) -> bytes | None:
+    def read_file(self, file: OpenFile | None, key: str) -> bytes | None:
         """:meth:`read_value` of a file :meth:`open_file` gave (None: a directory), closed after."""
         if file is None:
             return None
-        with file:
+        try:
             return self.read_value(file, key)
+        finally:
+            os.close(file.fd)
 
-    def read_value(self, file: Any, key: str) -> bytes:
+    def read_value(self, file: OpenFile, key: str) -> bytes:
         """The bytes of the open ``file`` of ``key``: StoreError past ``max_chunk_bytes()``."""
         limit = max_chunk_bytes()
-        # read(n) allocates n bytes first: asking for the file's size, not the limit, makes
-        # the read of a small chunk 4x faster (30 us -> 7 us).
-        size = os.fstat(file.fileno()).st_size
-        value = file.read(min(size, limit) + 1)
-        if len(value) > size:  # the file grew since fstat
-            value += file.read(limit + 1 - len(value))
+        # Read with the descriptor (no Python file object: 3 us of a small chunk's read), the
+        # size its ``fstat`` gave (a read asks for that many bytes, not the limit: a small
+        # chunk's read is 4x faster so) and one more, which says whether the file grew since.
+        value = _read_upto(file.fd, min(file.size, limit) + 1)
+        if len(value) > file.size:  # the file grew since fstat
+            value += _read_upto(file.fd, limit + 1 - len(value))
         _bounded(self, key, len(value), limit)
         return value
 
@@ -273,6 +275,24 @@ class FsspecStore:
 
     def close(self) -> None:
         pass
+
+
+class OpenFile(NamedTuple):
+    """A regular file of a store open for reading: its descriptor and the size ``fstat`` gave."""
+
+    fd: int
+    size: int
+
+
+def _read_upto(fd: int, count: int) -> bytes:
+    """Up to ``count`` bytes from descriptor ``fd``: fewer only at the end of the file."""
+    value = os.read(fd, count)
+    while 0 < len(value) < count:
+        more = os.read(fd, count - len(value))
+        if not more:
+            break
+        value += more
+    return value
 
 
 def _bounded(store: KeyValueStore, key: str, size: int, limit: int) -> None:

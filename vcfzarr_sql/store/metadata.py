@@ -7,6 +7,7 @@ fill value, dimension names, chunk key encoding and the codec pipeline that deco
 from __future__ import annotations
 
 import base64
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,14 +52,14 @@ class ArrayInfo:
     #: The numcodecs ids of its filters and codecs (v2 ``filters``; v3 ``codecs``).
     codec_ids: tuple[str, ...] = field(default=(), repr=False)
 
-    @property
+    @functools.cached_property
     def decoded_dtype(self) -> np.dtype:
         """The dtype of decoded chunks: object for strings, else the stored type, native order."""
         if self.dtype.kind in "OUS":
             return np.dtype(object)
         return self.dtype.newbyteorder("=")
 
-    @property
+    @functools.cached_property
     def grid(self) -> tuple[int, ...]:
         """Number of chunks along each dimension."""
         return tuple(math.ceil(n / c) if c else 0 for n, c in zip(self.shape, self.chunks))

@@ -7,14 +7,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import itertools
 import json
 import math
 import os
 import threading
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -129,6 +127,27 @@ def digest(documents: dict[str, bytes]) -> str:
     for key in sorted(documents):
         h.update(b"%d:%s:%d:" % (len(key), key.encode(), len(documents[key])) + documents[key])
     return h.hexdigest()
+
+
+class _Decoding:
+    """A context turning whatever a codec raised (``zlib.error`` for a ``zlib`` compressor
+    declared over Blosc bytes...) into a one-line StoreError naming the store ``path``, the
+    array ``name`` and the ``chunk``; our own errors and MemoryError pass as they are. (A class,
+    not a generator context: it is entered for every chunk decoded.)"""
+
+    __slots__ = ("path", "name", "chunk")
+
+    def __init__(self, path: str, name: str, chunk: tuple[int, ...]):
+        self.path, self.name, self.chunk = path, name, chunk
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, trace: object) -> None:
+        if err is None or not isinstance(err, Exception) or isinstance(err, (VcfZarrError, MemoryError)):
+            return
+        detail = " ".join(str(err).split()) or type(err).__name__
+        raise StoreError(f"{self.path}: cannot decode chunk {self.chunk} of {self.name} ({detail})") from None
 
 
 class VczStore:
@@ -467,19 +486,10 @@ class VczStore:
             raise StoreError(f"{self.path}: chunk {tuple(chunk)} of {info.name} is missing "
                              f"(no {info.chunk_key(chunk)}): the store is incomplete")
 
-    @contextlib.contextmanager
-    def _decoding(self, name: str, chunk: tuple[int, ...]) -> Iterator[None]:
+    def _decoding(self, name: str, chunk: tuple[int, ...]) -> _Decoding:
         """Codec errors while decoding chunk ``chunk`` of ``name`` as a one-line StoreError
-        naming the store, the array and the chunk (whatever the codec raised: ``zlib.error``
-        for a ``zlib`` compressor declared over Blosc bytes...)."""
-        try:
-            yield
-        except (VcfZarrError, MemoryError):
-            raise
-        except Exception as err:  # noqa: BLE001 - any codec's failure (zlib.error...) is the chunk's
-            detail = " ".join(str(err).split()) or type(err).__name__
-            message = f"{self.path}: cannot decode chunk {chunk} of {name} ({detail})"
-            raise StoreError(message) from None
+        naming the store, the array and the chunk (:class:`_Decoding`)."""
+        return _Decoding(self.path, name, chunk)
 
     def read_chunk(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
         """One chunk, decoded and trimmed (:meth:`read_chunk_bytes` then :meth:`decode_chunk`)."""

@@ -149,10 +149,12 @@ def _element_table(values: np.ndarray, vcf_type: str) -> tuple[np.ndarray, np.nd
         if high - low < min(_TABLE_VALUES, values.size):
             return values.astype(np.int32) - low, decimal_matrix(np.arange(low, high + 1))
     if values.dtype.kind == "f":  # by bits: -0.0 prints "-0"
+        # (the distinct bits are the distinct values: no ``return_index``, which makes numpy
+        # sort stably, 1.7x slower on a chunk of INFO/AF)
         bits = values.view(np.uint32 if values.dtype == np.float32 else np.uint64)
-        _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
+        unique_bits, inverse = np.unique(bits, return_inverse=True)
         with np.errstate(invalid="ignore"):  # the sentinels are signalling NaNs (printed as ".")
-            distinct = values.reshape(-1)[first].astype(np.float64)
+            distinct = unique_bits.view(values.dtype).astype(np.float64)
         return inverse.reshape(values.shape), as_matrix(np.array(float_texts(distinct)))
     distinct, inverse = np.unique(values, return_inverse=True)
     if values.dtype.kind in "iu":
