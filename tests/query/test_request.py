@@ -1,4 +1,5 @@
-"""vcfzarr_sql.query.request: sample names looked up in the store's Arrow names (hand facts)."""
+"""vcfzarr_sql.query.request: sample names looked up in the store's Arrow names (hand facts,
+bcftools' header samples), a store's table schemas made once."""
 
 from __future__ import annotations
 
@@ -6,11 +7,15 @@ from types import SimpleNamespace
 from typing import cast
 
 import numpy as np
+import oracle
 import pyarrow as pa
 import pytest
 
+import vcfzarr_sql
 from vcfzarr_sql.errors import QueryError
-from vcfzarr_sql.query.request import sample_selection
+from vcfzarr_sql.format import spec
+from vcfzarr_sql.query import schema
+from vcfzarr_sql.query.request import sample_selection, table_schema
 from vcfzarr_sql.store.vcz import VczStore
 
 STORE = cast(VczStore, SimpleNamespace(sample_names=pa.array(["NA1", "NA2", "é3", "NA4"]), path="x.vcz"))
@@ -45,3 +50,28 @@ def test_an_unknown_sample_is_named(samples, named):
 def test_an_empty_list_is_an_error():
     with pytest.raises(QueryError, match="the list is empty"):
         sample_selection(STORE, [])
+
+
+@pytest.fixture(scope="module")
+def sample_store(convert_once):
+    return convert_once(oracle.CORPUS_SAMPLE, variants_chunk_size=3, samples_chunk_size=2)
+
+
+def test_a_store_of_several_sample_chunks(sample_store):
+    """Our converter's store, two samples a chunk: names looked up in all of its chunks."""
+    store = vcfzarr_sql.open_store(sample_store)
+    samples = oracle.header(oracle.CORPUS_SAMPLE).samples
+    assert store.array_info(spec.SAMPLE_ID).grid[0] > 1
+    indexes, order = sample_selection(store, samples[::-1])
+    assert indexes is None and order is not None and order.tolist() == list(range(len(samples)))[::-1]
+    indexes, order = sample_selection(store, samples[-1:])
+    assert indexes is not None and indexes.tolist() == [len(samples) - 1] and order is None
+
+
+def test_a_store_s_schemas_are_made_once(sample_store):
+    store = vcfzarr_sql.open_store(sample_store)
+    first = table_schema(store, "variants")
+    assert table_schema(store, "variants") is first and first == schema.variants_schema(store)
+    assert table_schema(store, "calls") == schema.calls_schema(store)
+    again = vcfzarr_sql.open_store(sample_store)  # (opened again: a store of its own)
+    assert table_schema(again, "variants") is not first
