@@ -201,8 +201,18 @@ class VczStore:
 
     @functools.cached_property
     def samples(self) -> np.ndarray:
-        """Sample names (``sample_id``)."""
-        return self._strings(spec.SAMPLE_ID)
+        """Sample names (``sample_id``), decoded at their first use from the chunks opening
+        read (:attr:`sample_names` is what queries look names up in)."""
+        if not self.has_array(spec.SAMPLE_ID):
+            return np.empty(0, dtype=object)
+        return self.read_array(spec.SAMPLE_ID, self._sample_id_chunks)
+
+    @functools.cached_property
+    def _sample_id_chunks(self) -> dict[str, bytes]:
+        """The stored chunks of ``sample_id`` by key, read once: both decodings of the names
+        (:attr:`samples`, :attr:`sample_names`) read these, so opening does all the I/O."""
+        info = self._whole_array_info(spec.SAMPLE_ID)
+        return self._kv.get_many(info.chunk_key((c,)) for c in range(info.grid[0]))
 
     @functools.cached_property
     def sample_names(self) -> pa.StringArray:
@@ -213,10 +223,10 @@ class VczStore:
 
         if not self.has_array(spec.SAMPLE_ID):
             return pa.array([], pa.string())
-        info = self._whole_array_info(spec.SAMPLE_ID)
+        info = self.array_info(spec.SAMPLE_ID)
+        raw = self._sample_id_chunks
         if not info.codec.arrow_strings:
             return pa.array(self.samples, pa.string())
-        raw = self._kv.get_many(info.chunk_key((c,)) for c in range(info.grid[0]))
         chunks = [self.decode_chunk_strings(spec.SAMPLE_ID, raw.get(info.chunk_key((c,))), (c,))
                   for c in range(info.grid[0])]
         return pa.chunked_array(chunks, pa.string()).combine_chunks()
@@ -510,13 +520,15 @@ class VczStore:
         """One chunk of a string array as Arrow (:meth:`decode_chunk_strings`)."""
         return self.decode_chunk_strings(name, self.read_chunk_bytes(name, chunk), chunk)
 
-    def read_array(self, name: str) -> np.ndarray:
+    def read_array(self, name: str, raw: dict[str, bytes] | None = None) -> np.ndarray:
         """A whole array in memory (meant for small ones: samples, contigs, filters...; one
-        without a ``variants`` dimension may take at most ``max_chunk_bytes()``)."""
+        without a ``variants`` dimension may take at most ``max_chunk_bytes()``); ``raw``:
+        its stored chunks by key, already read (a key not there: a missing chunk)."""
         info = self._whole_array_info(name)
         out = np.empty(info.shape, dtype=info.decoded_dtype)
         chunks = list(itertools.product(*(range(n) for n in info.grid)))
-        raw = self._kv.get_many(info.chunk_key(c) for c in chunks)
+        if raw is None:
+            raw = self._kv.get_many(info.chunk_key(c) for c in chunks)
         for chunk in chunks:
             where = tuple(
                 slice(i * c, (i + 1) * c) for i, c in zip(chunk, info.chunks)
