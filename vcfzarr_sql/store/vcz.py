@@ -205,7 +205,7 @@ class VczStore:
         read (:attr:`sample_names` is what queries look names up in)."""
         if not self.has_array(spec.SAMPLE_ID):
             return np.empty(0, dtype=object)
-        return self.read_array(spec.SAMPLE_ID, self._sample_id_chunks)
+        return self._assembled(spec.SAMPLE_ID, self._sample_id_chunks)
 
     @functools.cached_property
     def _sample_id_chunks(self) -> dict[str, bytes]:
@@ -520,15 +520,19 @@ class VczStore:
         """One chunk of a string array as Arrow (:meth:`decode_chunk_strings`)."""
         return self.decode_chunk_strings(name, self.read_chunk_bytes(name, chunk), chunk)
 
-    def read_array(self, name: str, raw: dict[str, bytes] | None = None) -> np.ndarray:
+    def read_array(self, name: str) -> np.ndarray:
         """A whole array in memory (meant for small ones: samples, contigs, filters...; one
-        without a ``variants`` dimension may take at most ``max_chunk_bytes()``); ``raw``:
-        its stored chunks by key, already read (a key not there: a missing chunk)."""
+        without a ``variants`` dimension may take at most ``max_chunk_bytes()``)."""
         info = self._whole_array_info(name)
+        chunks = itertools.product(*(range(n) for n in info.grid))
+        return self._assembled(name, self._kv.get_many(info.chunk_key(c) for c in chunks))
+
+    def _assembled(self, name: str, raw: dict[str, bytes]) -> np.ndarray:
+        """The whole array ``name`` from its stored chunks ``raw`` by key (a key not there: a
+        missing chunk)."""
+        info = self.array_info(name)
         out = np.empty(info.shape, dtype=info.decoded_dtype)
         chunks = list(itertools.product(*(range(n) for n in info.grid)))
-        if raw is None:
-            raw = self._kv.get_many(info.chunk_key(c) for c in chunks)
         for chunk in chunks:
             where = tuple(
                 slice(i * c, (i + 1) * c) for i, c in zip(chunk, info.chunks)
