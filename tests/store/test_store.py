@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import oracle
-import pyarrow as pa
 import pysam.bcftools
 import pytest
 import zarr
@@ -90,18 +89,6 @@ def test_metadata_matches_bcftools_header(bio2zarr_store, relpath, zarr_format):
             assert (field.dtype, field.shape, field.chunks, field.dims) == (
                 info.dtype, info.shape, info.chunks, info.dims
             )
-
-
-@pytest.mark.parametrize(("relpath", "zarr_format"), CASES)
-def test_sample_names_as_arrow_are_the_header_samples(bio2zarr_store, relpath, zarr_format):
-    """``sample_names``: the samples decoded straight to one Arrow array, from every chunk of
-    ``sample_id`` (two samples a chunk in these stores)."""
-    store = vcfzarr_sql.open_store(bio2zarr_store(relpath, zarr_format))
-    samples = oracle.header(CORPUS / relpath).samples
-    assert store.sample_names.type == pa.string()
-    assert store.sample_names.to_pylist() == samples == store.samples.tolist()
-    if len(samples) > 2:
-        assert store.array_info(spec.SAMPLE_ID).grid[0] > 1
 
 
 @pytest.mark.parametrize(("relpath", "zarr_format"), CASES)

@@ -26,7 +26,7 @@ def samples_table(store: VczStore) -> pa.Table:
     return pa.table(
         {
             "sample_index": pa.array(range(store.num_samples), pa.int32()),
-            "sample_id": store.sample_names,
+            "sample_id": pa.array([str(s) for s in store.samples], pa.string()),
         }
     )
 

@@ -4,7 +4,6 @@ region's row filter, sample indexes), for :func:`~vcfzarr_sql.query.plan.plan_sc
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -29,10 +28,8 @@ def sample_selection(
     position among the decoded samples (those indexes, or all), None when that is their own
     order. QueryError names an unknown sample.
 
-    A name the store holds twice stands for its first.
-
     >>> from types import SimpleNamespace
-    >>> store = SimpleNamespace(sample_names=pa.array(["A", "B", "C"]), path="x.zarr")
+    >>> store = SimpleNamespace(samples=["A", "B", "C"], path="x.zarr")
     >>> sample_selection(store, ["C", "A", "C"])
     (array([0, 2]), array([1, 0, 1]))
     >>> sample_selection(store, ["C", "B", "A"])
@@ -44,49 +41,17 @@ def sample_selection(
         return None, None
     if isinstance(samples, str):
         samples = [samples]
-    listed = _store_indexes(store, samples)
-    if not len(listed):
+    position = {name: i for i, name in enumerate(store.samples)}
+    unknown = [s for s in samples if s not in position]
+    if unknown:
+        raise QueryError(f"samples: no sample named {unknown[0]!r} in {store.path}")
+    if not samples:
         raise QueryError("samples: the list is empty")
-    chosen = np.zeros(len(store.sample_names), dtype=bool)
-    chosen[listed] = True
-    indexes = np.flatnonzero(chosen)
+    listed = np.array([position[s] for s in samples], dtype=np.int64)
+    indexes = np.unique(listed)
     order = np.searchsorted(indexes, listed)
     in_order = len(order) == len(indexes) and bool((order == np.arange(len(order))).all())
-    return None if len(indexes) == len(store.sample_names) else indexes, None if in_order else order
-
-
-def _store_indexes(store: VczStore, samples: Sequence[str]) -> np.ndarray:
-    """The store index of each of ``samples`` (int64), looked up by Arrow's hash of the
-    store's names (:attr:`~vcfzarr_sql.store.vcz.VczStore.sample_names`: no Python ``str``
-    per name); QueryError names the first unknown one."""
-    try:
-        encoded = [name.encode() for name in samples]
-    except (AttributeError, UnicodeEncodeError):  # (not a str, a lone surrogate: not stored)
-        unknown = next(s for s in samples if not _encodable(s))
-        raise QueryError(f"samples: no sample named {unknown!r} in {store.path}") from None
-    found = pc.index_in(_string_array(encoded), value_set=store.sample_names)
-    if found.null_count:
-        unknown = samples[pc.index(found.is_null(), True).as_py()]
-        raise QueryError(f"samples: no sample named {unknown!r} in {store.path}")
-    # (from its buffer: ``to_numpy`` imports pandas too)
-    return np.frombuffer(found.buffers()[1], np.int32, len(found), found.offset * 4).astype(np.int64)
-
-
-def _encodable(name: object) -> bool:
-    try:
-        name.encode()  # type: ignore[attr-defined]
-    except (AttributeError, UnicodeEncodeError):
-        return False
-    return True
-
-
-def _string_array(encoded: list[bytes]) -> pa.StringArray:
-    """``encoded`` (UTF-8) as an Arrow string array, built from its buffers (``pa.array`` of
-    Python values imports pandas, ~50 MiB that a matrix reader does not otherwise load)."""
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
-    np.cumsum(np.fromiter(map(len, encoded), np.int32, len(encoded)), out=offsets[1:])
-    buffers = [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
-    return pa.Array.from_buffers(pa.string(), len(encoded), buffers)
+    return None if len(indexes) == len(store.samples) else indexes, None if in_order else order
 
 
 def parse_samples_file(lines: Iterable[str]) -> tuple[str, ...]:
@@ -114,20 +79,13 @@ def scan_samples(store: VczStore, samples: Sequence[str] | None, exclude: bool =
     return [s for s in store.samples if s not in excluded]
 
 
-#: The table schemas of each open store, made at the first scan of the table (a store's
-#: fields are fixed once it is open: one changed since is opened again, a new object).
-_SCHEMAS: weakref.WeakKeyDictionary[VczStore, dict[str, pa.Schema]] = weakref.WeakKeyDictionary()
-
-
 def table_schema(store: VczStore, table: str) -> pa.Schema:
     """The Arrow schema of table ``variants`` or ``calls`` of an open store."""
     if table not in TABLES:
         raise QueryError(f"table: expected one of {', '.join(TABLES)}, got {table!r}")
-    schemas = _SCHEMAS.setdefault(store, {})
-    if table not in schemas:
-        schemas[table] = (table_schemas.variants_schema(store) if table == "variants"
-                          else table_schemas.calls_schema(store))
-    return schemas[table]
+    if table == "variants":
+        return table_schemas.variants_schema(store)
+    return table_schemas.calls_schema(store)
 
 
 def scan_request(

@@ -27,6 +27,7 @@ counts from ``summary_sample_class_counts`` when the store has it
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -145,11 +146,10 @@ def counted_table(store: VczStore, plan: ScanPlan, source: CountingSource) -> pa
         ):
             counts += chunk
             records += chunk_records
-    names = store.sample_names  # (Arrow: no Python str per name)
-    counted = sample_columns(counts, records)
-    return pa.table([names if selected is None else names.take(selected),
-                     *(pa.array(counted[f.name], f.type, from_pandas=True) for f in list(SCHEMA)[1:])],
-                    schema=SCHEMA)
+    names = np.asarray(store.samples, dtype=object)
+    columns: dict[str, Any] = {"sample_id": list(names if selected is None else names[selected])}
+    columns.update(sample_columns(counts, records))
+    return pa.table([pa.array(columns[f.name], f.type, from_pandas=True) for f in SCHEMA], schema=SCHEMA)
 
 
 def sample_stats_table(

@@ -99,7 +99,6 @@ class CohortStore(VczStore):
         self.complete_chunks = True
         self.vcf_header = sites.vcf_header
         self.samples = sites.samples
-        self.sample_names = sites.sample_names
         self.contigs = sites.contigs
         self.contig_lengths = sites.contig_lengths
         self.filters = sites.filters

@@ -39,7 +39,7 @@ _NEVER_ALL_FILL = (spec.VARIANT_POSITION, spec.VARIANT_ID, spec.CONTIG_ID, spec.
 #: ``source`` attribute of stores written by our converter, which writes every chunk.
 _OUR_SOURCE = "vcfzarr-sql"
 #: What :meth:`VczStore.load` reads: the small arrays and the fields they describe.
-_SMALL = ("sample_names", "contigs", "contig_lengths", "filters", "filter_descriptions", "info_fields",
+_SMALL = ("samples", "contigs", "contig_lengths", "filters", "filter_descriptions", "info_fields",
           "format_fields")
 
 
@@ -220,35 +220,8 @@ class VczStore:
 
     @functools.cached_property
     def samples(self) -> np.ndarray:
-        """Sample names (``sample_id``), decoded at their first use from the chunks opening
-        read (:attr:`sample_names` is what queries look names up in)."""
-        if not self.has_array(spec.SAMPLE_ID):
-            return np.empty(0, dtype=object)
-        return self._assembled(spec.SAMPLE_ID, self._sample_id_chunks)
-
-    @functools.cached_property
-    def _sample_id_chunks(self) -> dict[str, bytes]:
-        """The stored chunks of ``sample_id`` by key, read once: both decodings of the names
-        (:attr:`samples`, :attr:`sample_names`) read these, so opening does all the I/O."""
-        info = self._whole_array_info(spec.SAMPLE_ID)
-        return self._kv.get_many(info.chunk_key((c,)) for c in range(info.grid[0]))
-
-    @functools.cached_property
-    def sample_names(self) -> pa.StringArray:
-        """Sample names (``sample_id``) as one Arrow string array: decoded straight to Arrow
-        when the codec allows (no Python ``str`` per name: a query looking names up or
-        writing them out needs no more), else from :attr:`samples`."""
-        import pyarrow as pa
-
-        if not self.has_array(spec.SAMPLE_ID):
-            return pa.array([], pa.string())
-        info = self.array_info(spec.SAMPLE_ID)
-        raw = self._sample_id_chunks
-        if not info.codec.arrow_strings:
-            return pa.array(self.samples, pa.string())
-        chunks = [self.decode_chunk_strings(spec.SAMPLE_ID, raw.get(info.chunk_key((c,))), (c,))
-                  for c in range(info.grid[0])]
-        return pa.chunked_array(chunks, pa.string()).combine_chunks()
+        """Sample names (``sample_id``)."""
+        return self._strings(spec.SAMPLE_ID)
 
     @functools.cached_property
     def contigs(self) -> list[str]:
@@ -533,31 +506,20 @@ class VczStore:
     def read_array(self, name: str) -> np.ndarray:
         """A whole array in memory (meant for small ones: samples, contigs, filters...; one
         without a ``variants`` dimension may take at most ``max_chunk_bytes()``)."""
-        info = self._whole_array_info(name)
-        chunks = itertools.product(*(range(n) for n in info.grid))
-        return self._assembled(name, self._kv.get_many(info.chunk_key(c) for c in chunks))
-
-    def _assembled(self, name: str, raw: dict[str, bytes]) -> np.ndarray:
-        """The whole array ``name`` from its stored chunks ``raw`` by key (a key not there: a
-        missing chunk)."""
         info = self.array_info(name)
+        nbytes = math.prod(info.shape) * info.decoded_dtype.itemsize
+        if spec.DIM_VARIANTS not in info.dims and nbytes > max_chunk_bytes():  # a table
+            raise StoreError(f"{self.path}: array {name} of shape {info.shape} would take more "
+                             f"than {max_chunk_bytes()} bytes (${MAX_CHUNK_BYTES_VARIABLE})")
         out = np.empty(info.shape, dtype=info.decoded_dtype)
         chunks = list(itertools.product(*(range(n) for n in info.grid)))
+        raw = self._kv.get_many(info.chunk_key(c) for c in chunks)
         for chunk in chunks:
             where = tuple(
                 slice(i * c, (i + 1) * c) for i, c in zip(chunk, info.chunks)
             )
             out[where] = self.decode_chunk(name, raw.get(info.chunk_key(chunk)), chunk)
         return out
-
-    def _whole_array_info(self, name: str) -> ArrayInfo:
-        """``array_info(name)``, StoreError if the whole array is too big to read at once."""
-        info = self.array_info(name)
-        nbytes = math.prod(info.shape) * info.decoded_dtype.itemsize
-        if spec.DIM_VARIANTS not in info.dims and nbytes > max_chunk_bytes():  # a table
-            raise StoreError(f"{self.path}: array {name} of shape {info.shape} would take more "
-                             f"than {max_chunk_bytes()} bytes (${MAX_CHUNK_BYTES_VARIABLE})")
-        return info
 
     # -- derived arrays --------------------------------------------------------------------
 
