@@ -128,7 +128,7 @@ def _default_signals(ignore_sigint: bool) -> Callable[[], None]:
 @contextlib.contextmanager
 def serve_process(*args: str, ignore_sigint: bool = False) -> Iterator[tuple[subprocess.Popen, int]]:
     """``vcfzarr-sql serve --port 0 ARGS`` in a process of its own (with default signal
-    dispositions, or SIGINT ignored as under ``serve &`` from a script) and its port; killed
+    dispositions, or SIGINT ignored as under ``serve &`` from a script) and its port; stopped
     when the block ends, however it ends."""
     process = subprocess.Popen(
         [sys.executable, "-m", "vcfzarr_sql", "serve", "--port", "0", *args], stderr=subprocess.PIPE,
@@ -141,8 +141,12 @@ def serve_process(*args: str, ignore_sigint: bool = False) -> Iterator[tuple[sub
         assert found is not None, banner
         yield process, int(found.group(1))
     finally:
-        if process.poll() is None:
-            process.kill()
+        if process.poll() is None:  # stopped as a user stops it (SIGTERM: it removes what it made
+            process.terminate()     # in the temp directory); killed if it does not end in time
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
         process.wait(60)
 
 
