@@ -124,7 +124,7 @@ def genotype_matrix(
     def work(run: range) -> tuple[pa.RecordBatch, np.ndarray | PackedPart]:
         task = plan.run(run.start, run.stop)
         blocks = BatchBlocks(source, task.variant_chunk, task.samples, task.chunk_count)
-        keep = (None if task.filter is None else residual_rows(source, plan, task, tree) if regions is None
+        keep = (None if not task.filtered else residual_rows(source, plan, task, tree) if regions is None
                 else region_rows(blocks, regions))
         keep = None if keep is not None and keep.all() else keep  # (no copy to keep every record)
         batch = (decode.decode_variants(source, task.variant_chunk, tuple(names), task.samples, task.chunk_count)
