@@ -25,7 +25,7 @@ import numpy as np
 from vcfzarr_sql.errors import QueryError, VcfZarrWarning
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.query import predicates as ex
-from vcfzarr_sql.query.prune import Zones, prune, prune_compact
+from vcfzarr_sql.query.prune import Zones, broadcast, prune, prune_compact
 from vcfzarr_sql.query.region import contig_hint
 from vcfzarr_sql.query.region_set import RegionSet
 
@@ -271,16 +271,16 @@ def _units(
         ri, chunk_of = ri[order], chunk_of[order]
         might = might if might.shape[0] == 1 else might[order]
         must = must if must.shape[0] == 1 else must[order]
-    starts = np.flatnonzero(np.r_[True, chunk_of[1:] != chunk_of[:-1]])
+    starts = np.flatnonzero(np.concatenate(([True], chunk_of[1:] != chunk_of[:-1])))
     chunks, records = chunk_of[starts], ri[:, spec.RI_COUNT]
     if len(starts) < len(chunk_of):
         records = np.add.reduceat(records, starts)
         might = might if might.shape[0] == 1 else np.logical_or.reduceat(might, starts, axis=0)
         must = must if must.shape[0] == 1 else np.logical_and.reduceat(must, starts, axis=0)
     shape = (len(chunks), len(groups))
-    c, g = np.nonzero(np.broadcast_to(might, shape))  # row-major: chunk-major, store order
+    c, g = np.nonzero(broadcast(might, shape))  # row-major: chunk-major, store order
     sizes = np.array([1 if s is None or table != "calls" else len(s) for _, s in groups])
-    whole = np.broadcast_to(must, shape)[c, g]
+    whole = broadcast(must, shape)[c, g]
     return chunks[c], g.astype(np.int32), whole, records[c] * sizes[g]
 
 

@@ -77,8 +77,8 @@ class _Intervals:
         least = np.minimum.accumulate(starts[by_end][::-1])[::-1]
         by_start = np.argsort(starts, kind="stable")
         greatest = np.maximum.accumulate(ends[by_start])
-        return cls(
-            ends[by_end], np.r_[least, _HIGHEST], starts[by_start], np.r_[_LOWEST, greatest]
+        return cls(  # (np.concatenate, not np.r_: 5 us each, which a one-region query notices)
+            ends[by_end], np.concatenate((least, [_HIGHEST])), starts[by_start], np.concatenate(([_LOWEST], greatest))
         )
 
     def might(self, first_lowest: np.ndarray, last_highest: np.ndarray) -> np.ndarray:
@@ -113,14 +113,10 @@ class RegionSet:
     def _build(cls, contig: tuple[str, ...], starts: np.ndarray, ends: np.ndarray, targets: bool) -> RegionSet:
         # bcftools -r: a region starting at 1 has no END condition (END may be 0 at POS 1).
         effective = starts if targets else np.where(starts <= 1, _LOWEST, starts)
-        names, which = np.unique(np.array(contig, dtype=object), return_inverse=True)
-        which = which.reshape(-1)
-        order = np.argsort(which, kind="stable")
-        bounds = np.searchsorted(which[order], np.arange(len(names) + 1))
-        contigs = {
-            str(name): _Intervals.of(effective[order[lo:hi]], ends[order[lo:hi]])
-            for name, lo, hi in zip(names, bounds[:-1], bounds[1:])
-        }
+        rows: dict[str, list[int]] = {}  # (each contig's intervals in the order given)
+        for i, name in enumerate(contig):
+            rows.setdefault(str(name), []).append(i)
+        contigs = {name: _Intervals.of(effective[rows[name]], ends[rows[name]]) for name in sorted(rows)}
         return cls(targets, contigs, (contig, starts, ends))
 
     @classmethod
