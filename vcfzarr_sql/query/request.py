@@ -29,8 +29,7 @@ def sample_selection(
     position among the decoded samples (those indexes, or all), None when that is their own
     order. QueryError names an unknown sample.
 
-    >>> from types import SimpleNamespace
-    >>> store = SimpleNamespace(samples=["A", "B", "C"], path="x.zarr")
+    >>> store = type("Store", (), {"samples": ["A", "B", "C"], "path": "x.zarr"})()
     >>> sample_selection(store, ["C", "A", "C"])
     (array([0, 2]), array([1, 0, 1]))
     >>> sample_selection(store, ["C", "B", "A"])
@@ -42,17 +41,35 @@ def sample_selection(
         return None, None
     if isinstance(samples, str):
         samples = [samples]
-    position = {name: i for i, name in enumerate(store.samples)}
-    unknown = [s for s in samples if s not in position]
-    if unknown:
-        raise QueryError(f"samples: no sample named {unknown[0]!r} in {store.path}")
+    position = _sample_positions(store)
+    try:
+        listed = np.fromiter(map(position.__getitem__, samples), np.int64, len(samples))
+    except KeyError:
+        unknown = next(s for s in samples if s not in position)
+        raise QueryError(f"samples: no sample named {unknown!r} in {store.path}") from None
     if not samples:
         raise QueryError("samples: the list is empty")
-    listed = np.array([position[s] for s in samples], dtype=np.int64)
-    indexes = np.unique(listed)
-    order = np.searchsorted(indexes, listed)
+    chosen = np.zeros(len(store.samples), dtype=bool)  # (not np.unique: a sort of the list)
+    chosen[listed] = True
+    indexes = np.flatnonzero(chosen)
+    # each listed sample's rank among the chosen: binary searches for a short list, a running
+    # count for a long one (5,000 random searches: ~0.5 ms, the count of 10,000: ~0.04 ms)
+    order = np.searchsorted(indexes, listed) if len(listed) < 256 else (np.cumsum(chosen) - 1)[listed]
     in_order = len(order) == len(indexes) and bool((order == np.arange(len(order))).all())
     return None if len(indexes) == len(store.samples) else indexes, None if in_order else order
+
+
+#: Each open store's sample indexes by name (a name stored twice: its last index), made at
+#: the first query that names samples: building it cost ~1 ms a query at 10,000 samples.
+_POSITIONS: weakref.WeakKeyDictionary[VczStore, dict[str, int]] = weakref.WeakKeyDictionary()
+
+
+def _sample_positions(store: VczStore) -> dict[str, int]:
+    """The index of each of the store's sample names (its samples are fixed once it is open)."""
+    position = _POSITIONS.get(store)
+    if position is None:
+        position = _POSITIONS[store] = {name: i for i, name in enumerate(store.samples)}
+    return position
 
 
 def parse_samples_file(lines: Iterable[str]) -> tuple[str, ...]:
