@@ -3,6 +3,8 @@ store; sample look-up against a naive one (hand facts)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import oracle
 import pytest
@@ -11,6 +13,7 @@ import vcfzarr_sql
 from vcfzarr_sql.errors import QueryError
 from vcfzarr_sql.query import request, schema
 from vcfzarr_sql.query.request import sample_selection, table_schema
+from vcfzarr_sql.store.vcz import VczStore
 
 
 @pytest.fixture(scope="module")
@@ -32,11 +35,15 @@ def test_an_unknown_table_is_an_error(sample_store):
         table_schema(vcfzarr_sql.open_store(sample_store), "samples")
 
 
-class Store:
+class _Store:
     """What sample_selection reads of a store (weak-referenceable, as a VczStore)."""
 
     def __init__(self, samples):
         self.samples, self.path = np.array(samples, dtype=object), "x.vcz"
+
+
+def fake_store(samples) -> VczStore:
+    return cast(VczStore, _Store(samples))
 
 
 def naive(names, samples):
@@ -52,19 +59,19 @@ def test_sample_selection_is_the_naive_answer(count):
     names = [f"S{i}" for i in range(600)]
     rng = np.random.default_rng(count)
     samples = [names[i] for i in rng.integers(0, len(names), count)]
-    indexes, order = sample_selection(Store(names), samples)
+    indexes, order = sample_selection(fake_store(names), samples)
     want_indexes, want_order = naive(names, samples)
     assert (None if indexes is None else indexes.tolist()) == want_indexes
     assert (None if order is None else order.tolist()) == want_order
 
 
 def test_sample_selection_hand_facts():
-    store = Store(["A", "B", "C"])
+    store = fake_store(["A", "B", "C"])
     assert sample_selection(store, None) == (None, None)
     indexes, order = sample_selection(store, "B")
-    assert indexes.tolist() == [1] and order is None
+    assert indexes is not None and indexes.tolist() == [1] and order is None
     indexes, order = sample_selection(store, ["C", "B", "A"])
-    assert indexes is None and order.tolist() == [2, 1, 0]
+    assert indexes is None and order is not None and order.tolist() == [2, 1, 0]
     with pytest.raises(QueryError, match="no sample named 'D'"):
         sample_selection(store, ["A", "D", "E"])
     with pytest.raises(QueryError, match="the list is empty"):
