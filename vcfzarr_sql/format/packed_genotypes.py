@@ -164,13 +164,18 @@ def _pack_calls(calls: DiploidCalls, samples_chunk_size: int) -> tuple[np.ndarra
     """:func:`pack_rows` of diploid calls of alleles in FILL .. 1 from those not ``0/0``."""
     records, samples = calls.records, calls.samples
     chunks = -(-max(samples, 1) // samples_chunk_size)
-    codes = np.zeros((records, chunks * slots_per_chunk(samples_chunk_size)), dtype=np.uint8)
+    width = chunks * slots_per_chunk(samples_chunk_size)
+    codes = np.zeros((records, width), dtype=np.uint8)
     coded = _CALL_CODES[calls.codes]
-    inexact = coded == _NOT_EXACT
-    coded[inexact] = MISSING
-    codes[calls.rows, sample_slots(np.arange(samples), samples_chunk_size)[calls.cols]] = coded
     exact = np.ones(records, dtype=np.uint8)
-    exact[calls.rows[inexact]] = 0
+    if coded.max(initial=0) == _NOT_EXACT:
+        inexact = coded == _NOT_EXACT
+        coded[inexact] = MISSING
+        exact[calls.rows[inexact]] = 0
+    # (each call's place in the flat codes: one sample chunk's slots are its samples)
+    place = calls.cols if chunks == 1 else sample_slots(np.arange(samples), samples_chunk_size)[calls.cols]
+    place = place + calls.rows * width
+    codes.ravel()[place] = coded
     return _packed(codes)[:, : packed_bytes(samples, samples_chunk_size)], exact
 
 
