@@ -144,7 +144,7 @@ def count_calls(totals: Totals, alleles: Alleles, genotypes: np.ndarray | None,
     records = len(alleles.count)
     hwe = np.zeros((records, 3), np.int64)
     if genotypes is not None:
-        simple = _simple_records(alleles, genotypes)
+        simple = _simple_records(alleles, genotypes, calls is not None)
         if simple.any():
             if calls is None or not simple.all():
                 calls = diploid_calls(genotypes if simple.all() else genotypes[simple])
@@ -175,14 +175,14 @@ def count_hwe(totals: Totals, num_alleles: np.ndarray, iaf1: np.ndarray, hwe: np
     totals.hwe_index.append(index)
 
 
-def _simple_records(alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:
+def _simple_records(alleles: Alleles, genotypes: np.ndarray, diploid: bool) -> np.ndarray:
     """Records counted by :func:`_count_simple`: at most one ALT, a SNP or one without
     variation, in a store of at most two alleles per call whose genotypes name no other
-    allele."""
+    allele (``diploid``: known already, from their :func:`~vcfzarr_sql.format.diploid_calls.diploid_calls`)."""
     if genotypes.shape[2] != 2 or len(genotypes) == 0:
         return np.zeros(len(genotypes), bool)
     simple = (alleles.count <= 2) & ((alleles.types & ~SNP) == 0).all(axis=1)
-    if simple.any():
+    if simple.any() and not diploid:
         simple &= genotypes.reshape(len(genotypes), -1).max(axis=1) <= 1
     return simple
 
