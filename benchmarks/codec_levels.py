@@ -7,6 +7,10 @@ the default now is :func:`vcfzarr_sql.converter.arrays.default_compressor`'s.
 
     python -m benchmarks.codec_levels benchmarks/data/gt_only_2000x50000/sim.vcz x.vcz
     python -m benchmarks.codec_levels --array call_genotype_phased STORE
+    python -m benchmarks.codec_levels --byte-shuffle --array summary_gt_hwe STORE
+
+``--byte-shuffle``: byte shuffle instead of bit shuffle (the codec of the other arrays, the
+summaries' among them; docs/benchmarks.md "stop 38").
 """
 
 from __future__ import annotations
@@ -32,12 +36,13 @@ def chunks(store: Path, array: str) -> list[np.ndarray]:
     return [np.frombuffer(codec.decode(p.read_bytes()), dtype=meta["dtype"]) for p in files]
 
 
-def measure(raws: list[np.ndarray], repeats: int) -> dict[tuple[int, int], tuple[float, float, int]]:
+def measure(raws: list[np.ndarray], repeats: int,
+            shuffle: int = Blosc.BITSHUFFLE) -> dict[tuple[int, int], tuple[float, float, int]]:
     """Per (clevel, blocksize): (compress CPU s, decompress CPU s, stored bytes), best of ``repeats``."""
     best: dict[tuple[int, int], tuple[float, float, int]] = {}
     for _ in range(repeats):
         for level in SETTINGS:  # (interleaved: the machine's noise hits every setting alike)
-            codec = Blosc(cname="zstd", clevel=level[0], shuffle=Blosc.BITSHUFFLE, blocksize=level[1])
+            codec = Blosc(cname="zstd", clevel=level[0], shuffle=shuffle, blocksize=level[1])
             start = time.process_time()
             encoded = [codec.encode(r) for r in raws]
             compress = time.process_time() - start
@@ -57,11 +62,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("stores", nargs="+", type=Path)
     parser.add_argument("--array", default="call_genotype")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--byte-shuffle", action="store_true", help="byte shuffle, not bit shuffle")
     args = parser.parse_args(argv)
     blosc.use_threads = False
     for store in args.stores:
         raws = chunks(store, args.array)
-        results = measure(raws, args.repeats)
+        results = measure(raws, args.repeats, Blosc.SHUFFLE if args.byte_shuffle else Blosc.BITSHUFFLE)
         print(f"{store} {args.array}: {len(raws)} chunks, {sum(r.nbytes for r in raws) / 1e6:.1f} MB decoded")
         print("| zstd clevel | blocks | compress CPU s | decompress CPU s | stored MB | size / 7 | "
               "compress / 7 | decompress / 7 |")

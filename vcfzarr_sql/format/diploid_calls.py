@@ -136,8 +136,10 @@ def diploid_calls(genotypes: np.ndarray) -> DiploidCalls | None:
             return calls
         found = pairs != 0
         where = np.flatnonzero(found)
-        # (each record's calls are consecutive in ``where``: no division to find rows and columns)
-        rows = np.repeat(np.arange(records, dtype=np.intp), np.count_nonzero(found, axis=1))
+        # (each record's calls are consecutive in ``where``: no division to find rows and
+        # columns, and each record's number of them is a binary search away)
+        ends = np.searchsorted(where, np.arange(1, records + 1, dtype=np.intp) * samples)
+        rows = np.repeat(np.arange(records, dtype=np.intp), np.diff(ends, prepend=0))
         codes = _PAIR_CODES[pairs.ravel()[where]]
         if len(codes) and codes.max() >= CODES:
             return None

@@ -144,7 +144,7 @@ def count_calls(totals: Totals, alleles: Alleles, genotypes: np.ndarray | None,
     records = len(alleles.count)
     hwe = np.zeros((records, 3), np.int64)
     if genotypes is not None:
-        simple = _simple_records(alleles, genotypes)
+        simple = _simple_records(alleles, genotypes, calls is not None)
         if simple.any():
             if calls is None or not simple.all():
                 calls = diploid_calls(genotypes if simple.all() else genotypes[simple])
@@ -175,14 +175,14 @@ def count_hwe(totals: Totals, num_alleles: np.ndarray, iaf1: np.ndarray, hwe: np
     totals.hwe_index.append(index)
 
 
-def _simple_records(alleles: Alleles, genotypes: np.ndarray) -> np.ndarray:
+def _simple_records(alleles: Alleles, genotypes: np.ndarray, diploid: bool) -> np.ndarray:
     """Records counted by :func:`_count_simple`: at most one ALT, a SNP or one without
     variation, in a store of at most two alleles per call whose genotypes name no other
-    allele."""
+    allele (``diploid``: known already, from their :func:`~vcfzarr_sql.format.diploid_calls.diploid_calls`)."""
     if genotypes.shape[2] != 2 or len(genotypes) == 0:
         return np.zeros(len(genotypes), bool)
     simple = (alleles.count <= 2) & ((alleles.types & ~SNP) == 0).all(axis=1)
-    if simple.any():
+    if simple.any() and not diploid:
         simple &= genotypes.reshape(len(genotypes), -1).max(axis=1) <= 1
     return simple
 
@@ -210,27 +210,33 @@ def _count_simple(totals: Totals, alleles: Alleles, calls: DiploidCalls) -> np.n
     s[SAMPLE_ROW["missing"]] += calls.records - counted
     n_ref, n_alt = per_record[:, _CODES[HOM_RR][0]], per_record[:, _CODES[HOM_AA][0]]
     n_het = per_record[:, list(_CODES[HET_RA])].sum(axis=1)
-    nonref = _NONREF[calls.codes]
-    rows, cols = calls.rows[nonref], calls.cols[nonref]
-
-    def nonref_calls(records: np.ndarray) -> np.ndarray:
-        """Per sample: its non-reference calls at ``records`` (bool per record)."""
-        return np.bincount(cols[records[rows]], minlength=calls.samples)
-
-    lonely = n_het + n_alt == 1  # (the one sample of a record with a non-reference call)
-    if lonely.any():
-        s[SAMPLE_ROW["singletons"]] += nonref_calls(lonely)
     hwe = np.stack([n_ref, n_het, n_alt], axis=1)
-    if alleles.types.shape[1] < 2:
+    # Each record's class: 1 + (the one sample with a non-reference call) + 2 (transition) or
+    # 4 (transversion); the non-reference calls per sample and class in one bincount.
+    lonely = n_het + n_alt == 1
+    group = 1 + lonely.astype(np.intp)
+    if alleles.types.shape[1] >= 2:
+        ref, base = alleles.bases[:, 0].astype(np.int16), alleles.bases[:, 1].astype(np.int16)
+        snp = ((alleles.types[:, 1] & SNP) != 0) & (base >= 0)
+        transition = snp & (np.abs(ref - base) == 2)
+        group += 2 * transition + 4 * (snp & ~transition)
+    if not (group > 1).any():
         return hwe
-    ref, base = alleles.bases[:, 0].astype(np.int16), alleles.bases[:, 1].astype(np.int16)
-    snp = ((alleles.types[:, 1] & SNP) != 0) & (base >= 0)
-    transition = snp & (np.abs(ref - base) == 2)
-    if transition.any():
-        s[SAMPLE_ROW["ts"]] += nonref_calls(transition)
-    if (snp & ~transition).any():
-        s[SAMPLE_ROW["tv"]] += nonref_calls(snp & ~transition)
+    # (0: a call that is not non-reference, or of a record counted nowhere)
+    group[group == 1] = 0
+    index = group[calls.rows]
+    index *= _NONREF[calls.codes]
+    index *= calls.samples
+    index += calls.cols
+    counts = np.bincount(index, minlength=_GROUPS * calls.samples).reshape(_GROUPS, calls.samples)
+    s[SAMPLE_ROW["singletons"]] += counts[2] + counts[4] + counts[6]
+    s[SAMPLE_ROW["ts"]] += counts[3] + counts[4]
+    s[SAMPLE_ROW["tv"]] += counts[5] + counts[6]
     return hwe
+
+
+#: The record classes of :func:`_count_simple`'s non-reference calls (0: not counted).
+_GROUPS = 7
 
 
 def _count_records(totals: Totals, nonref: np.ndarray, n_ref: np.ndarray, n_het: np.ndarray,

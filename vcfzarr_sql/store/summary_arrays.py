@@ -9,9 +9,15 @@ from vcfzarr_sql.format import spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.store.writer import NewArray
 
-#: Every summary array, and every array the converter writes but genotypes and bools
-#: (:func:`vcfzarr_sql.converter.arrays.default_compressor`): Blosc zstd 7, byte-shuffled.
+#: Every array the converter writes but genotypes and bools
+#: (:func:`vcfzarr_sql.converter.arrays.default_compressor`) and the summaries: Blosc zstd 7,
+#: byte-shuffled.
 COMPRESSOR = Blosc(cname="zstd", clevel=7, shuffle=Blosc.SHUFFLE).get_config()
+#: The summary arrays': zstd 3, byte-shuffled. Their few MB of counts and float32 p-values took
+#: ~0.3 CPU-s at level 7 in a conversion of 2,000 x 50,000 calls (the p-values compress at
+#: ~5 MB/s there), 0.04 s at level 3, for 7 % more of their bytes (+0.07 MB on a 20 MB store;
+#: decompression the same): docs/benchmarks.md, "stop 38".
+SUMMARY_COMPRESSOR = {**COMPRESSOR, "clevel": 3}
 #: The arrays with one row per record (the sample class counts have one per variant chunk).
 PER_RECORD = (sc.ALLELE_COUNTS, sc.CALL_COUNTS, sc.HWE)
 
@@ -42,7 +48,7 @@ def summary_arrays(
             (sc.DIM_VARIANT_CHUNKS, sc.DIM_SAMPLE_CLASSES, spec.DIM_SAMPLES)),
     }
     return {
-        name: NewArray(name, dtype, dims, shape, chunks, COMPRESSOR, sc.DESCRIPTIONS[name])
+        name: NewArray(name, dtype, dims, shape, chunks, SUMMARY_COMPRESSOR, sc.DESCRIPTIONS[name])
         for name, (shape, dtype, chunks, dims) in layouts.items()
     }
 
@@ -70,6 +76,6 @@ def call_stats_arrays(num_variants: int, num_samples: int, variants_chunk_size: 
                                  (sc.DIM_VARIANT_CHUNKS, sc.DIM_CHUNK_RECORDS, sc.DIM_HWE_GENOTYPES)),
     }
     return {
-        name: NewArray(name, dtype, dims, shape, chunks, COMPRESSOR, sc.CALL_STATS_DESCRIPTIONS[name])
+        name: NewArray(name, dtype, dims, shape, chunks, SUMMARY_COMPRESSOR, sc.CALL_STATS_DESCRIPTIONS[name])
         for name, (shape, dtype, chunks, dims) in layouts.items()
     }

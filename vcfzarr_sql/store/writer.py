@@ -179,10 +179,33 @@ def encode_chunk(array: ArrayLayout, values: np.ndarray) -> bytes:
         full = np.full(chunk_shape, array.padding, dtype=values.dtype)
         full[tuple(slice(0, n) for n in values.shape)] = values
         values = full
+    if values.dtype == np.bool_ and array.dtype == "|b1" and values.size:
+        first = bool(values.flat[0])
+        if (values.all() if first else not values.any()):
+            return _constant_chunk(array.compressor, chunk_shape, first)
     codec = get_codec(array.compressor)
     if array.dtype == "|O":
         return codec.encode(_VLEN_UTF8.encode(values))
     return codec.encode(np.ascontiguousarray(values, dtype=np.dtype(array.dtype)))
+
+
+#: :func:`_constant_chunk`'s bytes, by codec, shape, value and Blosc's threading.
+_CONSTANT_CHUNKS: dict[tuple[str, tuple[int, ...], bool, bool, int], bytes] = {}
+
+
+def _constant_chunk(compressor: dict, shape: tuple[int, ...], value: bool) -> bytes:
+    """The stored bytes of a chunk of bools all ``value``, compressed once per process and
+    codec: the phasing of a file's every call where all are unphased (or all phased), which
+    took ~0.15 CPU-s to compress in a conversion of 2,000 x 50,000 calls. The bytes are the
+    codec's own, compressed as any chunk is (keyed by whether Blosc uses threads and how many,
+    which may change them)."""
+    # (numcodecs' own test of whether this thread compresses with threads: private)
+    threads = bool(blosc._get_use_threads())
+    key = (json.dumps(compressor, sort_keys=True), shape, value, threads, blosc.get_nthreads())
+    found = _CONSTANT_CHUNKS.get(key)
+    if found is None:
+        found = _CONSTANT_CHUNKS[key] = bytes(get_codec(compressor).encode(np.full(shape, value)))
+    return found
 
 
 def write_rows(
