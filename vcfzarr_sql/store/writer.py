@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -190,7 +191,7 @@ def encode_chunk(array: ArrayLayout, values: np.ndarray) -> bytes:
 
 
 #: :func:`_constant_chunk`'s bytes, by codec, shape, value and Blosc's threading.
-_CONSTANT_CHUNKS: dict[tuple[str, tuple[int, ...], bool, bool, int], bytes] = {}
+_CONSTANT_CHUNKS: dict[tuple[str, tuple[int, ...], bool, tuple[bool | None, bool], int], bytes] = {}
 
 
 def _constant_chunk(compressor: dict, shape: tuple[int, ...], value: bool) -> bytes:
@@ -199,8 +200,10 @@ def _constant_chunk(compressor: dict, shape: tuple[int, ...], value: bool) -> by
     took ~0.15 CPU-s to compress in a conversion of 2,000 x 50,000 calls. The bytes are the
     codec's own, compressed as any chunk is (keyed by whether Blosc uses threads and how many,
     which may change them)."""
-    # (numcodecs' own test of whether this thread compresses with threads: private)
-    threads = bool(blosc._get_use_threads())
+    # Keyed by numcodecs' public switch and whether this is the main thread (what its default,
+    # None, decides by), not by its private helper: a key that missed a change would still hold
+    # bytes that decode to the same values, only perhaps not the bytes compressed anew.
+    threads = (blosc.use_threads, threading.current_thread() is threading.main_thread())
     key = (json.dumps(compressor, sort_keys=True), shape, value, threads, blosc.get_nthreads())
     found = _CONSTANT_CHUNKS.get(key)
     if found is None:
