@@ -190,6 +190,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", type=int, default=60000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default="", help="time only the tasks whose name has this text")
+    parser.add_argument("--skip", default="", help="comma-separated texts: tools whose name has "
+                        "one are not timed (e.g. 'unpacked,floor', the slow ones at 500k records)")
     parser.add_argument("--kernels", default="", help="comma-separated VCFZARR_SQL_KERNELS modes "
                         "to time vcfzarr-sql under, interleaved (the first is the ratios' base)")
     args = parser.parse_args(argv)
@@ -282,6 +284,8 @@ def main(argv: list[str] | None = None) -> None:
     for task, tools in tasks.items():
         if args.only not in task:
             continue
+        skipped = [text for text in args.skip.split(",") if text]
+        tools = {tool: run for tool, run in tools.items() if not any(text in tool for text in skipped)}
         tools["vcfzarr-sql"]()  # (warm-up: compiled kernels loaded)
         times = timed_interleaved(tools, args.repeats)
         ours_cpu = times["vcfzarr-sql"][1]

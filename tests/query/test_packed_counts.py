@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import zarr
 from fill_tags import BCFTOOLS, TAGS, fill_tags, same, simulated_vcf
+from numcodecs.blosc import Blosc
 from store_support import copy_store, zarr_array, zarr_values
 
 import vcfzarr_sql
@@ -180,3 +181,55 @@ def test_sample_stats_over_part_of_chunks_from_packed(store, tmp_path):
                 return con.sql(sql).fetchall()
             assert rows(path) == rows(plain)
             assert rows(damaged) != rows(path)
+
+
+def _frames(path) -> dict[str, bytes]:
+    """The stored bytes of each packed chunk of the store at ``path``."""
+    folder = path / pg.PACKED
+    return {f.name: f.read_bytes() for f in sorted(folder.iterdir()) if not f.name.startswith(".")}
+
+
+def test_packed_chunks_compressed_only_where_lz4_pays_and_old_lz4_stores_read_alike(tmp_path):
+    """Chunks of packed rows LZ4 makes at least 4x smaller (here, of records where every call
+    is 0/0 but one) are LZ4 frames; the others (random calls) are stored as they are, in a
+    Blosc frame of their bytes. Both read as the calls say, and a store written before (every
+    chunk LZ4, as ``convert`` wrote them until 2026-11-27) reads the same counts and dosages."""
+    rng = np.random.default_rng(3)
+    names = [f"s{i}" for i in range(256)]
+    lines = ["##fileformat=VCFv4.2", "##contig=<ID=1,length=100000>",
+             '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
+             "\t".join(["#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", *names])]
+    calls = rng.choice(["0/0", "0/1", "1/1", "./."], size=(200, 256), p=[0.9, 0.05, 0.03, 0.02])
+    calls[:100] = "0/0"
+    calls[np.arange(100), rng.integers(0, 256, 100)] = "0/1"
+    for i, row in enumerate(calls):
+        lines.append("\t".join(["1", str(i + 1), ".", "A", "G", ".", ".", ".", "GT", *row]))
+    vcf = tmp_path / "mixed.vcf"
+    vcf.write_text("\n".join(lines) + "\n")
+    path = tmp_path / "mixed.vcz"
+    vcfzarr_sql.convert(vcf, path, variants_chunk_size=50, samples_chunk_size=256, show_progress=False)
+    frames = _frames(path)
+    as_is = {key for key, raw in frames.items() if raw[2] & 0x2}  # (Blosc's "memcpyed" flag)
+    assert set(frames) == {"0.0", "1.0", "2.0", "3.0"} and as_is == {"2.0", "3.0"}
+    assert all(len(frames[key]) * 4 <= 50 * 64 for key in ("0.0", "1.0"))
+
+    old = copy_store(path, tmp_path / "old.vcz")
+    lz4 = Blosc("lz4", 5, Blosc.NOSHUFFLE)
+    for key, raw in frames.items():
+        (old / pg.PACKED / key).write_bytes(lz4.encode(lz4.decode(raw)))
+    assert not any(raw[2] & 0x2 for raw in _frames(old).values())
+
+    code = {"0/0": 0, "0/1": 1, "1/1": 2, "./.": 0}
+    dosage = np.vectorize(code.get)(calls)
+    subset = names[5:240:3]
+    pick = np.isin(names, subset)
+    expected_ac = dosage[:, pick].sum(axis=1).tolist()
+    expected_an = (2 * (calls[:, pick] != "./.").sum(axis=1)).tolist()
+    with vcfzarr_sql.connect() as con:
+        for store in (path, old):
+            rows = con.sql(f"SELECT gt_AC[1], gt_AN FROM vcf_zarr('{store}', samples := {subset!r}) "
+                           "ORDER BY pos").fetchall()
+            assert [r[0] for r in rows] == expected_ac and [r[1] for r in rows] == expected_an
+            matrix = vcfzarr_sql.genotype_matrix(store, region="1:30-140", samples=subset)
+            expected = np.where(calls[29:140, pick] == "./.", -9, dosage[29:140, pick])
+            assert np.array_equal(matrix.values, expected)

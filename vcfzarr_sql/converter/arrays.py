@@ -46,6 +46,7 @@ class ArraySpec:
     squeeze: bool  # the block column's value dimension is dropped (always width 1)
     compressor: dict  # numcodecs codec configuration
     description: str = ""
+    min_ratio: float = 0  # (never stored as it is: :class:`vcfzarr_sql.store.writer.NewArray`)
 
     @property
     def padding(self) -> object:

@@ -21,22 +21,42 @@ True
 
 from __future__ import annotations
 
+import functools
 import importlib
 import struct
+from typing import Any
 
 import numpy as np
 
 from vcfzarr_sql.store import memory
 from vcfzarr_sql.store.bounds import ChunkBoundsError
 
-#: numcodecs' LZ4 module, taken from its module (not through the package, whose start-up a
-#: command may defer: :mod:`.codec_classes`)
-_lz4 = importlib.import_module("numcodecs.lz4")
 _HEADER = 16
 _MEMCPYED, _BITSHUFFLE = 0x2, 0x4
 _LZ4_FORMAT = 1
 #: The newest Blosc 1.x frame format, and the LZ4 stream format (c-blosc refuses others)
 _FORMAT_VERSION, _LZ4_VERSION = 2, 1
+
+
+def stored_as_is(raw: bytes, nbytes: int) -> memoryview | None:
+    """The ``nbytes`` bytes of the Blosc frame ``raw`` when it holds them as they are (c-blosc's
+    "memcpyed" frame: written at clevel 0, or bytes that did not compress), as a read-only view
+    of ``raw``; None for any other frame (Blosc decompresses it, or says why it cannot).
+
+    >>> from numcodecs import Blosc
+    >>> data = np.arange(1000, dtype=np.uint8)
+    >>> bytes(stored_as_is(Blosc("lz4", 0).encode(data), 1000)) == data.tobytes()
+    True
+    >>> stored_as_is(Blosc("lz4", 5).encode(data), 1000) is None
+    True
+    """
+    view = memoryview(raw).cast("B")
+    if len(view) < _HEADER or not view[2] & _MEMCPYED or view[0] > _FORMAT_VERSION:
+        return None
+    total, _, cbytes = struct.unpack_from("<iii", view, 4)
+    if total != nbytes or cbytes != _HEADER + total or len(view) != cbytes:
+        return None
+    return view[_HEADER:].toreadonly()
 
 
 def decompress_range(raw: bytes | memoryview, start: int, stop: int, nbytes: int) -> np.ndarray | None:
@@ -78,6 +98,14 @@ def decompress_range(raw: bytes | memoryview, start: int, stop: int, nbytes: int
     return out
 
 
+@functools.cache
+def _lz4() -> Any:
+    """numcodecs' LZ4 module, taken from its module (not through the package, whose start-up a
+    command may defer: :mod:`.codec_classes`), at the first LZ4 block (the codecs import this
+    module to read frames stored as they are)."""
+    return importlib.import_module("numcodecs.lz4")
+
+
 def _block(view: memoryview, offset: int, size: int, cbytes: int, into: np.ndarray | None) -> np.ndarray:
     """The ``size`` bytes of the Blosc block at ``offset`` (a stream: its compressed length,
     then LZ4 data, or the bytes themselves when they did not compress), written ``into``
@@ -93,7 +121,7 @@ def _block(view: memoryview, offset: int, size: int, cbytes: int, into: np.ndarr
         out[:] = np.frombuffer(data, np.uint8)
         return out
     try:
-        _lz4.decompress(struct.pack("<i", size) + data, out)
+        _lz4().decompress(struct.pack("<i", size) + data, out)
     except RuntimeError as error:
         raise ChunkBoundsError(f"a Blosc block at byte {offset}: {error}") from None
     return out

@@ -20,6 +20,7 @@ from numcodecs.compat import ensure_contiguous_ndarray
 
 from vcfzarr_sql.errors import NotSupportedError, StoreError, VcfZarrError
 from vcfzarr_sql.store import bounds, memory, vlen_utf8
+from vcfzarr_sql.store.blosc_range import stored_as_is
 from vcfzarr_sql.store.codec_classes import get_codec
 
 if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
@@ -115,13 +116,17 @@ def _pooled(compressor: Any, dtype: np.dtype) -> bool:
 
 def _pooled_decompress(compressor: Any, raw: Any, dtype: np.dtype, size: int) -> np.ndarray | None:
     """``raw`` decompressed by the Blosc ``compressor`` (:func:`_pooled`) into a buffer of
-    Arrow's memory pool (:mod:`vcfzarr_sql.store.memory`), as ``size`` values of ``dtype``;
-    None when that does not apply (a size other than the chunk's)."""
+    Arrow's memory pool (:mod:`vcfzarr_sql.store.memory`), as ``size`` values of ``dtype``, or
+    a read-only view of ``raw`` where the frame holds the values as they are; None when that
+    does not apply (a size other than the chunk's)."""
     if len(raw) < 16:
         return None
     nbytes = int.from_bytes(raw[4:8], "little")  # the Blosc header's uncompressed size
     if nbytes == 0 or nbytes != size * dtype.itemsize or nbytes > bounds.max_chunk_bytes():
         return None  # the general path decodes it, or says why it cannot
+    as_is = stored_as_is(raw, nbytes)
+    if as_is is not None:  # (not compressed: a view of the bytes read, not a copy of them)
+        return np.frombuffer(as_is, dtype, size)
     out = memory.empty(size, dtype)
     compressor.decode(raw, out=out)
     return out

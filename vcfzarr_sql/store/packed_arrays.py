@@ -13,6 +13,13 @@ from vcfzarr_sql.store.writer import NewArray
 #: Blosc LZ4 without shuffle: decompresses twice as fast as zstd (the cost of a subset query),
 #: compresses 6x cheaper (the cost of convert), at 1.5x the bytes of zstd.
 COMPRESSOR = Blosc(cname="lz4", clevel=5, shuffle=Blosc.NOSHUFFLE).get_config()
+#: A ``summary_gt_packed`` chunk LZ4 does not make this many times smaller is stored as it is
+#: (a Blosc frame of its bytes, read without decompressing: :mod:`vcfzarr_sql.store.codecs`).
+#: LZ4 decodes these rows at ~3 ns per stored byte (1-2 GB/s below this ratio), 10-20x what
+#: counting them costs, so a subset query of common variants spent most of its CPU in it;
+#: the chunks of rare variants, which LZ4 makes 10-40x smaller, stay compressed
+#: (docs/reference.md, "Packed genotypes").
+MIN_RATIO = 4
 
 
 def packed_arrays(
@@ -29,7 +36,7 @@ def packed_arrays(
     return {
         pg.PACKED: NewArray(pg.PACKED, "|u1", (pg.DIM_PACKED_RECORDS, pg.DIM_PACKED_BYTES),
                             (num_variants, row), (variants_chunk_size, chunk_bytes), COMPRESSOR,
-                            pg.DESCRIPTIONS[pg.PACKED]),
+                            pg.DESCRIPTIONS[pg.PACKED], min_ratio=MIN_RATIO),
         pg.PACKED_EXACT: NewArray(pg.PACKED_EXACT, "|u1", (pg.DIM_PACKED_RECORDS,), (num_variants,),
                                   (variants_chunk_size,), COMPRESSOR, pg.DESCRIPTIONS[pg.PACKED_EXACT]),
     }

@@ -55,6 +55,8 @@ class ArrayLayout(Protocol):
     def description(self) -> str: ...
     @property
     def padding(self) -> object: ...
+    @property
+    def min_ratio(self) -> float: ...  # (see NewArray)
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class NewArray:
     compressor: dict
     description: str = ""
     padding: object = 0
+    #: A chunk the (Blosc) compressor does not make at least this many times smaller is stored
+    #: as it is, in a Blosc frame of its bytes (which Blosc decodes as a copy); 0: never.
+    min_ratio: float = 0
 
 
 def array_metadata(array: ArrayLayout) -> tuple[dict, dict]:
@@ -187,7 +192,11 @@ def encode_chunk(array: ArrayLayout, values: np.ndarray) -> bytes:
     codec = get_codec(array.compressor)
     if array.dtype == "|O":
         return codec.encode(_VLEN_UTF8.encode(values))
-    return codec.encode(np.ascontiguousarray(values, dtype=np.dtype(array.dtype)))
+    values = np.ascontiguousarray(values, dtype=np.dtype(array.dtype))
+    encoded = codec.encode(values)
+    if array.min_ratio and len(encoded) * array.min_ratio > values.nbytes:
+        return get_codec({**array.compressor, "clevel": 0}).encode(values)  # (Blosc's "as it is")
+    return encoded
 
 
 #: :func:`_constant_chunk`'s bytes, by codec, shape, value and Blosc's threading.
