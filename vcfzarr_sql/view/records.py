@@ -161,10 +161,10 @@ def _text_matrix(texts: list[str]) -> np.ndarray:
 
 
 def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None,
-                 trim: Trim | None = None) -> tuple[list[vt.Cells], np.ndarray]:
+                 trim: Trim | None = None) -> tuple[list[vt.CellText], np.ndarray]:
     """The INFO fields of each row and which each row shows (:func:`_joined`; no field: the
     column is ``.``)."""
-    texts: list[vt.Cells] = []
+    texts: list[vt.CellText] = []
     shown: list[np.ndarray] = []
     fields: dict[str, FieldInfo] = store.info_fields
     recounted = {} if counts is None else {"AC": counts[0], "AN": counts[1]}
@@ -197,7 +197,7 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
     return texts, np.array(shown).reshape(len(texts), len(rows))
 
 
-def _joined(fields: list[vt.Cells], showing: np.ndarray, out: np.ndarray) -> None:
+def _joined(fields: list[vt.CellText], showing: np.ndarray, out: np.ndarray) -> None:
     """Write each row's fields (``fields[j]``, cells of shape (rows,) or (rows, samples)) where
     ``showing[j]`` says the row has field j into ``out`` (``(rows, width)`` or
     ``(rows, samples, width)`` uint8, width the fields' widths; a view into a chunk's text),
@@ -229,8 +229,8 @@ def _joined(fields: list[vt.Cells], showing: np.ndarray, out: np.ndarray) -> Non
 _SLICE_BYTES = 1 << 20
 
 
-def _lines(fixed: np.ndarray, info: tuple[list[vt.Cells], np.ndarray],
-           samples: tuple[np.ndarray, list[vt.Cells], np.ndarray] | None, count: int) -> list[bytes]:
+def _lines(fixed: np.ndarray, info: tuple[list[vt.CellText], np.ndarray],
+           samples: tuple[np.ndarray, list[vt.CellText], np.ndarray] | None, count: int) -> list[bytes]:
     """The lines of a chunk's rows: the ``fixed`` columns (a NUL-padded uint8 matrix, its
     last tab included), the INFO fields, and ``samples`` (the FORMAT column's matrix, the
     fields of the ``count`` sample columns, which rows show each).
@@ -293,12 +293,12 @@ def _unpadded(text: np.ndarray, split: int) -> bytes:
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
                     order: np.ndarray | None, trim: Trim | None = None
-                    ) -> tuple[np.ndarray, list[vt.Cells], np.ndarray]:
+                    ) -> tuple[np.ndarray, list[vt.CellText], np.ndarray]:
     """Per row, the FORMAT column (its tab, the keys; a NUL-padded uint8 matrix), and the
     fields of the sample columns (each sample's tab and cell) and which rows show each
     (:func:`_joined`)."""
     names: list[str] = []
-    cells: list[vt.Cells] = []
+    cells: list[vt.CellText] = []
     shown: list[np.ndarray] = []
     fields: dict[str, FieldInfo] = store.format_fields
     pick = _run(rows)
