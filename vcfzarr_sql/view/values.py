@@ -541,9 +541,9 @@ def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str =
     """
     rows, samples, ploidy = genotypes.shape
     least, most = int(genotypes.min(initial=0)), int(genotypes.max(initial=0))
-    if ploidy == 2 and genotypes.dtype == np.int8 and len(lead) == 1 and least >= spec.INT_MISSING and most <= 9:
-        return DigitCalls(np.ascontiguousarray(genotypes), _mixed(phased), ord(lead),
-                          ord("|") if phased is not None and phased.any() else ord("/"), least < 0)
+    digits = _digit_calls(genotypes, phased, lead, least, most)
+    if digits is not None:
+        return digits
     low = min(least, spec.INT_FILL)
     base = max(most, 0) - low + 1
     if 2 * base**ploidy <= _TABLE_VALUES:  # a code per possible call: a table of every text
@@ -579,9 +579,18 @@ def _call_texts(ploidy: int, low: int, base: int, lead: str) -> np.ndarray:
     return texts
 
 
-def _mixed(phased: np.ndarray | None) -> np.ndarray | None:
-    """``phased`` where its calls are some phased, some not; else None (one separator)."""
-    return None if phased is None or phased.all() or not phased.any() else phased
+def _digit_calls(genotypes: np.ndarray, phased: np.ndarray | None, lead: str, least: int,
+                 most: int) -> DigitCalls | None:
+    """:class:`DigitCalls` of ``genotypes`` (``least`` and ``most`` their extremes) where every
+    call is diploid (int8) of one-digit or missing alleles and ``lead`` is one byte; else None
+    (a chunk with a haploid call, fill, or an allele from 10 goes through a table)."""
+    if not (genotypes.shape[-1] == 2 and genotypes.dtype == np.int8 and len(lead.encode()) == 1
+            and least >= spec.INT_MISSING and most <= 9):
+        return None
+    some = phased is not None and bool(phased.any())
+    mixed = some and phased is not None and not phased.all()
+    return DigitCalls(np.ascontiguousarray(genotypes), phased if mixed else None, ord(lead),
+                      ord("|") if some and not mixed else ord("/"), least < 0)
 
 
 def _diploid_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str, low: int,
