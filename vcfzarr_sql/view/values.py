@@ -284,12 +284,12 @@ _PHASE_STEP = ord("|") - ord("/")
 class DigitCalls(_Text):
     """The GT text of diploid calls whose alleles are single digits or missing (most calls
     of most files): each cell is 4 bytes, ``lead``, allele, ``separator``, allele, so the
-    text is computed from the allele bytes (a multiply spreads the two bytes of a call into
+    text is computed from the allele bytes (a shift moves the two bytes of a call to
     bytes 1 and 3 of a 32-bit item, one add places the constant bytes): no table gather and
-    no padding. ~2.5x faster than :class:`Cells`' gather of 16-bit keys (a 64k-row table):
-    0.8 against 2.1 ns a call. ``calls``: ``(..., 2)`` int8 (-1 missing: ``.``; contiguous),
-    ``phased``: per call where the phase differs between calls (else None: ``separator``
-    everywhere), ``missing``: whether any allele is missing.
+    no padding. 2.7x faster than :class:`Cells`' gather of 16-bit keys (a 64k-row table) on
+    the 1000 Genomes slice's calls: 0.8 against 2.2 ns a call. ``calls``: ``(..., 2)`` int8
+    (-1 missing: ``.``; contiguous), ``phased``: per call where the phase differs between
+    calls (else None: ``separator`` everywhere), ``missing``: whether any allele is missing.
 
     >>> calls = np.array([[[0, 1], [-1, -1], [9, 0]]], dtype=np.int8)
     >>> DigitCalls(calls, None, ord(" "), ord("/"), True).matrix().tobytes()
@@ -322,14 +322,12 @@ class DigitCalls(_Text):
             chars[chars == ord("0") - 1] = ord(MISSING)
         else:
             constant |= ord("0") << _GT_FIRST | ord("0") << _GT_SECOND
-        items = chars.view("<u2")[..., 0].astype("<u4")
-        # (first | second << 8) * 0x10100: first at byte 1, second at byte 3, their sum at
-        # byte 2 (masked; below 256, as both are below 0x40)
-        items *= np.uint32(1 << _GT_FIRST | 1 << _GT_SEPARATOR)
-        items &= np.uint32(0xFF << _GT_FIRST | 0xFF << _GT_SECOND)
+        # each character to the high byte of a 16-bit item, the pair of a call one 32-bit item:
+        # its alleles at bytes 1 and 3, the lead and separator added at bytes 0 and 2
+        items = np.left_shift(chars, 8, dtype="<u2").view("<u4")
         if self.phased is not None:
-            items += np.multiply(self.phased, np.uint32(_PHASE_STEP << _GT_SEPARATOR), dtype="<u4")
-        np.add(items, np.uint32(constant), out=out.view("<u4")[..., 0])
+            items += np.multiply(self.phased[..., None], np.uint32(_PHASE_STEP << _GT_SEPARATOR), dtype="<u4")
+        np.add(items, np.uint32(constant), out=out.view("<u4"))
 
     def rows(self, part: slice) -> DigitCalls:
         return DigitCalls(self.calls[part], None if self.phased is None else self.phased[part], self.lead,
