@@ -207,6 +207,11 @@ class _Text(abc.ABC):
     def into(self, out: np.ndarray) -> None:
         """Write the cells into ``out`` (``shape + (width,)`` uint8, its last axis contiguous)."""
 
+    @property
+    @abc.abstractmethod
+    def dense(self) -> bool:
+        """Whether no cell has padding (a NUL byte): each cell's text is its whole width."""
+
     def matrix(self) -> np.ndarray:
         """The cells as a new uint8 array (``shape + (width,)``)."""
         out = np.empty((*self.shape, self.width), np.uint8)
@@ -272,6 +277,11 @@ class Cells(_Text):
     def shape(self) -> tuple[int, ...]:
         return self.codes.shape[:-1]
 
+    @property
+    def dense(self) -> bool:
+        """Every text of the table fills its slot (a lead written over the first byte)."""
+        return self.slot == self.table.shape[1] and bool(self.table[:, self.lead is not None:].all())
+
 
 #: the GT text of a diploid call as a little-endian 32-bit item: the lead, the first allele,
 #: the separator and the second; a ``DigitCalls`` item is this constant plus the allele bytes
@@ -336,6 +346,10 @@ class DigitCalls(_Text):
     @property
     def shape(self) -> tuple[int, ...]:
         return self.calls.shape[:-1]
+
+    @property
+    def dense(self) -> bool:
+        return True
 
 
 #: the text of cells of a column: codes into a table, or diploid calls of digits
