@@ -2,7 +2,9 @@
 or missing alleles computed from the allele bytes (``values.DigitCalls``), any other chunk
 through a table of call texts. The same store is written both ways (the first forced off) and
 compared with bcftools: chunks where every call qualifies (phased, unphased, a mix, missing
-alleles) and chunks where one record does not (an allele from 10, a haploid call)."""
+alleles) and chunks where one record does not (an allele from 10, a haploid call). Chunks
+whose sample cells have no padding are joined without a NUL pass (``records._dense_lines``):
+GT alone, or with DP of one digit."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import subprocess
 import pytest
 
 from vcfzarr_sql.store import open_store
-from vcfzarr_sql.view import values, vcf_lines
+from vcfzarr_sql.view import records, values, vcf_lines
 
 HEADER = """##fileformat=VCFv4.2
 ##contig=<ID=1>
@@ -48,17 +50,24 @@ def test_gt_fast_and_table_paths_equal_bcftools(convert_once, tmp_path, monkeypa
     theirs = subprocess.run(["bcftools", "view", "-H", str(vcf)], check=True, capture_output=True,
                             text=True).stdout.splitlines()
     store = convert_once(vcf, variants_chunk_size=3)
-    made = []
-    digit_calls = values._digit_calls
+    made, dense = [], []
+    digit_calls, dense_lines = values._digit_calls, records._dense_lines
 
     def spy(*args):
         made.append(digit_calls(*args))
         return made[-1]
 
+    def dense_spy(heads, cells, count):
+        dense.append(len(heads))
+        return dense_lines(heads, cells, count)
+
     monkeypatch.setattr(values, "_digit_calls", spy)
+    monkeypatch.setattr(records, "_dense_lines", dense_spy)
     fast = [line.rstrip("\n") for line in vcf_lines(open_store(store))][1:]
     assert [d is not None for d in made] == [True] * 4 + [False] * 2  # both paths ran
     assert [d.phased is not None for d in made[:4]] == [False, False, True, False]
+    # lines of cells without padding: GT alone (DP declared, absent), and with DP of one digit
+    assert dense == [3] * (4 if fields == "GT" else 3)
     monkeypatch.setattr(values, "_digit_calls", lambda *args: None)
     table = [line.rstrip("\n") for line in vcf_lines(open_store(store))][1:]
     assert len(theirs) == 3 * len(CHUNKS)

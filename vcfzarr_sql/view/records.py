@@ -233,7 +233,8 @@ def _lines(fixed: np.ndarray, info: tuple[list[vt.CellText], np.ndarray],
            samples: tuple[np.ndarray, list[vt.CellText], np.ndarray] | None, count: int) -> list[bytes]:
     """The lines of a chunk's rows: the ``fixed`` columns (a NUL-padded uint8 matrix, its
     last tab included), the INFO fields, and ``samples`` (the FORMAT column's matrix, the
-    fields of the ``count`` sample columns, which rows show each).
+    fields of the ``count`` sample columns, which rows show each; a field after the first
+    that no row shows is left out).
 
     A slice of rows at a time (about :data:`_SLICE_BYTES`) is written into one NUL-padded
     byte matrix (a row a line), whose NULs are dropped (``bytes.translate``, ~0.65 ns a byte,
@@ -247,6 +248,9 @@ def _lines(fixed: np.ndarray, info: tuple[list[vt.CellText], np.ndarray],
     rows = len(fixed)
     info_text = np.empty((rows, sum(cell.width for cell in info[0])), np.uint8)
     _joined(info[0], info[1], info_text)
+    if samples is not None and not samples[2][1:].all():  # (a declared key no row of the chunk has: no bytes)
+        kept = [0, *np.flatnonzero(samples[2][1:].any(axis=1)) + 1]
+        samples = samples[0], [samples[1][j] for j in kept], samples[2][kept]
     widths = [fixed.shape[1], info_text.shape[1]]
     if samples is not None:
         widths += [samples[0].shape[1], count * sum(cell.width for cell in samples[1])]
