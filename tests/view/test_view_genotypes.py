@@ -65,7 +65,7 @@ def test_gt_fast_and_table_paths_equal_bcftools(convert_once, tmp_path, monkeypa
     monkeypatch.setattr(records, "_dense_lines", dense_spy)
     fast = [line.rstrip("\n") for line in vcf_lines(open_store(store))][1:]
     assert [d is not None for d in made] == [True] * 4 + [False] * 2  # both paths ran
-    assert [d.phased is not None for d in made[:4]] == [False, False, True, False]
+    assert [d is not None and d.phased is not None for d in made[:4]] == [False, False, True, False]
     # lines of cells without padding: GT alone (DP declared, absent), and with DP of one digit
     assert dense == [3] * (4 if fields == "GT" else 3)
     monkeypatch.setattr(values, "_digit_calls", lambda *args: None)
