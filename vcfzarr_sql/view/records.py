@@ -161,10 +161,10 @@ def _text_matrix(texts: list[str]) -> np.ndarray:
 
 
 def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts: Counts | None,
-                 trim: Trim | None = None) -> tuple[list[vt.Cells], np.ndarray]:
+                 trim: Trim | None = None) -> tuple[list[vt.CellText], np.ndarray]:
     """The INFO fields of each row and which each row shows (:func:`_joined`; no field: the
     column is ``.``)."""
-    texts: list[vt.Cells] = []
+    texts: list[vt.CellText] = []
     shown: list[np.ndarray] = []
     fields: dict[str, FieldInfo] = store.info_fields
     recounted = {} if counts is None else {"AC": counts[0], "AN": counts[1]}
@@ -197,7 +197,7 @@ def _info_column(store: VczStore, blocks: BatchBlocks, rows: np.ndarray, counts:
     return texts, np.array(shown).reshape(len(texts), len(rows))
 
 
-def _joined(fields: list[vt.Cells], showing: np.ndarray, out: np.ndarray) -> None:
+def _joined(fields: list[vt.CellText], showing: np.ndarray, out: np.ndarray) -> None:
     """Write each row's fields (``fields[j]``, cells of shape (rows,) or (rows, samples)) where
     ``showing[j]`` says the row has field j into ``out`` (``(rows, width)`` or
     ``(rows, samples, width)`` uint8, width the fields' widths; a view into a chunk's text),
@@ -229,25 +229,34 @@ def _joined(fields: list[vt.Cells], showing: np.ndarray, out: np.ndarray) -> Non
 _SLICE_BYTES = 1 << 20
 
 
-def _lines(fixed: np.ndarray, info: tuple[list[vt.Cells], np.ndarray],
-           samples: tuple[np.ndarray, list[vt.Cells], np.ndarray] | None, count: int) -> list[bytes]:
+def _lines(fixed: np.ndarray, info: tuple[list[vt.CellText], np.ndarray],
+           samples: tuple[np.ndarray, list[vt.CellText], np.ndarray] | None, count: int) -> list[bytes]:
     """The lines of a chunk's rows: the ``fixed`` columns (a NUL-padded uint8 matrix, its
     last tab included), the INFO fields, and ``samples`` (the FORMAT column's matrix, the
-    fields of the ``count`` sample columns, which rows show each).
+    fields of the ``count`` sample columns, which rows show each; a field after the first
+    that no row shows is left out).
 
     A slice of rows at a time (about :data:`_SLICE_BYTES`) is written into one NUL-padded
-    byte matrix (a row a line), whose NULs are dropped (:func:`_unpadded`); the slices' texts
-    are given as they are (joined, they would be copied once more). The INFO column, as narrow
-    as the fixed ones, is written for all the rows first (its fields' gathers once a chunk,
-    not once a slice).
+    byte matrix (a row a line), whose NULs are dropped (``bytes.translate``, ~0.65 ns a byte,
+    the costliest step of the lines); the slices' texts are given as they are (joined, they
+    would be copied once more). The INFO column, as narrow as the fixed ones, is written for
+    all the rows first (its fields' gathers once a chunk, not once a slice). Where no sample
+    cell has padding (:attr:`~.values.CellText.dense`: GT only, of one-digit diploid calls),
+    the columns before them are unpadded once for the chunk and each row's sample text is
+    copied as it is (:func:`_dense_lines`).
     """
     rows = len(fixed)
     info_text = np.empty((rows, sum(cell.width for cell in info[0])), np.uint8)
     _joined(info[0], info[1], info_text)
+    if samples is not None and not samples[2][1:].all():  # (a declared key no row of the chunk has: no bytes)
+        kept = [0, *np.flatnonzero(samples[2][1:].any(axis=1)) + 1]
+        samples = samples[0], [samples[1][j] for j in kept], samples[2][kept]
     widths = [fixed.shape[1], info_text.shape[1]]
     if samples is not None:
         widths += [samples[0].shape[1], count * sum(cell.width for cell in samples[1])]
     ends = np.cumsum(widths).tolist()
+    if samples is not None and samples[2].all() and all(cell.dense for cell in samples[1]):
+        return _dense_lines(np.concatenate([fixed, info_text, samples[0]], axis=1), samples[1], count)
     step = max(1, _SLICE_BYTES // (ends[-1] + 1))
     pieces = []
     for start in range(0, rows, step):
@@ -261,44 +270,45 @@ def _lines(fixed: np.ndarray, info: tuple[list[vt.Cells], np.ndarray],
             _joined([cell.rows(part) for cell in cells], showing[:, part],
                     text[:, ends[2]:ends[3]].reshape(len(text), count, -1))
         text[:, -1] = ord("\n")
-        pieces.append(_unpadded(text, ends[-2] if samples is not None else ends[-1]))
+        pieces.append(text.tobytes().translate(None, b"\0"))
     return pieces
 
 
-def _unpadded(text: np.ndarray, split: int) -> bytes:
-    r"""The rows of a NUL-padded byte matrix (a line each) joined, without their NULs.
+def _dense_lines(heads: np.ndarray, cells: list[vt.CellText], count: int) -> list[bytes]:
+    r"""The lines of a chunk whose sample cells (``cells``, shown in every row) have no padding:
+    ``heads`` (the columns before the sample columns, a NUL-padded uint8 matrix) unpadded at
+    once, each row's sample text (no NUL) written into a slice's matrix (:func:`_lines`) and
+    given as a view of it.
 
-    ``bytes.translate`` drops them at about 1 ns a byte, the costliest step of a GT-only
-    file's lines. Where no row has a NUL from column ``split`` on (the sample columns, when
-    every call's text fills its slot, as phased diploid GT of single-digit alleles does), only
-    the columns before it go through it, and each row's rest is copied as it is.
-
-    >>> text = np.frombuffer(b"a\0\tb\nc\0\td\n", np.uint8).reshape(2, 5)
-    >>> _unpadded(text, 2), _unpadded(text, 1)
-    (b'a\tb\nc\td\n', b'a\tb\nc\td\n')
+    >>> calls = vt.DigitCalls(np.array([[[0, 1]], [[1, 1]]], np.int8), None, ord("\t"), ord("|"), False)
+    >>> _dense_lines(np.frombuffer(b"a\0b\0cd", np.uint8).reshape(2, 3), [calls], 1)
+    [b'ab\t0|1\ncd\t1|1\n']
     """
-    width = text.shape[1]
-    if not text[:, split:].all():
-        return text.tobytes().translate(None, b"\0")
-    head = text[:, :split]
-    heads = memoryview(head.tobytes().translate(None, b"\0"))
-    rest = text.reshape(-1).data  # (the matrix itself: the joined text is its one copy)
-    pieces: list[memoryview] = []
-    start = 0
-    for row, end in enumerate(np.cumsum(np.count_nonzero(head, axis=1)).tolist()):
-        pieces += (heads[start:end], rest[row * width + split:(row + 1) * width])
-        start = end
-    return b"".join(pieces)
+    rows, width = len(heads), count * sum(cell.width for cell in cells) + 1
+    text = memoryview(heads.tobytes().translate(None, b"\0"))
+    ends = [0, *np.cumsum(np.count_nonzero(heads, axis=1)).tolist()]
+    step = max(1, _SLICE_BYTES // width)
+    pieces = []
+    for start in range(0, rows, step):
+        stop = min(start + step, rows)
+        matrix = np.empty((stop - start, width), np.uint8)
+        _joined([cell.rows(slice(start, stop)) for cell in cells], np.ones((len(cells), stop - start), bool),
+                matrix[:, :-1].reshape(len(matrix), count, -1))
+        matrix[:, -1] = ord("\n")
+        flat = matrix.reshape(-1).data  # (the matrix itself: the joined text is its one copy)
+        pieces.append(b"".join([part for row in range(stop - start) for part in (
+            text[ends[start + row]:ends[start + row + 1]], flat[row * width:(row + 1) * width])]))
+    return pieces
 
 
 def _format_columns(store: VczStore, blocks: BatchBlocks, everyone: BatchBlocks, rows: np.ndarray,
                     order: np.ndarray | None, trim: Trim | None = None
-                    ) -> tuple[np.ndarray, list[vt.Cells], np.ndarray]:
+                    ) -> tuple[np.ndarray, list[vt.CellText], np.ndarray]:
     """Per row, the FORMAT column (its tab, the keys; a NUL-padded uint8 matrix), and the
     fields of the sample columns (each sample's tab and cell) and which rows show each
     (:func:`_joined`)."""
     names: list[str] = []
-    cells: list[vt.Cells] = []
+    cells: list[vt.CellText] = []
     shown: list[np.ndarray] = []
     fields: dict[str, FieldInfo] = store.format_fields
     pick = _run(rows)

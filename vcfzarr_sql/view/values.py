@@ -16,6 +16,7 @@ into a chunk's text, and the padding is dropped when the text is joined.
 
 from __future__ import annotations
 
+import abc
 import functools
 import math
 from dataclasses import dataclass
@@ -188,8 +189,38 @@ def _slot_bytes(size: int) -> int:
     return size + 1 if size in (3, 7) else size
 
 
+class _Text(abc.ABC):
+    """The text of a column's cells, each :attr:`width` bytes (NUL-padded), written by
+    :meth:`into`."""
+
+    @property
+    @abc.abstractmethod
+    def shape(self) -> tuple[int, ...]:
+        """The cells' shape (rows, or rows and samples)."""
+
+    @property
+    @abc.abstractmethod
+    def width(self) -> int:
+        """Bytes of a cell."""
+
+    @abc.abstractmethod
+    def into(self, out: np.ndarray) -> None:
+        """Write the cells into ``out`` (``shape + (width,)`` uint8, its last axis contiguous)."""
+
+    @property
+    @abc.abstractmethod
+    def dense(self) -> bool:
+        """Whether no cell has padding (a NUL byte): each cell's text is its whole width."""
+
+    def matrix(self) -> np.ndarray:
+        """The cells as a new uint8 array (``shape + (width,)``)."""
+        out = np.empty((*self.shape, self.width), np.uint8)
+        self.into(out)
+        return out
+
+
 @dataclass(frozen=True)
-class Cells:
+class Cells(_Text):
     """The VCF text of cells as codes into a table of texts: ``table``, a uint8 row per code
     (NUL-padded), and ``codes`` (``(..., elements)``): a cell is the texts of its codes one
     after the other, each in a slot of the table's width (NUL bytes are padding: they are
@@ -242,11 +273,88 @@ class Cells:
         """The cells of rows ``part`` (the first axis)."""
         return Cells(self.table, self.codes[part], self.lead)
 
-    def matrix(self) -> np.ndarray:
-        """The cells as a new uint8 array (``codes.shape[:-1] + (width,)``)."""
-        out = np.empty((*self.codes.shape[:-1], self.width), np.uint8)
-        self.into(out)
-        return out
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.codes.shape[:-1]
+
+    @property
+    def dense(self) -> bool:
+        """Every text of the table fills its slot (a lead written over the first byte)."""
+        return self.slot == self.table.shape[1] and bool(self.table[:, self.lead is not None:].all())
+
+
+#: the GT text of a diploid call as a little-endian 32-bit item: the lead, the first allele,
+#: the separator and the second; a ``DigitCalls`` item is this constant plus the allele bytes
+_GT_LEAD, _GT_FIRST, _GT_SEPARATOR, _GT_SECOND = 0, 8, 16, 24
+#: separator byte difference of a phased call ('|') from an unphased one ('/')
+_PHASE_STEP = ord("|") - ord("/")
+
+
+@dataclass(frozen=True)
+class DigitCalls(_Text):
+    """The GT text of diploid calls whose alleles are single digits or missing (most calls
+    of most files): each cell is 4 bytes, ``lead``, allele, ``separator``, allele, so the
+    text is computed from the allele bytes (a shift moves the two bytes of a call to
+    bytes 1 and 3 of a 32-bit item, one add places the constant bytes): no table gather and
+    no padding. 2.7x faster than :class:`Cells`' gather of 16-bit keys (a 64k-row table) on
+    the 1000 Genomes slice's calls: 0.8 against 2.2 ns a call. ``calls``: ``(..., 2)`` int8
+    (-1 missing: ``.``; contiguous), ``phased``: per call where the phase differs between
+    calls (else None: ``separator`` everywhere), ``missing``: whether any allele is missing.
+
+    >>> calls = np.array([[[0, 1], [-1, -1], [9, 0]]], dtype=np.int8)
+    >>> DigitCalls(calls, None, ord(" "), ord("/"), True).matrix().tobytes()
+    b' 0/1 ./. 9/0'
+    >>> DigitCalls(calls, np.array([[True, False, True]]), ord(":"), ord("/"), True).matrix().tobytes()
+    b':0|1:./.:9|0'
+    """
+
+    calls: np.ndarray
+    phased: np.ndarray | None
+    lead: int
+    separator: int
+    missing: bool
+
+    @property
+    def first_byte(self) -> int:
+        return self.lead
+
+    @property
+    def width(self) -> int:
+        return 4
+
+    def into(self, out: np.ndarray) -> None:
+        """Write the calls' text into ``out`` (``calls.shape[:-1] + (4,)`` uint8, its last axis
+        contiguous), as :meth:`Cells.into`."""
+        chars = self.calls.view(np.uint8)
+        constant = self.lead << _GT_LEAD | self.separator << _GT_SEPARATOR
+        if self.missing:  # the characters themselves: '0' + allele, and '.' ('0' - 2) for -1,
+            # the one byte with its top bit set (arithmetic: 2.5x faster than a masked write)
+            chars = np.add(chars, np.uint8(ord("0")))
+            chars -= self.calls.view(np.uint8) >> 7
+        else:
+            constant |= ord("0") << _GT_FIRST | ord("0") << _GT_SECOND
+        # each character to the high byte of a 16-bit item, the pair of a call one 32-bit item:
+        # its alleles at bytes 1 and 3, the lead and separator added at bytes 0 and 2
+        items = np.left_shift(chars, 8, dtype="<u2").view("<u4")
+        if self.phased is not None:
+            items += np.multiply(self.phased[..., None], np.uint32(_PHASE_STEP << _GT_SEPARATOR), dtype="<u4")
+        np.add(items, np.uint32(constant), out=out.view("<u4"))
+
+    def rows(self, part: slice) -> DigitCalls:
+        return DigitCalls(self.calls[part], None if self.phased is None else self.phased[part], self.lead,
+                          self.separator, self.missing)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.calls.shape[:-1]
+
+    @property
+    def dense(self) -> bool:
+        return True
+
+
+#: the text of cells of a column: codes into a table, or diploid calls of digits
+CellText = Cells | DigitCalls
 
 
 def decimal_matrix(values: np.ndarray) -> np.ndarray:
@@ -435,17 +543,22 @@ def distinct_rows(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.ravel()
 
 
-def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str = "") -> Cells:
-    """GT text of each call (:class:`Cells`, one code a call): alleles joined by ``|`` (phased) or
-    ``/``; ``.`` for missing; ``lead`` before each.
+def genotype_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str = "") -> CellText:
+    """GT text of each call (:class:`Cells`, one code a call; :class:`DigitCalls` for diploid
+    calls of one-digit alleles or missing): alleles joined by ``|`` (phased) or ``/``; ``.`` for
+    missing; ``lead`` before each.
 
     >>> g = np.array([[[0, 1], [-1, -1], [2, -2]]], dtype=np.int8)
     >>> _texts(genotype_cells(g, np.array([[True, False, False]])).matrix()[0])
     ['0|1', './.', '2']
     """
     rows, samples, ploidy = genotypes.shape
-    low = min(int(genotypes.min(initial=0)), spec.INT_FILL)
-    base = max(int(genotypes.max(initial=0)), 0) - low + 1
+    least, most = int(genotypes.min(initial=0)), int(genotypes.max(initial=0))
+    digits = _digit_calls(genotypes, phased, lead, least, most)
+    if digits is not None:
+        return digits
+    low = min(least, spec.INT_FILL)
+    base = max(most, 0) - low + 1
     if 2 * base**ploidy <= _TABLE_VALUES:  # a code per possible call: a table of every text
         if ploidy == 2 and genotypes.dtype == np.int8:
             return _diploid_cells(genotypes, phased, lead, low, base)
@@ -477,6 +590,20 @@ def _call_texts(ploidy: int, low: int, base: int, lead: str) -> np.ndarray:
     texts = as_matrix(np.array([(lead + _genotype_text(call)).encode() for call in calls]))
     texts.flags.writeable = False
     return texts
+
+
+def _digit_calls(genotypes: np.ndarray, phased: np.ndarray | None, lead: str, least: int,
+                 most: int) -> DigitCalls | None:
+    """:class:`DigitCalls` of ``genotypes`` (``least`` and ``most`` their extremes) where every
+    call is diploid (int8) of one-digit or missing alleles and ``lead`` is one byte; else None
+    (a chunk with a haploid call, fill, or an allele from 10 goes through a table)."""
+    if not (genotypes.shape[-1] == 2 and genotypes.dtype == np.int8 and len(lead.encode()) == 1
+            and least >= spec.INT_MISSING and most <= 9):
+        return None
+    some = phased is not None and bool(phased.any())
+    mixed = some and phased is not None and not phased.all()
+    return DigitCalls(np.ascontiguousarray(genotypes), phased if mixed else None, ord(lead),
+                      ord("|") if some and not mixed else ord("/"), least < 0)
 
 
 def _diploid_cells(genotypes: np.ndarray, phased: np.ndarray | None, lead: str, low: int,
