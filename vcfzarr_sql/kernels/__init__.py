@@ -40,7 +40,6 @@ True
 
 from __future__ import annotations
 
-import mmap
 import os
 import sys
 import threading
@@ -105,7 +104,11 @@ def _load_numba() -> bool:
 
 def _room_to_load() -> bool:
     """Whether this process may still map :data:`LOAD_ROOM` private bytes (what a memory cap,
-    ``RLIMIT_DATA`` or ``RLIMIT_AS``, counts): tried, with nothing touched, and given back."""
+    ``RLIMIT_DATA`` or ``RLIMIT_AS``, counts): tried, with nothing touched, and given back.
+    (``mmap`` is imported here, not with this package: ~0.5 ms that a process which never
+    loads numba, as ``stats`` from stored counts, does not pay.)"""
+    import mmap
+
     if not hasattr(mmap, "MAP_PRIVATE"):  # (Windows: no such cap)
         return True
     try:
