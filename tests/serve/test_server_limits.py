@@ -82,7 +82,7 @@ def test_sessions_allocating_at_once_stay_within_the_servers_memory(data_dir) ->
     """Issue 23 item 1: three sessions building values at once, each of which fits the cap
     but no two together, were not all refused (two of three 1 GB values ran to their end
     under the default cap of 1.9 GB); now at most one does (the last to allocate, where the
-    others were refused first: alone, it fits; seen at load 18, 1 run in ~10), and the server
+    others were refused first: alone, it fits; 2 runs of 8 at load 17-18.6), and the server
     and its sessions' processes stay within the cap, give or take what they allocate before
     the watchdog ends the largest (a look every 50 ms near the cap: up to 0.6 GB more was seen
     at load 12 on 2 cores, each session allocating 1.5 GB/s)."""
