@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import hashlib
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,8 +36,25 @@ from store_support import bio2zarr_store  # noqa: F401 (a fixture for all test m
 
 def pytest_configure(config: pytest.Config) -> None:
     home = tempfile.mkdtemp(prefix="hypothesis-")
+    config.stash[_HYPOTHESIS_HOME] = home
     config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
     set_hypothesis_home_dir(home)
+
+
+_HYPOTHESIS_HOME = pytest.StashKey[str]()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """What this process made in the temporary directory is removed as its session ends, not
+    at its exit: pytest-xdist kills a worker that has not exited 10 s after its session (a
+    loaded machine), and no exit handler of a killed worker runs. So multiprocessing's exit
+    handlers run here (they remove its ``pymp-*`` directory, which holds the socket of the
+    forkserver an in-process test server starts: ``vcfzarr_sql.serve.workers``), and the
+    Hypothesis home goes."""
+    shutil.rmtree(session.config.stash[_HYPOTHESIS_HOME], ignore_errors=True)
+    exit_handlers = getattr(sys.modules.get("multiprocessing.util"), "_exit_function", None)
+    if exit_handlers is not None:  # (what atexit would run: it runs once)
+        exit_handlers()
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -129,11 +130,14 @@ def _default_signals(ignore_sigint: bool) -> Callable[[], None]:
 def serve_process(*args: str, ignore_sigint: bool = False) -> Iterator[tuple[subprocess.Popen, int]]:
     """``vcfzarr-sql serve --port 0 ARGS`` in a process of its own (with default signal
     dispositions, or SIGINT ignored as under ``serve &`` from a script) and its port; stopped
-    when the block ends, however it ends."""
+    when the block ends, however it ends. Its temporary directory is one of its own, which
+    must be empty once it has stopped (multiprocessing's ``pymp-*``, the forkserver's socket,
+    was left behind by a server whose exit handler failed)."""
+    temp = tempfile.mkdtemp(prefix="serve-")
     process = subprocess.Popen(
         [sys.executable, "-m", "vcfzarr_sql", "serve", "--port", "0", *args], stderr=subprocess.PIPE,
         text=True, restore_signals=True, preexec_fn=_default_signals(ignore_sigint),
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1]), "TMPDIR": temp})
     try:
         assert process.stderr is not None
         banner = process.stderr.readline()
@@ -148,6 +152,9 @@ def serve_process(*args: str, ignore_sigint: bool = False) -> Iterator[tuple[sub
             except subprocess.TimeoutExpired:
                 process.kill()
         process.wait(60)
+        left = os.listdir(temp)
+        shutil.rmtree(temp, ignore_errors=True)
+    assert not left, f"the server left {left} in its temporary directory"
 
 
 def process_tree_memory(pid: int) -> int:

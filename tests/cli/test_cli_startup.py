@@ -10,7 +10,8 @@ docstring parser imports it: the process does not parse them), nor the modules o
 features it does not use; ``stats`` from stored counts imports neither pyarrow nor DuckDB, nor
 numcodecs' package (its registry scans the entry points of every installed package: the codecs
 come from their own modules), nor ``numpy.ma`` (``np.unique`` imports it), nor
-``importlib.resources`` (``importlib.abc`` imports it, and tempfile, shutil, bz2, lzma with it);
+``importlib.resources`` (``importlib.abc`` imports it, and tempfile, shutil, bz2, lzma with it),
+nor ``mmap`` (the compiled kernels' memory probe imports it, only as it loads numba);
 ``view`` without ``-r/-t`` plans no scan and loads no pyarrow, nor numcodecs' package, nor the
 scan threads' ``concurrent.futures``; a process starts no OpenBLAS threads.
 """
@@ -71,7 +72,7 @@ def test_stats_from_stored_counts_imports_neither_arrow_nor_duckdb(convert_once)
     modules = imported_modules("stats", str(store), "-s", "-")
     assert {"vcfzarr_sql.qc.collect", "numpy"} <= modules
     assert not {"pyarrow", "duckdb", "sqlglot", "pandas", "zarr", "numcodecs.registry", "importlib.metadata",
-                "numpy.ma", "importlib.resources", "zipfile"} & modules
+                "numpy.ma", "importlib.resources", "zipfile", "mmap"} & modules
 
 
 def test_view_without_regions_plans_no_scan(convert_once, tmp_path):

@@ -249,9 +249,10 @@ def test_a_value_that_cannot_be_interrupted_ends_its_statement_in_time(flight_se
 
 def test_statements_allocating_at_once_stay_within_the_servers_memory(tmp_path) -> None:
     """Issue 23 item 1 on Flight SQL: three statements building values at once, each of which
-    fits the cap but no two together, all fail (in threads of the server, some ran to their
-    end), and the server and its workers stay within the cap, give or take what they
-    allocate before the watchdog ends the largest (as the PostgreSQL server's test)."""
+    fits the cap but no two together, fail but for at most one (in threads of the server,
+    several ran to their end; the last to allocate, once the others were refused, fits alone),
+    and the server and its workers stay within the cap, give or take what they allocate before
+    the watchdog ends the largest (as the PostgreSQL server's test)."""
     cap = 1_900_000_000  # (3 x --memory-limit + 1GB)
     with serve_process("--protocol", "flight-sql", "--data-dir", str(tmp_path),
                        "--memory-limit", "300MB") as (process, port):
@@ -268,7 +269,7 @@ def test_statements_allocating_at_once_stay_within_the_servers_memory(tmp_path) 
 
         threads = [threading.Thread(target=build) for _ in range(3)]
         peak = peak_tree_memory(process.pid, threads)
-        assert len(failed) == 3, failed
+        assert len(failed) >= 2, failed
         assert peak < 1.5 * cap, f"{peak >> 20} MiB"
         info = client.get_flight_info(_query("SELECT 42 AS answer"))
         assert client.do_get(info.endpoints[0].ticket).read_all().to_pylist() == [{"answer": 42}]

@@ -81,10 +81,11 @@ def test_a_value_that_cannot_be_interrupted_ends_its_session_in_time(serving, da
 def test_sessions_allocating_at_once_stay_within_the_servers_memory(data_dir) -> None:  # noqa: F811
     """Issue 23 item 1: three sessions building values at once, each of which fits the cap
     but no two together, were not all refused (two of three 1 GB values ran to their end
-    under the default cap of 1.9 GB); now they fail, and the server and its sessions'
-    processes stay within the cap, give or take what they allocate before the watchdog ends
-    the largest (a look every 50 ms near the cap: up to 0.6 GB more was seen at load 12 on 2
-    cores, each session allocating 1.5 GB/s)."""
+    under the default cap of 1.9 GB); now at most one does (the last to allocate, where the
+    others were refused first: alone, it fits; 2 runs of 8 at load 17-18.6), and the server
+    and its sessions' processes stay within the cap, give or take what they allocate before
+    the watchdog ends the largest (a look every 50 ms near the cap: up to 0.6 GB more was seen
+    at load 12 on 2 cores, each session allocating 1.5 GB/s)."""
     cap = 1_900_000_000  # (3 x --memory-limit + 1GB)
     with serve_process("--data-dir", str(data_dir), "--memory-limit", "300MB") as (process, port):
         clients = [_connect(port) for _ in range(3)]
@@ -98,7 +99,7 @@ def test_sessions_allocating_at_once_stay_within_the_servers_memory(data_dir) ->
 
         threads = [threading.Thread(target=build, args=(con,)) for con in clients]
         peak = peak_tree_memory(process.pid, threads)
-        assert len(failed) == 3, failed
+        assert len(failed) >= 2, failed
         assert peak < 1.5 * cap, f"{peak >> 20} MiB"
         with _connect(port) as other:
             assert other.execute("SELECT 42").fetchone() == (42,)

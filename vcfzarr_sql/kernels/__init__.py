@@ -13,10 +13,15 @@ Whether a call takes the kernel is decided by :func:`Kernel.compiled`, from the
 * ``auto`` (or unset): tiered, as a JIT is. Importing numba and loading the cached machine code
   costs a process about 0.2-0.4 CPU-s, more than most single queries of a small store spend
   in numpy. So a process takes the compiled kernels once numba is already imported in it, or
-  once the work its callers asked of kernels adds up to :data:`WORK_TO_COMPILE` units (a unit
-  is about what numpy does in a nanosecond: one genotype call counted, one byte parsed). A
-  one-off small query never pays for the compiler; a session or a conversion that does real
-  work pays once.
+  once the work its callers asked of kernels adds up to :data:`WORK_TO_COMPILE`. A one-off
+  small query never pays for the compiler; a session or a conversion that does real work pays
+  once.
+
+The unit of work, for every caller: a nanosecond of CPU time the call would save on the
+compiled path against the numpy path, which is what loading the kernels must repay. Each caller
+estimates it from a per-item saving it measured, written beside its call (per genotype call, per
+byte of text, per 64-bit word, ...); where the kernel is many times faster than numpy, that is
+about numpy's own time.
 
 Compiled code is cached on disk by numba (``cache=True``: ``__pycache__`` beside this package's
 sources, or numba's user cache directory where those are read-only), so the LLVM compilation
@@ -40,7 +45,6 @@ True
 
 from __future__ import annotations
 
-import mmap
 import os
 import sys
 import threading
@@ -54,8 +58,8 @@ __all__ = ["Kernel", "WORK_TO_COMPILE", "kernel_mode"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
-#: Units of work (about a nanosecond of numpy each) a process asks of kernels before ``auto``
-#: loads numba: ~0.5 s of numpy, a little more than the import and the cached code cost.
+#: Units of work (nanoseconds of CPU time the compiled path saves) a process asks of kernels
+#: before ``auto`` loads numba: ~0.5 s, a little more than the import and the cached code cost.
 WORK_TO_COMPILE = 500_000_000
 
 #: Bytes of address space a process must have left for ``auto`` to load numba: importing it
@@ -105,7 +109,11 @@ def _load_numba() -> bool:
 
 def _room_to_load() -> bool:
     """Whether this process may still map :data:`LOAD_ROOM` private bytes (what a memory cap,
-    ``RLIMIT_DATA`` or ``RLIMIT_AS``, counts): tried, with nothing touched, and given back."""
+    ``RLIMIT_DATA`` or ``RLIMIT_AS``, counts): tried, with nothing touched, and given back.
+    (``mmap`` is imported here, not with this package: ~0.5 ms that a process which never
+    loads numba, as ``stats`` from stored counts, does not pay.)"""
+    import mmap
+
     if not hasattr(mmap, "MAP_PRIVATE"):  # (Windows: no such cap)
         return True
     try:
@@ -124,10 +132,9 @@ class Kernel(Generic[P, R]):
         self._compiled: Callable[P, R] | None = None
 
     def compiled(self, work: int) -> Callable[P, R] | None:
-        """The compiled function if this call, ``work`` units of it, should take it, else None.
-
-        ``work`` counts toward ``auto``'s threshold whichever path the call takes.
-        """
+        """The compiled function if this call should take it, else None. ``work``: the
+        nanoseconds of CPU time the compiled path would save this call (the module's unit),
+        counted toward ``auto``'s threshold whichever path the call takes."""
         global _work_asked
         mode = kernel_mode()
         if mode == "numpy":

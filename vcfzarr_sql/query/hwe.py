@@ -58,10 +58,11 @@ _GROUP_CELLS = 2_000_000
 #: ... and at most this many values walked or summed in vain (past shorter walks' ends) per
 #: step of the longest: about what a step costs in Python.
 _GROUP_PADDING = 150
-#: About what numpy spends on a row, in ns per square root of the largest allele total (its
-#: walks' length grows so; measured 0.9 us a row of 1,000 samples, 3 us of 5,000): the work
-#: the kernel's tiering counts.
-_WORK_PER_ROOT = 25
+#: What the compiled tests save on a row, in ns (:mod:`vcfzarr_sql.kernels`' unit of work) per
+#: square root of the largest allele total (numpy's walks' length grows so): numpy spends 0.9 us
+#: a row of 1,000 samples, 3 us of 5,000 (20-30 ns a root), the kernel about a fifth of that
+#: (docs/benchmarks.md, stop 37): 16-24 saved, counted as 25.
+_SAVED_PER_ROOT = 25
 
 
 def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -69,7 +70,7 @@ def hwe_tests(nref: np.ndarray, nalt: np.ndarray, nhet: np.ndarray) -> tuple[np.
     # (contiguous: the one signature the kernel is compiled for)
     nref, nalt, nhet = (np.ascontiguousarray(a, dtype=np.int64) for a in (nref, nalt, nhet))
     most = int(nref.max(initial=0)) + int(nalt.max(initial=0))
-    kernel = HWE_TESTS.compiled(work=int(_WORK_PER_ROOT * np.sqrt(most) * len(nref)))
+    kernel = HWE_TESTS.compiled(work=int(_SAVED_PER_ROOT * np.sqrt(most) * len(nref)))
     if kernel is not None:
         hwe, exc_het = np.empty(len(nref)), np.empty(len(nref))  # (each row written)
         kernel(nref, nalt, nhet, _grouped(nref, nalt, nhet), hwe, exc_het)

@@ -96,7 +96,7 @@ def subset_code_counts(blocks: BatchBlocks, samples: np.ndarray) -> tuple[np.nda
     masks = _chunk_masks(np.asarray(samples, dtype=np.int64).tobytes(), size, chunk_bytes, info.shape[1])
     records = [info.chunk_bounds((chunk, 0))[0].stop for chunk in blocks.chunks]
     words = sum(len(mask) for _, mask in masks) * sum(records)
-    kernel = MASKED_POPCOUNTS.compiled(work=_NS_PER_WORD * words)
+    kernel = MASKED_POPCOUNTS.compiled(work=_SAVED_PER_WORD * words)
     counts = np.zeros((3, sum(records)), dtype=np.int64)
     scratch = {} if kernel is not None else {len(mask): _scratch(len(mask)) for _, mask in masks}
     start = 0
@@ -116,9 +116,10 @@ def subset_code_counts(blocks: BatchBlocks, samples: np.ndarray) -> tuple[np.nda
     return low_bits - both, high_bits - both, both
 
 
-#: About the numpy path's nanoseconds per word of :func:`subset_code_counts` (the kernel's
-#: work units).
-_NS_PER_WORD = 10
+#: What the compiled popcounts save per 64-bit word of :func:`subset_code_counts`, in ns
+#: (:mod:`vcfzarr_sql.kernels`' unit of work): numpy's passes take ~10, the kernel ~0.7
+#: (docs/benchmarks.md, stop 37).
+_SAVED_PER_WORD = 10
 
 
 @lru_cache(maxsize=8)

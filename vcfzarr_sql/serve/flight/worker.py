@@ -508,11 +508,14 @@ class Worker(workers.ProcessHandle):
 
     def close(self) -> None:
         """End the worker (it exits when its pipes close; killed :data:`~.workers.KILL_WAIT`
-        seconds later if it has not), without waiting for it."""
+        seconds later if it has not), without waiting for it. The reaper is not a daemon
+        thread: the server's exit waits for it (a second at most), as a reaper still running
+        at exit closed its process under multiprocessing's exit handler, whose join of it then
+        failed, before it removed its temporary directory (the forkserver's socket)."""
         self._gone = True
         with contextlib.suppress(OSError):
             self._calls.shutdown(socket.SHUT_RDWR)
-        threading.Thread(target=self._reap, name="vcfzarr-sql flight worker reaper", daemon=True).start()
+        threading.Thread(target=self._reap, name="vcfzarr-sql flight worker reaper").start()
 
     def _reap(self) -> None:
         self._process.join(workers.KILL_WAIT)
