@@ -18,7 +18,7 @@ import time
 import warnings
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,7 @@ from vcfzarr_sql.format import spec
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.query.call_stats import ALLELE_DEPTH, DEPTH, counted_shapes
 from vcfzarr_sql.store.packed_arrays import packed_arrays
-from vcfzarr_sql.store.summary_arrays import PER_RECORD, call_stats_arrays, summary_arrays
+from vcfzarr_sql.store.summary_arrays import ADD_COMPRESSOR, PER_RECORD, call_stats_arrays, summary_arrays
 from vcfzarr_sql.store.writer import NewArray, write_group, write_whole
 
 __all__ = ["ConvertSummary", "convert"]
@@ -243,7 +243,7 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
                           columns=seen.columns)
     for deviation in [*seen.notes, *header_deviations(seen.fields, arrays)]:
         warnings.warn(VcfZarrWarning(f"{input_path}: {deviation}"), stacklevel=2)
-    summary = _summary_arrays(arrays, layout)
+    summary = _summary_arrays(arrays, layout, batch)
     call_stats = {} if batch else _call_stats_arrays(arrays, layout)
     packed = (packed_arrays(layout.num_variants, layout.num_samples, layout.variants_chunk,
                             layout.samples_chunk) if summary and not batch else None)
@@ -287,13 +287,15 @@ def _build(input_path: str, store: Path, work: Path, pool: WorkerPool, progress:
     return layout
 
 
-def _summary_arrays(arrays: list[ArraySpec], layout: Layout) -> dict[str, NewArray]:
-    """The summary arrays of a store with these arrays (none without genotypes)."""
+def _summary_arrays(arrays: list[ArraySpec], layout: Layout, batch: bool) -> dict[str, NewArray]:
+    """The summary arrays of a store with these arrays (none without genotypes); a batch's
+    with ``add``'s quicker compressor."""
     by_name = {a.name: a for a in arrays}
     if spec.CALL_GENOTYPE not in by_name:
         return {}
-    return summary_arrays(layout.num_variants, by_name[spec.VARIANT_ALLELE].shape[1],
-                          layout.num_samples, layout.variants_chunk, layout.samples_chunk)
+    found = summary_arrays(layout.num_variants, by_name[spec.VARIANT_ALLELE].shape[1],
+                           layout.num_samples, layout.variants_chunk, layout.samples_chunk)
+    return {name: replace(a, compressor=ADD_COMPRESSOR) for name, a in found.items()} if batch else found
 
 
 def _call_stats_arrays(arrays: list[ArraySpec], layout: Layout) -> dict[str, NewArray]:

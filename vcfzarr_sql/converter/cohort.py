@@ -32,7 +32,7 @@ from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_written
 from vcfzarr_sql.store.fasta import Fasta
 from vcfzarr_sql.store.kvstore import open_kv
 from vcfzarr_sql.store.opening import open_store, read_manifest
-from vcfzarr_sql.store.summary_arrays import COMPRESSOR
+from vcfzarr_sql.store.summary_arrays import ADD_COMPRESSOR
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.store.vcz import open_store as open_plain
 from vcfzarr_sql.store.writer import NewArray, write_group, write_whole
@@ -42,9 +42,6 @@ __all__ = ["AddSummary", "DuplicateSampleError", "add"]
 #: A batch's variant chunks hold at most this many times the cohort's records (the converter
 #: parses a chunk's records at once: this bounds its memory).
 MAX_BATCH_CHUNK_RECORDS = 16
-#: The sites store's arrays, rewritten at every add: Blosc zstd 3 (zstd 7, what convert
-#: writes, took 6x the CPU time for 20% smaller genotype counts).
-SITES_COMPRESSOR = {**COMPRESSOR, "clevel": 3}
 
 #: Records a chunk of the sites store's allele keys (read and written whole by add).
 KEY_CHUNK_RECORDS = 1 << 20
@@ -545,7 +542,7 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
               chunks: tuple[int, ...] | None = None) -> tuple[NewArray, np.ndarray]:
         shape = values.shape
         return NewArray(name, dtype, dims, shape, chunks or tuple(max(n, 1) for n in shape),
-                        SITES_COMPRESSOR, padding="" if dtype == "|O" else 0), values
+                        ADD_COMPRESSOR, padding="" if dtype == "|O" else 0), values
 
     def strings(values: list[str]) -> np.ndarray:
         out = np.empty(len(values), dtype=object)
@@ -655,7 +652,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             _write_sites(root / sites_path, sites, chunks[0])
             since = None if totals is None or sites.origin is None else \
                 Since(totals, sites.origin, sites.batch_rows, len(manifest.batches))
-            write_added_counts(root, root / sites_path, stores, SITES_COMPRESSOR, since)
+            write_added_counts(root, root / sites_path, stores, ADD_COMPRESSOR, since)
             sync_written(root)  # (the new batches and sites store, before the manifest names them)
             counts = tuple(s.num_samples for s in stores)
             commit_manifest(root, layout.Manifest(tuple(batch_paths), counts, sites_path, generation))
