@@ -13,12 +13,14 @@ come from their own modules), nor ``numpy.ma`` (``np.unique`` imports it), nor
 ``importlib.resources`` (``importlib.abc`` imports it, and tempfile, shutil, bz2, lzma with it),
 nor ``mmap`` (the compiled kernels' memory probe imports it, only as it loads numba);
 ``view`` without ``-r/-t`` plans no scan and loads no pyarrow, nor numcodecs' package, nor the
-scan threads' ``concurrent.futures``; a process starts no OpenBLAS threads.
+scan threads' ``concurrent.futures``; ``add`` loads no numcodecs package either; a process
+starts no OpenBLAS threads.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -110,6 +112,21 @@ def test_view_with_regions_loads_no_arrow(convert_once, tmp_path):
     assert not {"pyarrow", "vcfzarr_sql.query.expressions", "vcfzarr_sql.query.request"} & modules
     # nor, without -i/-e, the filter expressions' parser and tree (~0.004 CPU-s: 8 dataclasses, a regex)
     assert "vcfzarr_sql.query.selection.expression" not in modules
+
+
+def test_add_defers_numcodecs_package_start_up(convert_once, tmp_path):
+    # (add writes and reads chunks through store/codec_classes.py, as stats and view read them:
+    # numcodecs' registry, its entry-point scan and every codec it imports, ~0.03 CPU-s of an add)
+    store = tmp_path / "cohort.vcz"
+    shutil.copytree(convert_once(SAMPLE), store)
+    new = tmp_path / "new.vcf"
+    new.write_text("##fileformat=VCFv4.2\n##contig=<ID=20>\n"
+                   '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">\n'
+                   "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\tNEW1\n"
+                   "20\t14370\t.\tG\tA\t.\tPASS\t.\tGT\t0/1\n")
+    modules = imported_modules("add", str(store), str(new))
+    assert "vcfzarr_sql.converter.cohort" in modules
+    assert not {"numcodecs.registry", "importlib.metadata", "zipfile", "pyarrow", "duckdb", "zarr"} & modules
 
 
 def test_the_process_starts_no_blas_threads():

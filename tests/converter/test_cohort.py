@@ -34,7 +34,8 @@ from vcfzarr_sql.cli.compact import compact
 from vcfzarr_sql.converter import convert
 from vcfzarr_sql.converter.cohort import DuplicateSampleError, add
 from vcfzarr_sql.converter.workers import WorkerPool
-from vcfzarr_sql.errors import VcfParseError
+from vcfzarr_sql.errors import StoreError, VcfParseError
+from vcfzarr_sql.format import cohort as cohort_layout
 from vcfzarr_sql.format import summaries as sc
 from vcfzarr_sql.format.cohort import ALLELE_KEYS, BATCH_ROWS
 from vcfzarr_sql.query.genotype_stats import COLUMNS as GT_COLUMNS
@@ -324,8 +325,7 @@ def test_add_adds_the_new_batch_s_counts_to_the_stored_totals(cohort, tmp_path, 
     assert set(counted) == {"sites/2", "batches/4"}  # (the sites store before the add; the new batch)
     with open_store(store) as got:
         assert isinstance(got, CohortStore) and got.sites.has_array(sc.CALL_COUNTS)
-        rows = np.concatenate([got.sites.read_chunk(BATCH_ROWS, (k, 0))
-                               for k in range(got.num_variant_chunks)]).astype(np.int64)
+        rows = got.sites.read_array(BATCH_ROWS).astype(np.int64)
         for name in (sc.ALLELE_COUNTS, sc.CALL_COUNTS):
             np.testing.assert_array_equal(got.read_array(name), got._added_counts(name, got.array_info(name), rows))
 
@@ -481,6 +481,59 @@ def test_a_sites_store_without_allele_keys_is_read_and_grown(cohort, tmp_path):
     view(old, out)
     assert oracle.records(out) == oracle.records(want)
     assert oracle.calls(out, FORMAT_FIELDS) == oracle.calls(want, FORMAT_FIELDS)
+
+
+def _set_sites_attribute(sites: Path, name: str, value: object) -> None:
+    """Set (None: remove) attribute ``name`` of the sites store at ``sites`` (and in its
+    consolidated metadata)."""
+    for path, key in ((sites / ".zattrs", None), (sites / ".zmetadata", ".zattrs")):
+        document = json.loads(path.read_text())
+        attrs = document["metadata"][key] if key else document
+        attrs.pop(name, None) if value is None else attrs.__setitem__(name, value)
+        path.write_text(json.dumps(document))
+
+
+def test_a_sites_store_chunked_as_the_cohort_is_read_and_grown(cohort, tmp_path, monkeypatch):
+    """A sites store written before its arrays along ``variants`` were chunked in several of
+    the cohort's chunks (chunked as the cohort, no ``cohort_variants_chunk_size``) reads as
+    before, and an add to it gives bcftools' merge and writes the new layout."""
+    store, expected, _, _, _ = cohort
+    a, b, h, d = (store.parent / f"{n}.vcf.gz" for n in "abhd")  # (the fixture's inputs)
+    old = tmp_path / "old.vcz"
+    convert(a, old, variants_chunk_size=4, samples_chunk_size=2)
+    monkeypatch.setattr(cohort_layout, "sites_chunk_records", lambda chunk: chunk)
+    add(old, [b, h])
+    monkeypatch.undo()
+    _set_sites_attribute(_sites_dir(old), cohort_layout.ATTR_VARIANTS_CHUNK, None)
+    with open_store(old) as before:
+        assert isinstance(before, CohortStore)
+        assert before.sites.array_info(BATCH_ROWS).chunks[0] == before.variants_chunk_size == 4
+        assert before.num_variant_chunks > 1
+    out = tmp_path / "old.vcf"
+    view(old, out)
+    assert oracle.records(out) == oracle.records(merged([a, b, h], tmp_path / "abh.vcf"))
+    add(old, [d])
+    with open_store(old) as grown:
+        assert isinstance(grown, CohortStore) and grown.variants_chunk_size == 4 and grown.num_variant_chunks > 1
+        assert grown.sites.array_info(BATCH_ROWS).chunks[0] == cohort_layout.sites_chunk_records(4)
+    out = tmp_path / "grown.vcf"
+    view(old, out)
+    assert oracle.records(out) == oracle.records(expected)
+    assert oracle.calls(out, FORMAT_FIELDS) == oracle.calls(expected, FORMAT_FIELDS)
+
+
+@pytest.mark.parametrize("value", [5, 0, "4", None])
+def test_a_sites_store_whose_chunks_are_not_whole_cohort_chunks_is_a_store_error(cohort, tmp_path, value):
+    store = tmp_path / "bad.vcz"
+    shutil.copytree(cohort[0], store)
+    sites = _sites_dir(store)
+    _set_sites_attribute(sites, cohort_layout.ATTR_VARIANTS_CHUNK, value)
+    if value is None:  # (chunks of 65,536 records, named as the cohort's: the grid is not the index's)
+        with open_store(store) as opened, pytest.raises(StoreError, match="region_index"):
+            assert opened.region_index is None
+        return
+    with pytest.raises(StoreError, match=cohort_layout.ATTR_VARIANTS_CHUNK):
+        open_store(store)
 
 
 def test_an_add_at_positions_whose_allele_keys_are_known_reads_no_alleles_of_the_cohort(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 
-from vcfzarr_sql.format.cohort import KEY_UNPACKED, allele_keys
+from vcfzarr_sql.format.cohort import KEY_UNPACKED, allele_keys, allele_keys_of, joined_alleles
 
 
 def test_packed_keys_are_equal_only_for_equal_texts():
@@ -26,3 +26,20 @@ def test_packed_keys_are_equal_only_for_equal_texts():
             assert text_of.setdefault(key, text) == text
     assert keys[3000:] == keys[:500]
     assert sum(packs) > 500
+
+
+def test_keys_of_allele_columns_are_the_keys_of_the_joined_alleles():
+    # (allele_keys_of packs the columns without joining them; blank ALTs are skipped as
+    # joined_alleles skips them, whatever their place)
+    rng = random.Random(38)
+    alphabet = "ACGTN*,acgt<>.\u00c5\x00"
+    rows = []
+    for _ in range(3000):
+        width = rng.randrange(1, 5)
+        row = ["".join(rng.choice(alphabet[:6] if rng.random() < 0.85 else alphabet)
+                       for _ in range(rng.randrange(0 if rng.random() < 0.1 else 1, 13))) for _ in range(width)]
+        rows.append(row + [""] * (4 - width))
+    alleles = np.array(rows, dtype=object)
+    keys = allele_keys_of(alleles)
+    assert keys.tolist() == allele_keys(joined_alleles(alleles)).tolist()
+    assert (keys != KEY_UNPACKED).sum() > 500

@@ -20,6 +20,9 @@ def command(cohort: str, inputs: tuple[str, ...], reference: str | None, workers
     store `convert` made. Its records become the union of the inputs' as `bcftools merge -m
     none` gives it (gVCF reference blocks: as `bcftools merge --gvcf REF.fa -m none`); nothing
     already written is rewritten; a killed add changes nothing."""
+    from vcfzarr_sql.cli.process import defer_numcodecs_init
+
+    defer_numcodecs_init()  # (it writes and reads chunks through store/codec_classes.py only)
     from vcfzarr_sql.converter.cohort import add
 
     click.echo(f"{cohort}: {add(cohort, list(inputs), workers=workers, reference=reference)}")

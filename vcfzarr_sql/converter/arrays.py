@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from numcodecs import Blosc
+from numcodecs.blosc import Blosc
 
 from vcfzarr_sql.converter import columns as col
 from vcfzarr_sql.converter.header import FieldDef

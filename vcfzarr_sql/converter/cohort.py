@@ -32,7 +32,7 @@ from vcfzarr_sql.store.cohort_commit import commit_manifest, sync_written
 from vcfzarr_sql.store.fasta import Fasta
 from vcfzarr_sql.store.kvstore import open_kv
 from vcfzarr_sql.store.opening import open_store, read_manifest
-from vcfzarr_sql.store.summary_arrays import COMPRESSOR
+from vcfzarr_sql.store.summary_arrays import SUMMARY_COMPRESSOR
 from vcfzarr_sql.store.vcz import VczStore
 from vcfzarr_sql.store.vcz import open_store as open_plain
 from vcfzarr_sql.store.writer import NewArray, write_group, write_whole
@@ -42,9 +42,6 @@ __all__ = ["AddSummary", "DuplicateSampleError", "add"]
 #: A batch's variant chunks hold at most this many times the cohort's records (the converter
 #: parses a chunk's records at once: this bounds its memory).
 MAX_BATCH_CHUNK_RECORDS = 16
-#: The sites store's arrays, rewritten at every add: Blosc zstd 3 (zstd 7, what convert
-#: writes, took 6x the CPU time for 20% smaller genotype counts).
-SITES_COMPRESSOR = {**COMPRESSOR, "clevel": 3}
 
 #: Records a chunk of the sites store's allele keys (read and written whole by add).
 KEY_CHUNK_RECORDS = 1 << 20
@@ -178,16 +175,20 @@ def _lengths(store: VczStore) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
-def _alleles_at(store: VczStore, rows: np.ndarray) -> list[str]:
-    """REF and ALTs joined by ``,`` of records ``rows`` of ``store`` (reading their chunks)."""
-    out = np.empty(len(rows), dtype=object)
+def _allele_rows(store: VczStore, rows: np.ndarray) -> np.ndarray:
+    """``variant_allele`` of records ``rows`` of ``store`` (reading their chunks)."""
+    out = np.empty((len(rows), store.array_info(spec.VARIANT_ALLELE).shape[1]), dtype=object)
     chunk_of = rows // store.variants_chunk_size
     order = np.argsort(chunk_of, kind="stable")
     chunks, _, counts = layout.distinct(chunk_of)
     for k, group in zip(chunks.tolist(), np.split(order, np.cumsum(counts)[:-1])):
-        alleles = store.read_chunk(spec.VARIANT_ALLELE, (k, 0))
-        out[group] = layout.joined_alleles(alleles[rows[group] - k * store.variants_chunk_size])
-    return out.tolist()
+        out[group] = store.read_chunk(spec.VARIANT_ALLELE, (k, 0))[rows[group] - k * store.variants_chunk_size]
+    return out
+
+
+def _alleles_at(store: VczStore, rows: np.ndarray) -> list[str]:
+    """REF and ALTs joined by ``,`` of records ``rows`` of ``store`` (reading their chunks)."""
+    return layout.joined_alleles(_allele_rows(store, rows)).tolist()
 
 
 def _keys(store: VczStore, rows: np.ndarray) -> list[str]:
@@ -368,8 +369,10 @@ def _batch_keys(batch: VczStore, rows: np.ndarray, shared: np.ndarray) -> tuple[
     ``rows``; KEY_UNKNOWN elsewhere: their alleles are not read), and what the union compares."""
     keys = np.full(len(rows), layout.KEY_UNKNOWN, dtype=np.int64)
     texts = np.full(len(rows), "", dtype=object)
-    texts[shared] = _alleles_at(batch, rows[shared])
-    keys[shared] = layout.allele_keys(texts[shared])
+    alleles = _allele_rows(batch, rows[shared])
+    keys[shared] = layout.allele_keys_of(alleles)
+    unpacked = keys[shared] == layout.KEY_UNPACKED  # (the union compares their text)
+    texts[shared[unpacked]] = layout.joined_alleles(alleles[unpacked])
     return keys, _compared(keys, texts)
 
 
@@ -532,12 +535,14 @@ def _merge_gvcf(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
 
 
 def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
-    """The sites store of ``sites`` at ``directory`` (a small VCF Zarr store)."""
+    """The sites store of ``sites`` at ``directory`` (a small VCF Zarr store) of a cohort of
+    variant chunks of ``chunk_size`` records: its arrays along ``variants`` in chunks of
+    several (:func:`~vcfzarr_sql.format.cohort.sites_chunk_records`)."""
     def array(name: str, values: np.ndarray, dims: tuple[str, ...], dtype: str,
               chunks: tuple[int, ...] | None = None) -> tuple[NewArray, np.ndarray]:
         shape = values.shape
         return NewArray(name, dtype, dims, shape, chunks or tuple(max(n, 1) for n in shape),
-                        SITES_COMPRESSOR, padding="" if dtype == "|O" else 0), values
+                        SUMMARY_COMPRESSOR, padding="" if dtype == "|O" else 0), values
 
     def strings(values: list[str]) -> np.ndarray:
         out = np.empty(len(values), dtype=object)
@@ -545,15 +550,16 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
         return out
 
     records = len(sites.position)
-    index = region_index(sites.contig, sites.position, sites.length, chunk_size)
+    index = region_index(sites.contig, sites.position, sites.length, chunk_size)  # (the cohort's chunks)
     batches = sites.batch_rows.shape[1]
+    per_record = layout.sites_chunk_records(chunk_size)
     arrays = [
-        array(spec.VARIANT_CONTIG, sites.contig.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
-        array(spec.VARIANT_POSITION, sites.position.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
-        array(spec.VARIANT_LENGTH, sites.length.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
-        array(layout.PLOIDY, sites.ploidy.astype(np.int8), (spec.DIM_VARIANTS,), "|i1", (chunk_size,)),
+        array(spec.VARIANT_CONTIG, sites.contig.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (per_record,)),
+        array(spec.VARIANT_POSITION, sites.position.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (per_record,)),
+        array(spec.VARIANT_LENGTH, sites.length.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (per_record,)),
+        array(layout.PLOIDY, sites.ploidy.astype(np.int8), (spec.DIM_VARIANTS,), "|i1", (per_record,)),
         array(layout.BATCH_ROWS, sites.batch_rows.astype(np.int32), (spec.DIM_VARIANTS, "cohort_batches"),
-              "<i4", (chunk_size, batches)),
+              "<i4", (per_record, batches)),
         array(spec.REGION_INDEX, index.astype(np.int64),
               (spec.DIM_REGION_INDEX_VALUES, spec.DIM_REGION_INDEX_FIELDS), "<i8"),
         array(spec.CONTIG_ID, strings(sites.contigs), (spec.DIM_CONTIGS,), "|O"),
@@ -569,17 +575,17 @@ def _write_sites(directory: Path, sites: _Sites, chunk_size: int) -> None:
             alleles[i, : len(row)] = row
         arrays += [
             array(layout.ALLELES, alleles, (spec.DIM_VARIANTS, spec.DIM_ALLELES), "|O",
-                  (chunk_size, width)),
-            array(layout.SEGMENT, sites.segment.astype(bool), (spec.DIM_VARIANTS,), "|b1", (chunk_size,)),
-            array(layout.END, sites.end.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (chunk_size,)),
+                  (per_record, width)),
+            array(layout.SEGMENT, sites.segment.astype(bool), (spec.DIM_VARIANTS,), "|b1", (per_record,)),
+            array(layout.END, sites.end.astype(np.int32), (spec.DIM_VARIANTS,), "<i4", (per_record,)),
         ]
     if sites.allele_keys is not None:  # (read whole, by add only: chunks of a million records,
-        # along a dimension of its own: the store's variants dimension is chunked as the cohort)
+        # along a dimension of its own)
         arrays.append(array(layout.ALLELE_KEYS, sites.allele_keys.astype(np.int64), (layout.DIM_KEYS,),
                             "<i8", (min(max(records, 1), KEY_CHUNK_RECORDS),)))
     attrs = {spec.ATTR_VERSION: spec.WRITE_VERSION, spec.ATTR_SOURCE: f"vcfzarr-sql-{__version__} cohort",
              spec.ATTR_HEADER: sites.header, spec.ATTR_HEADER_ADDED: sites.header_added,
-             "cohort_records": records}
+             "cohort_records": records, layout.ATTR_VARIANTS_CHUNK: chunk_size}
     write_group(directory, attrs, [a for a, _ in arrays])
     for new, values in arrays:
         write_whole(directory, new, values)
@@ -646,7 +652,7 @@ def add(cohort: str | os.PathLike, inputs: Sequence[str | os.PathLike], *, worke
             _write_sites(root / sites_path, sites, chunks[0])
             since = None if totals is None or sites.origin is None else \
                 Since(totals, sites.origin, sites.batch_rows, len(manifest.batches))
-            write_added_counts(root, root / sites_path, stores, SITES_COMPRESSOR, since)
+            write_added_counts(root, root / sites_path, stores, SUMMARY_COMPRESSOR, since)
             sync_written(root)  # (the new batches and sites store, before the manifest names them)
             counts = tuple(s.num_samples for s in stores)
             commit_manifest(root, layout.Manifest(tuple(batch_paths), counts, sites_path, generation))

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from vcfzarr_sql.format import cohort as layout
-from vcfzarr_sql.store.cohort import ADDED_COUNTS, CohortStore, added_up
+from vcfzarr_sql.store.cohort import ADDED_COUNTS, CohortStore, added_up, variants_chunk_of
 from vcfzarr_sql.store.kvstore import open_kv
 from vcfzarr_sql.store.summary_arrays import summary_arrays
 from vcfzarr_sql.store.vcz import VczStore
@@ -83,7 +83,7 @@ def write_added_counts(root: Path, sites_dir: Path, batches: Sequence[VczStore],
             if not all(cohort.has_array(name) for name in ADDED_COUNTS):
                 return False
             values = {name: cohort.read_array(name) for name in ADDED_COUNTS}
-        shape = (sites.num_variants, sites.variants_chunk_size, batches[0].samples_chunk_size)
+        shape = (sites.num_variants, variants_chunk_of(sites), batches[0].samples_chunk_size)
         samples = len(sites.samples)
     finally:  # (not cohort.close(): the batches are the caller's)
         sites.close()

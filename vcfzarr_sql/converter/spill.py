@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from numcodecs import LZ4
+from numcodecs.lz4 import LZ4
 
 from vcfzarr_sql.converter.workers import memory_limit
 

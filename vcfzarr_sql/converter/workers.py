@@ -109,7 +109,7 @@ def _init_worker(progress: Synchronized[int], single_process: bool, parent: int,
     limit_memory(max_memory)
     _progress = progress
     if not single_process:
-        from numcodecs import blosc
+        import numcodecs.blosc as blosc  # (not through the package: its start-up may be deferred)
 
         blosc.use_threads = False  # the processes are the parallelism
 

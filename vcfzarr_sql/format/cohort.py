@@ -12,7 +12,8 @@ made) and, once samples were added, a hidden directory :data:`COHORT_DIR` beside
   header as its ``vcf_header``, and in a cohort holding gVCF reference blocks
   :data:`ALLELES`, :data:`SEGMENT` and :data:`END`, and in other cohorts :data:`ALLELE_KEYS`
   (each record's alleles as one number, :func:`allele_keys`, which the union compares instead
-  of the alleles' text);
+  of the alleles' text); its arrays along ``variants`` are chunked in several of the cohort's
+  variant chunks (:func:`sites_chunk_records`, :data:`ATTR_VARIANTS_CHUNK`);
 * ``manifest.json``: the committed batches and the sites generation (:func:`parse_manifest`).
   Written last, by an atomic rename: what it names is the cohort; anything else is debris.
 
@@ -50,6 +51,13 @@ ALLELE_KEYS = "cohort_allele_key"
 DIM_KEYS = "cohort_records"
 KEY_UNKNOWN = -1
 KEY_UNPACKED = 0
+#: The sites store's attribute holding the cohort's variant chunk size: its arrays along
+#: ``variants`` are chunked in :func:`sites_chunk_records` records, a multiple of it (its
+#: ``region_index`` names the cohort's chunks). Absent in sites stores written before
+#: 2026-11-27, whose arrays are chunked as the cohort.
+ATTR_VARIANTS_CHUNK = "cohort_variants_chunk_size"
+#: About as many records a chunk of the sites store's arrays along ``variants`` holds.
+SITES_CHUNK_RECORDS = 1 << 16
 #: Arrays of the sites store of a cohort holding gVCF reference blocks
 #: (:mod:`vcfzarr_sql.format.gvcf`), per record: its alleles where they may not be those of
 #: every batch holding it (a segment's; a record whose batches' gVCF symbolic alleles differ;
@@ -65,6 +73,18 @@ COUNTED_INFO = ("AC", "AN")
 
 _BATCH_PATH = re.compile(rf"{re.escape(BATCHES)}/[0-9]+")
 _SITES_PATH = re.compile(rf"{re.escape(SITES)}/[0-9]+")
+
+
+def sites_chunk_records(variants_chunk: int) -> int:
+    """Records a chunk of the sites store's arrays along ``variants`` holds in a cohort of
+    variant chunks of ``variants_chunk`` records: a multiple of it, about
+    :data:`SITES_CHUNK_RECORDS` (an add rewrites the sites store: in the cohort's own chunks
+    it was 5 files per 1,000 records; a read of one cohort chunk decodes one of these).
+
+    >>> sites_chunk_records(1000), sites_chunk_records(100000)
+    (65000, 100000)
+    """
+    return variants_chunk * max(SITES_CHUNK_RECORDS // max(variants_chunk, 1), 1)
 
 
 @dataclass(frozen=True)
@@ -224,25 +244,47 @@ def allele_keys(joined: np.ndarray | list[str]) -> np.ndarray:
     >>> allele_keys(["A,C", "A,C", "C,A", "AT,A", "a,c", "A,<DEL>", "A" * 22, "\u00c5,C"]).tolist()
     [185, 185, 122, 993, 0, 0, 0, 0]
     """
-    texts = np.asarray(joined, dtype=object)
-    keys = np.full(len(texts), KEY_UNPACKED, dtype=np.int64)
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    short = np.flatnonzero((lengths > 0) & (lengths <= _KEY_CHARS))
-    if len(short) == 0:
-        return keys
-    width = int(lengths[short].max())
-    try:
-        chars = texts[short].astype(f"S{width}")
-    except UnicodeEncodeError:  # (a non-ASCII text, which does not pack)
-        short = short[np.fromiter((t.isascii() for t in texts[short]), dtype=bool, count=len(short))]
-        chars = texts[short].astype(f"S{width}")
-    codes = _KEY_CODES[chars.view(np.uint8).reshape(len(short), width)]  # (0: not one of the alphabet)
-    packs = np.count_nonzero(codes, axis=1) == lengths[short]  # (every character packs)
-    codes = codes[packs]
-    packed = np.zeros(len(codes), dtype=np.int64)
-    for i in range(width):
-        packed |= codes[:, i].astype(np.int64) << (3 * i)
-    keys[short[packs]] = packed
+    return allele_keys_of(np.asarray(joined, dtype=object).reshape(-1, 1))
+
+
+def allele_keys_of(alleles: np.ndarray) -> np.ndarray:
+    """:func:`allele_keys` of :func:`joined_alleles` of ``alleles`` (records, alleles; ``""``
+    past the last), packed column by column: no joined string is made (for 100,000 records,
+    making them took as long as packing them).
+
+    >>> alleles = np.array([["A", "C", ""], ["AT", "", "A"], ["A", "<DEL>", ""], ["", "", ""]], dtype=object)
+    >>> allele_keys_of(alleles).tolist() == allele_keys(joined_alleles(alleles)).tolist()
+    True
+    """
+    records = len(alleles)
+    keys = np.zeros(records, dtype=np.int64)
+    packs = np.ones(records, dtype=bool)
+    offset = np.zeros(records, dtype=np.int64)  # (characters packed so far)
+    for k in range(alleles.shape[1]):
+        column = np.asarray(alleles[:, k], dtype=object)
+        lengths = np.fromiter(map(len, column), dtype=np.int64, count=records)
+        if k:  # (an ALT is joined after a ",", where it is not blank)
+            comma = lengths > 0
+            keys[comma] |= _KEY_CODES[ord(",")].astype(np.int64) << (3 * np.minimum(offset[comma], _KEY_CHARS))
+            offset += comma
+        packs &= (offset + lengths <= _KEY_CHARS)
+        held = np.flatnonzero(packs & (lengths > 0))
+        if len(held) == 0:
+            continue
+        texts = column[held]
+        try:
+            chars = texts.astype(f"S{int(lengths[held].max())}")
+        except UnicodeEncodeError:  # (a non-ASCII text, which does not pack)
+            ascii_text = np.fromiter((t.isascii() for t in texts), dtype=bool, count=len(held))
+            packs[held[~ascii_text]] = False
+            held, texts = held[ascii_text], texts[ascii_text]
+            chars = texts.astype(f"S{max(int(lengths[held].max(initial=0)), 1)}")
+        codes = _KEY_CODES[chars.view(np.uint8).reshape(len(held), -1)].astype(np.int64)
+        packs[held[np.count_nonzero(codes, axis=1) != lengths[held]]] = False  # (0: not of the alphabet)
+        for i in range(codes.shape[1]):
+            keys[held] |= codes[:, i] << (3 * (offset[held] + i))
+        offset += lengths
+    keys[~packs | (offset == 0)] = KEY_UNPACKED
     return keys
 
 

@@ -104,8 +104,11 @@ class CohortStore(VczStore):
         self.filters = sites.filters
         self.filter_descriptions = sites.filter_descriptions
         self.num_variants = sites.num_variants
-        self.variants_chunk_size = sites.variants_chunk_size
-        self.num_variant_chunks = sites.num_variant_chunks
+        self.variants_chunk_size = variants_chunk_of(sites)
+        self.num_variant_chunks = -(-self.num_variants // self.variants_chunk_size)
+        #: per array of the sites store chunked in several of the cohort's chunks, the last of
+        #: its chunks decoded (:meth:`_sites_rows`) and its number
+        self._sites_kept: dict[str, tuple[int, np.ndarray]] = {}
         self.num_samples = len(self.samples)
         if self.num_samples != sum(b.num_samples for b in batches):
             raise StoreError(f"{path}: the cohort's batches hold {sum(b.num_samples for b in batches)} "
@@ -127,8 +130,7 @@ class CohortStore(VczStore):
     def _cohort_arrays(self) -> dict[str, ArrayInfo]:
         """The cohort's arrays: the sites store's small ones, and for every other array of a
         batch along ``variants``, one as long as the cohort and as wide as the widest batch's."""
-        arrays = {name: self.sites.array_info(name) for name in self._own
-                  if self.sites.has_array(name)}
+        arrays = {name: self._sites_info(name) for name in self._own if self.sites.has_array(name)}
         found: dict[str, list[ArrayInfo]] = {}
         for batch in self.batches:
             for name in batch.array_names:
@@ -171,13 +173,44 @@ class CohortStore(VczStore):
                                    fill_value=_fill(first))
         return arrays
 
+    def _sites_info(self, name: str) -> ArrayInfo:
+        """Array ``name`` of the sites store as the cohort shows it: along ``variants``, in the
+        cohort's variant chunks."""
+        info = self.sites.array_info(name)
+        if info.dims[:1] != (spec.DIM_VARIANTS,):
+            return info
+        return replace(info, chunks=(self.variants_chunk_size, *info.chunks[1:]))
+
+    def _rechunked(self, name: str) -> bool:
+        """Whether the sites store's array ``name`` is chunked otherwise than the cohort shows
+        it (in several of its chunks: :func:`~vcfzarr_sql.format.cohort.sites_chunk_records`)."""
+        return self.sites.array_info(name).chunks[0] != self._sites_info(name).chunks[0]
+
+    def _sites_rows(self, name: str, chunk_index: int) -> np.ndarray:
+        """The records of the cohort's variant chunk ``chunk_index`` of the sites store's
+        array ``name`` (along ``variants``), whatever its chunks. Of a sites store chunked in
+        several of the cohort's chunks, the chunk last decoded is kept: reads of a cohort's
+        chunks in order decode each once."""
+        info = self.sites.array_info(name)
+        rest = (0,) * (len(info.shape) - 1)
+        size = self.variants_chunk_size
+        if info.chunks[0] == size:
+            return self.sites.read_chunk(name, (chunk_index, *rest))
+        stored, part = divmod(chunk_index, info.chunks[0] // size)
+        kept = self._sites_kept.get(name)
+        if kept is None or kept[0] != stored:
+            kept = self._sites_kept[name] = (stored, self.sites.read_chunk(name, (stored, *rest)))
+        return kept[1][part * size : (part + 1) * size]
+
     # -- chunks ------------------------------------------------------------------------------
 
     def read_chunk_bytes(self, name: str, chunk: tuple[int, ...]) -> bytes | None:
-        """The sites store's bytes for its arrays; None for the others, which no file holds
-        (:meth:`decode_chunk` assembles them from the batches)."""
+        """The sites store's bytes for its arrays chunked as the cohort's; None for the
+        others, which no file holds as the cohort's chunk (:meth:`decode_chunk` assembles them
+        from the batches, or cuts them from the sites store's chunk)."""
         self.array_info(name)
-        return self.sites.read_chunk_bytes(name, chunk) if self._on_sites(name) else None
+        on_sites = self._on_sites(name) and not self._rechunked(name)
+        return self.sites.read_chunk_bytes(name, chunk) if on_sites else None
 
     def read_chunks_bytes(
         self, keys: list[tuple[str, tuple[int, ...]]]
@@ -186,7 +219,8 @@ class CohortStore(VczStore):
 
     def decode_chunk(self, name: str, raw: bytes | None, chunk: tuple[int, ...]) -> np.ndarray:
         if self._on_sites(name):
-            return self.sites.decode_chunk(name, raw, chunk)
+            return self._sites_rows(name, chunk[0]) if self._rechunked(name) \
+                else self.sites.decode_chunk(name, raw, chunk)
         return self._assemble(name, chunk)
 
     def decode_chunk_strings(self, name: str, raw: bytes | None, chunk: tuple[int, ...]) -> pa.Array:
@@ -206,9 +240,8 @@ class CohortStore(VczStore):
                      for k in range(max(info.grid[0], 1))]
         return np.concatenate(parts)[: info.shape[0]]
 
-    @property
-    def region_index(self) -> np.ndarray:
-        return self.sites.region_index
+    def _load_region_index(self) -> np.ndarray:
+        return self.sites.stored_region_index(self)  # (over the cohort's chunks)
 
     def original_header(self, samples: list[str]) -> tuple[str, list[str]] | None:
         """The VCF header text of the input that brought ``samples`` (and the lines htslib added
@@ -261,7 +294,7 @@ class CohortStore(VczStore):
 
     def _batch_rows(self, chunk_index: int) -> np.ndarray:
         """(records of the chunk, batches): each record's row in each batch, -1 if it has none."""
-        return self.sites.read_chunk(layout.BATCH_ROWS, (chunk_index, 0)).astype(np.int64)
+        return self._sites_rows(layout.BATCH_ROWS, chunk_index).astype(np.int64)
 
     def _assemble(self, name: str, chunk: tuple[int, ...]) -> np.ndarray:
         info = self.array_info(name)
@@ -340,7 +373,7 @@ class CohortStore(VczStore):
         out = np.empty((len(rows), hi - lo, *info.shape[2:]), dtype=info.decoded_dtype)
         out[...] = _missing_call(info)
         if name == spec.CALL_GENOTYPE:
-            ploidy = self.sites.read_chunk(layout.PLOIDY, (chunk_index,))[: len(rows)]
+            ploidy = self._sites_rows(layout.PLOIDY, chunk_index)[: len(rows)]
             out[...] = np.where(np.arange(info.shape[2]) < ploidy[:, None, None],
                                 spec.INT_MISSING, spec.INT_FILL)
         for b, batch in enumerate(self.batches):
@@ -413,7 +446,7 @@ class CohortStore(VczStore):
     def _merged(self, chunk_index: int, records: int) -> np.ndarray:
         """The merged alleles of the chunk's records (blank where they are their first batch's:
         format/cohort.py ALLELES)."""
-        return self.sites.read_chunk(layout.ALLELES, (chunk_index, 0))[:records]
+        return self._sites_rows(layout.ALLELES, chunk_index)[:records]
 
     def _merged_alleles(self, chunk_index: int, out: np.ndarray) -> np.ndarray:
         """variant_allele of the chunk's records, the sites store's where it has them."""
@@ -478,6 +511,17 @@ class CohortStore(VczStore):
                 moved[moved] = (called[:, :k] & shifted).any(axis=1) | (own[moved, k:] != spec.STR_FILL).any(axis=1)
             counts[np.flatnonzero(have)[moved], sc.CALLED] = sc.NOT_COUNTED
         return counts
+
+
+def variants_chunk_of(sites: VczStore) -> int:
+    """The variant chunk size of the cohort whose sites store is ``sites``: its attribute
+    :data:`~vcfzarr_sql.format.cohort.ATTR_VARIANTS_CHUNK` (a sites store written before it is
+    chunked as the cohort). StoreError unless its chunks are a whole number of the cohort's."""
+    size = sites.attrs.get(layout.ATTR_VARIANTS_CHUNK, sites.variants_chunk_size)
+    if type(size) is not int or size < 1 or sites.variants_chunk_size % size:
+        raise StoreError(f"{sites.path}: {layout.ATTR_VARIANTS_CHUNK} is {size!r}: its chunks of "
+                         f"{sites.variants_chunk_size} records are not a whole number of chunks of it")
+    return size
 
 
 def added_up(name: str, shape: tuple[int, ...],

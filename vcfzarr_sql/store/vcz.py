@@ -539,6 +539,11 @@ class VczStore:
     def _load_region_index(self) -> np.ndarray:
         if not self.has_array(spec.REGION_INDEX):
             return derived.build_region_index(self)
+        return self.stored_region_index(self)
+
+    def stored_region_index(self, store: VczStore) -> np.ndarray:
+        """The region index this store holds, checked against ``store``: this store, or the
+        cohort whose sites store it is (whose variant chunks it names)."""
         info = self.array_info(spec.REGION_INDEX)  # checked before any chunk is read
         shape_ok = len(info.shape) == 2 and info.shape[1] == spec.REGION_INDEX_FIELDS
         if not shape_ok or info.dtype.kind not in "iu":
@@ -547,7 +552,7 @@ class VczStore:
                 f"expected integers of shape (n, {spec.REGION_INDEX_FIELDS})"
             )
         index = self.read_array(spec.REGION_INDEX).astype(np.int64)
-        self._check_region_index(index)
+        store._check_region_index(index)
         return index
 
     def _check_region_index(self, index: np.ndarray) -> None:
