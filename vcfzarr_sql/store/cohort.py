@@ -199,7 +199,9 @@ class CohortStore(VczStore):
         stored, part = divmod(chunk_index, info.chunks[0] // size)
         kept = self._sites_kept.get(name)
         if kept is None or kept[0] != stored:
-            kept = self._sites_kept[name] = (stored, self.sites.read_chunk(name, (stored, *rest)))
+            rows = self.sites.read_chunk(name, (stored, *rest))
+            rows.flags.writeable = False  # (kept for the next reads: no caller may change it)
+            kept = self._sites_kept[name] = (stored, rows)
         return kept[1][part * size : (part + 1) * size]
 
     # -- chunks ------------------------------------------------------------------------------
