@@ -407,19 +407,39 @@ def _integer_cells(values: np.ndarray, lead: str) -> Cells | None:
     numbers = decimal_matrix(np.where(blank, 0, span))  # (every value's text at once)
     numbers[blank] = 0
     numbers[blank, -1] = ord(MISSING)
+    prefix = lead.encode()
+    others = _prefixed(b",", numbers, 1 + numbers.shape[1])
+    others[span == spec.INT_FILL] = 0
+    if values.dtype == np.int8 and width == 2 and len(prefix) == 1 and 2 + 2 * numbers.shape[1] <= 8:
+        return _pair_cells(values, span, numbers, others, prefix[0])
     # (codes of 2 or 4 bytes: writing them is most of the work here, and 2 tables' worth fit)
     codes = np.subtract(values, np.int32(low), dtype=np.uint16 if 2 * len(numbers) <= 1 << 16 else np.uint32,
                         casting="unsafe")
-    prefix = lead.encode()
     if width == 1:
         return Cells(_prefixed(prefix, numbers, len(prefix) + numbers.shape[1]), codes)
-    others = _prefixed(b",", numbers, 1 + numbers.shape[1])
-    others[span == spec.INT_FILL] = 0
     if len(prefix) == 1 and (fill is None or not fill[..., 0].any()):
         return Cells(others, codes, prefix[0])
     codes[..., 1:] += len(numbers)
     wide = max(len(prefix), 1) + numbers.shape[1]
     return Cells(np.concatenate([_prefixed(prefix, numbers, wide), _prefixed(b"", others, wide)]), codes)
+
+
+def _pair_cells(values: np.ndarray, span: np.ndarray, numbers: np.ndarray, others: np.ndarray, lead: int) -> Cells:
+    """:func:`_integer_cells` of pairs of int8 (``values``, ``(..., 2)``, in ``span``; AD of
+    biallelic records), whose codes are the pairs themselves: a pair's two bytes are one
+    16-bit key (no code computed), and the table holds the whole cell's text (``lead``, the
+    first element's ``numbers`` row, the second's ``others`` row) of every key in ``span``, 8
+    bytes each: one gather a cell instead of two, 2x faster (a 65-row slice of 500 samples:
+    105 against 198 us)."""
+    pairs = np.zeros((len(span), len(span), 8), np.uint8)  # [second, first]: the key's high byte first
+    pairs[..., 0] = lead
+    pairs[..., 1:1 + numbers.shape[1]] = numbers[None, :]
+    pairs[..., 1 + numbers.shape[1]:1 + numbers.shape[1] + others.shape[1]] = others[:, None]
+    table = np.zeros((256, 256, 8), np.uint8)
+    table[..., 0] = lead  # (every key's: the first byte of key 0 is the cells' first byte)
+    byte = (span & 0xFF).astype(np.intp)
+    table[byte[:, None], byte[None, :]] = pairs
+    return Cells(table.reshape(-1, 8), np.ascontiguousarray(values).view("<u2"))
 
 
 def cell_codes(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None,
