@@ -395,7 +395,9 @@ def _integer_cells(values: np.ndarray, lead: str) -> Cells | None:
     lead is one byte and no first element is fill: the lead is then written over the first
     comma of each cell (:attr:`Cells.lead`). Else the first elements have a table of their
     own (the lead before each text, fill ``.``; first, as ``records._joined`` takes a row's first
-    byte from the table's first text), the others' codes after theirs.
+    byte from the table's first text), the others' codes after theirs. Pairs of int8 whose
+    cell text fits 8 bytes (AD of biallelic records) are gathered a cell at a time
+    (:func:`_pair_cells`).
     """
     low, high = int(values.min()), int(values.max())
     if high - low >= min(_TABLE_VALUES, values.size):
