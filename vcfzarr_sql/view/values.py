@@ -261,7 +261,9 @@ class Cells(_Text):
             table = np.zeros((len(self.table), self.slot), np.uint8)
             table[:, :self.table.shape[1]] = self.table
         item = _slot_item(self.slot)
-        taken = table.view(item).reshape(-1).take(self.codes)  # (take: 1/4 faster than [codes])
+        # (take: 1/4 faster than [codes]; "wrap": 1/4 faster again than the bounds check of
+        # "raise", and every code is a row of the table by construction)
+        taken = table.view(item).reshape(-1).take(self.codes, mode="wrap")
         # a cell of several slots copied as one item: numpy would copy a vector's slots in a
         # loop of its length per cell (2-3 items), ~2.5x slower into a strided text
         cell = _slot_item(self.width) if self.codes.shape[-1] > 1 else item
@@ -393,7 +395,9 @@ def _integer_cells(values: np.ndarray, lead: str) -> Cells | None:
     lead is one byte and no first element is fill: the lead is then written over the first
     comma of each cell (:attr:`Cells.lead`). Else the first elements have a table of their
     own (the lead before each text, fill ``.``; first, as ``records._joined`` takes a row's first
-    byte from the table's first text), the others' codes after theirs.
+    byte from the table's first text), the others' codes after theirs. Pairs of int8 whose
+    cell text fits 8 bytes (AD of biallelic records) are gathered a cell at a time
+    (:func:`_pair_cells`).
     """
     low, high = int(values.min()), int(values.max())
     if high - low >= min(_TABLE_VALUES, values.size):
@@ -407,19 +411,45 @@ def _integer_cells(values: np.ndarray, lead: str) -> Cells | None:
     numbers = decimal_matrix(np.where(blank, 0, span))  # (every value's text at once)
     numbers[blank] = 0
     numbers[blank, -1] = ord(MISSING)
+    prefix = lead.encode()
+    others = _prefixed(b",", numbers, 1 + numbers.shape[1])
+    others[span == spec.INT_FILL] = 0
+    pairs = _pair_cells(values, span, numbers, others, prefix)
+    if pairs is not None:
+        return pairs
     # (codes of 2 or 4 bytes: writing them is most of the work here, and 2 tables' worth fit)
     codes = np.subtract(values, np.int32(low), dtype=np.uint16 if 2 * len(numbers) <= 1 << 16 else np.uint32,
                         casting="unsafe")
-    prefix = lead.encode()
     if width == 1:
         return Cells(_prefixed(prefix, numbers, len(prefix) + numbers.shape[1]), codes)
-    others = _prefixed(b",", numbers, 1 + numbers.shape[1])
-    others[span == spec.INT_FILL] = 0
     if len(prefix) == 1 and (fill is None or not fill[..., 0].any()):
         return Cells(others, codes, prefix[0])
     codes[..., 1:] += len(numbers)
     wide = max(len(prefix), 1) + numbers.shape[1]
     return Cells(np.concatenate([_prefixed(prefix, numbers, wide), _prefixed(b"", others, wide)]), codes)
+
+
+def _pair_cells(values: np.ndarray, span: np.ndarray, numbers: np.ndarray, others: np.ndarray,
+                lead: bytes) -> Cells | None:
+    """:func:`_integer_cells` of pairs of int8 (``values``, ``(..., 2)``, in ``span``; AD of
+    biallelic records) whose cell text fits 8 bytes and whose ``lead`` is one byte; else None.
+    The codes are the pairs themselves: a pair's two bytes are one 16-bit key (no code
+    computed), and the table holds the whole cell's text (``lead``, the first element's
+    ``numbers`` row, the second's ``others`` row) of every key in ``span``, 8 bytes each: one
+    gather a cell instead of two, 2x faster (a 65-row slice of 500 samples: 70 against 150 us).
+    """
+    if not (values.dtype == np.int8 and values.shape[-1] == 2 and len(lead) == 1
+            and 1 + numbers.shape[1] + others.shape[1] <= 8):
+        return None
+    pairs = np.zeros((len(span), len(span), 8), np.uint8)  # [second, first]: the key's high byte first
+    pairs[..., 0] = lead[0]
+    pairs[..., 1:1 + numbers.shape[1]] = numbers[None, :]
+    pairs[..., 1 + numbers.shape[1]:1 + numbers.shape[1] + others.shape[1]] = others[:, None]
+    table = np.zeros((256, 256, 8), np.uint8)
+    table[..., 0] = lead[0]  # (every key's: the first byte of key 0 is the cells' first byte)
+    byte = (span & 0xFF).astype(np.intp)
+    table[byte[:, None], byte[None, :]] = pairs
+    return Cells(table.reshape(-1, 8), np.ascontiguousarray(values).view("<u2"))
 
 
 def cell_codes(values: np.ndarray, vcf_type: str, no_value: np.ndarray | None = None,
