@@ -7,11 +7,10 @@ place that knows where those bytes live. Every reader here is safe to share betw
 from __future__ import annotations
 
 import collections
-import contextlib
 import os
 import stat
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol
 
 from vcfzarr_sql.errors import StoreError
@@ -154,9 +153,15 @@ class DirectoryStore:
         if fd is not None:
             os.close(fd)
 
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):  # (at interpreter exit, os may be gone already)
-            self.close()
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # (at interpreter exit this module's globals may already be None, `os` and `contextlib`
+        # with them: the function that closes is bound here, and nothing else global is used)
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            try:
+                _close(fd)
+            except OSError:
+                pass
 
 
 class ZipStore:
