@@ -412,21 +412,27 @@ def _integer_cells(values: np.ndarray, lead: str) -> Cells | None:
     numbers[blank] = 0
     numbers[blank, -1] = ord(MISSING)
     prefix = lead.encode()
+    if width == 1:  # (no other elements: no table of their texts, no pairs)
+        return Cells(_prefixed(prefix, numbers, len(prefix) + numbers.shape[1]), _codes(values, low, len(numbers)))
     others = _prefixed(b",", numbers, 1 + numbers.shape[1])
     others[span == spec.INT_FILL] = 0
     pairs = _pair_cells(values, span, numbers, others, prefix)
     if pairs is not None:
         return pairs
-    # (codes of 2 or 4 bytes: writing them is most of the work here, and 2 tables' worth fit)
-    codes = np.subtract(values, np.int32(low), dtype=np.uint16 if 2 * len(numbers) <= 1 << 16 else np.uint32,
-                        casting="unsafe")
-    if width == 1:
-        return Cells(_prefixed(prefix, numbers, len(prefix) + numbers.shape[1]), codes)
+    codes = _codes(values, low, len(numbers))
     if len(prefix) == 1 and (fill is None or not fill[..., 0].any()):
         return Cells(others, codes, prefix[0])
     codes[..., 1:] += len(numbers)
     wide = max(len(prefix), 1) + numbers.shape[1]
     return Cells(np.concatenate([_prefixed(prefix, numbers, wide), _prefixed(b"", others, wide)]), codes)
+
+
+def _codes(values: np.ndarray, low: int, texts: int) -> np.ndarray:
+    """Each value's row in a table of ``texts`` texts from ``low`` (room left for a second
+    table of as many: :func:`_integer_cells`). Codes of 2 or 4 bytes: writing them is most
+    of that function's work."""
+    return np.subtract(values, np.int32(low), dtype=np.uint16 if 2 * texts <= 1 << 16 else np.uint32,
+                       casting="unsafe")
 
 
 def _pair_cells(values: np.ndarray, span: np.ndarray, numbers: np.ndarray, others: np.ndarray,
