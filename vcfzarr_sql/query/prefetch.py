@@ -1,10 +1,9 @@
 """Run scan tasks a few ahead of the consumer in a small thread pool, yielding results in order.
 
 numcodecs releases the GIL while it decompresses, so decoding the next chunks overlaps
-DuckDB's work on the current batch. The pool is shared by all scans and started once (a
-thread start costs up to ~0.1 s while DuckDB holds the GIL); its size is fixed, so scans never
-add threads. A process forked from one that scanned (a Spark or multiprocessing worker) starts
-its own pool: the parent's threads do not exist in the child. Each scan keeps at most ``depth`` tasks queued or running; when the consumer
+DuckDB's work on the current batch. The pool is shared by all scans and started once
+(:class:`~vcfzarr_sql.store.threads.SharedPool`: fixed size, a forked child starts its own).
+Each scan keeps at most ``depth`` tasks queued or running; when the consumer
 stops early (a LIMIT: the reader is closed or dropped), its pending tasks are cancelled and its
 running ones waited for before the generator returns. A scan of one task, or with ``depth``
 0, runs inline.
@@ -17,14 +16,15 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import TYPE_CHECKING, TypeVar
 
+from vcfzarr_sql.store.threads import SharedPool
+
 if TYPE_CHECKING:  # (imported at the first pool: a process that scans inline, as view does, never loads
     # concurrent.futures nor the logging it imports)
-    from concurrent.futures import Future, ThreadPoolExecutor
+    from concurrent.futures import Future
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -34,27 +34,7 @@ THREADS = min(4, max(2, os.cpu_count() or 2))
 #: Tasks a scan keeps queued or running.
 PREFETCH_DEPTH = 2 * THREADS
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _shared_pool() -> ThreadPoolExecutor:
-    global _pool
-    from concurrent.futures import ThreadPoolExecutor
-
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="vcfzarr-scan")
-        return _pool
-
-
-def _forget_pool_after_fork() -> None:
-    """In a forked child: drop the parent's pool (its threads were not copied) and lock."""
-    global _pool, _pool_lock
-    _pool, _pool_lock = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool_after_fork)
+_POOL = SharedPool(THREADS, "vcfzarr-scan")
 
 
 def prefetched(
@@ -68,7 +48,7 @@ def prefetched(
     from concurrent.futures import wait
 
     remaining = iter(items)
-    executor = _shared_pool()
+    executor = _POOL.executor()
     pending: deque[Future[R]] = deque()
     try:
         for item in itertools.islice(remaining, depth):

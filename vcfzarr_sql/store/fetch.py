@@ -48,10 +48,11 @@ import numpy as np
 from vcfzarr_sql.store.alignment import array_chunk
 from vcfzarr_sql.store.derived import variant_length
 from vcfzarr_sql.store.revalidation import Advance, Fetched, Key, offered, record_opening, withdraw
+from vcfzarr_sql.store.threads import SharedPool
 from vcfzarr_sql.store.vcz import VczStore
 
 if TYPE_CHECKING:  # (imported where Arrow is used: commands that read no strings never load it)
-    from concurrent.futures import Future, ThreadPoolExecutor  # (imported by a remote store's first fetch)
+    from concurrent.futures import Future  # (imported by a remote store's first fetch)
 
     import pyarrow as pa
 
@@ -70,23 +71,13 @@ AHEAD_PIECES = 64
 #: Threads that wait for background fetches (not decode threads: a fetch mostly waits), one
 #: per window fetched at once, up to :data:`FETCH_THREADS` (started as needed).
 FETCH_THREADS = 8
-_fetcher: ThreadPoolExecutor | None = None
-
-
-def _fetch_thread() -> ThreadPoolExecutor:
-    global _fetcher
-    from concurrent.futures import ThreadPoolExecutor
-
-    with _learned_lock:
-        if _fetcher is None:
-            _fetcher = ThreadPoolExecutor(max_workers=FETCH_THREADS, thread_name_prefix="vcfzarr-fetch")
-        return _fetcher
+_FETCHERS = SharedPool(FETCH_THREADS, "vcfzarr-fetch")
 
 
 def _forget_after_fork() -> None:
-    """In a forked child: the parent's fetch threads and lock were not copied."""
-    global _fetcher, _learned_lock
-    _fetcher, _learned_lock = None, threading.Lock()
+    """In a forked child: the parent's lock was not copied."""
+    global _learned_lock
+    _learned_lock = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
@@ -314,7 +305,7 @@ class WindowFetches:
                 keys = source.keys(chunks)
                 if opening:
                     record_opening(source.store, keys)
-                self._fetches[j] = _fetch_thread().submit(source.fetch_keys, keys)
+                self._fetches[j] = _FETCHERS.executor().submit(source.fetch_keys, keys)
 
     def submitted(self, i: int) -> None:
         """A piece of window ``i`` was handed to the scan threads."""

@@ -195,7 +195,9 @@ class SessionProcess(workers.ProcessHandle):
             if process.exitcode is None:
                 process.kill()
                 process.join()
-            process.close()
+            # (not closed: its pipes close when it is collected. A thread closing it while
+            # multiprocessing's exit handler joins the server's children made that join raise,
+            # leaving the forkserver's /tmp/pymp-* behind, as the Flight reaper did)
 
     def _answer(self, calls: multiprocessing.connection.Connection, host: Host,
                 process: multiprocessing.process.BaseProcess) -> None:
