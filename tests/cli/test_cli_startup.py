@@ -91,6 +91,8 @@ def test_view_without_regions_plans_no_scan(convert_once, tmp_path):
     # nor numcodecs' registry (its codecs come from their own modules), nor the scan and fetch
     # threads' concurrent.futures and logging (it decodes inline)
     assert not {"numcodecs.registry", "importlib.metadata", "concurrent.futures", "logging"} & modules
+    # nor the multiprocessing lock Blosc makes to choose its threads (tempfile, shutil, bz2, lzma with it)
+    assert not {"multiprocessing.synchronize", "tempfile", "lzma"} & modules
 
 
 def test_view_with_a_region_matches_its_edge_chunks_on_numpy(convert_once, tmp_path):

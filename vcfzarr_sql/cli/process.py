@@ -20,6 +20,8 @@ does not: start and exit like a compiled tool (:func:`process_start`).
 - A command that decodes chunks only through :mod:`vcfzarr_sql.store.codec_classes` (``stats``)
   defers numcodecs' package start-up (:func:`defer_numcodecs_init`): its registry scans the
   installed packages' entry points and it imports every codec, 0.05 CPU-s.
+- A command that only decompresses (``view``) lets Blosc make no ``multiprocessing`` lock
+  (:func:`blosc_without_lock`): ``tempfile``, ``shutil``, ``bz2``, ``lzma`` and more not imported.
 """
 
 from __future__ import annotations
@@ -128,6 +130,27 @@ def defer_numcodecs_init() -> bool:
 
     setattr(package, "__getattr__", finish)  # noqa: B010 (a module's, PEP 562)
     sys.modules["numcodecs"] = package
+    return True
+
+
+def blosc_without_lock() -> bool:
+    """numcodecs' Blosc (0.16) makes a ``multiprocessing.Lock`` at its first (de)compression, to
+    know whether it may run Blosc's threads in its global context: that imports
+    ``multiprocessing.synchronize`` and with it ``tempfile``, ``shutil``, ``bz2``, ``lzma``,
+    ``random`` and ``multiprocessing.util`` (17 modules, ~0.015 CPU-s, more under load). Marked
+    as made and absent, numcodecs takes its path for "no lock": each call decompresses in a
+    context of its own, on one thread, as it does in any thread but the main one (the CPU is the
+    same: the 4,000 x 500 benchmark store's chunks 33 ms either way). Whether it did (not
+    once a lock is made, or outside a ``vcfzarr-sql`` process: :func:`process_start`). A command's
+    choice, for commands that only decompress: Blosc compresses a chunk into other bytes on one
+    thread than on several (``store.writer.blosc_single_threaded``)."""
+    if not _in_process:
+        return False
+    import numcodecs.blosc as blosc
+
+    if getattr(blosc, "_MUTEX_IS_INIT", True) is not False or not hasattr(blosc, "get_mutex"):
+        return False
+    blosc._MUTEX, blosc._MUTEX_IS_INIT = None, True
     return True
 
 

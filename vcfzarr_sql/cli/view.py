@@ -51,9 +51,10 @@ def command(store: str, regions: str | None, regions_file: str | None, targets: 
     \b
     vcfzarr-sql view x.zarr -r 20:1-200000 -s NA00001 -i 'QUAL>20' -Oz -o out.vcf.gz
     """
-    from vcfzarr_sql.cli.process import defer_numcodecs_init, reuse_freed_memory
+    from vcfzarr_sql.cli.process import blosc_without_lock, defer_numcodecs_init, reuse_freed_memory
 
     defer_numcodecs_init()  # (it reads chunks through store/codec_classes.py only)
+    blosc_without_lock()  # (it decompresses only)
     from vcfzarr_sql.view import Selection, SiteFilters, view
 
     reuse_freed_memory()  # (each chunk's arrays in the pages of the last's: 13,000 faults fewer of 39,000 at 20,000 x 1,000)
