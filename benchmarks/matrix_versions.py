@@ -59,9 +59,11 @@ def main(argv: list[str] | None = None) -> None:
 
     samples, records = args.gtstats.split("x")
     _, path, prefix = prepare(DATA_DIR / f"gtstats-{args.gtstats}", int(samples), int(records))
-    pvar = np.loadtxt(prefix.with_suffix(".pvar"), comments="#", usecols=(1, 4), dtype=str, ndmin=2)
-    positions = pvar[:, 0].astype(np.int64)
-    alleles = np.char.count(pvar[:, 1], ",") + 2
+    # (not np.loadtxt: it warns about the header line, which its ``comments`` leaves empty)
+    pvar = [line.split("\t") for line in prefix.with_suffix(".pvar").read_text().splitlines()
+            if not line.startswith("#")]
+    positions = np.array([int(row[1]) for row in pvar], np.int64)
+    alleles = np.array([row[4].count(",") + 2 for row in pvar])
     offsets = np.concatenate([[0], np.cumsum(alleles)]).astype(np.uintp)
     start = len(positions) // 2 if args.start is None else args.start
     stop = start + 1000

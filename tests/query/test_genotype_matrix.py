@@ -235,3 +235,38 @@ def test_packed_bytes_narrower_than_their_samples_are_a_store_error(diploid, mon
         with pytest.raises(StoreError, match=r"summary_gt_packed chunk \(0, 0\) read as \(\d+, \d+\) uint8, "
                                              r"not \d+ rows of uint8 holding \d+ calls"):
             vcfzarr_sql.genotype_matrix(diploid[1], samples=samples, columns=())
+
+
+def test_a_region_covering_an_edge_chunk_keeps_it_whole_by_its_lengths(diploid, tmp_path, monkeypatch):
+    """``1:251-491`` holds the POS span of variant chunk 1 (records 25-49, record k at 10k + 1)
+    and ends after chunk 0's last record (241): chunk 1 is matched from its lengths alone (none
+    below 1: each record ends at or after its POS), its positions not read; a record whose
+    stored length is 0 ends before its POS (END = POS - 1 = 250) and is left out, as the SQL
+    scan's ``end`` leaves it out: the chunk's positions are read then."""
+    import zarr
+    from store_support import copy_store
+
+    from vcfzarr_sql.query import record_spans
+
+    vcf, store = diploid
+    region = "1:251-491"
+    alleles, _ = genotype_arrays(vcf, region=region)
+    assert [r.pos for r in records(vcf, region=region)] == list(range(251, 492, 10))
+    read = []
+    positions = record_spans.positions
+
+    def counted(blocks):
+        read.append(blocks.chunks)
+        return positions(blocks)
+
+    monkeypatch.setattr(record_spans, "positions", counted)
+    got = vcfzarr_sql.genotype_matrix(store, region=region, columns=())
+    assert (got.values == expected_dosage(alleles)).all() and read == []
+    damaged = copy_store(store, tmp_path / "zero_length.vcz")
+    zarr.open_array(str(damaged / "variant_length"), mode="r+")[25] = 0
+    shorter = vcfzarr_sql.genotype_matrix(damaged, region=region, columns=())
+    assert (shorter.values == got.values[1:]).all() and read == [range(1, 2)]
+    with vcfzarr_sql.connect() as con:
+        scanned = con.sql(f"SELECT pos FROM vcf_zarr('{damaged}', region := '{region}')").fetchall()
+    listed = vcfzarr_sql.genotype_matrix(damaged, region=region, columns=["pos"]).variants.column("pos").to_pylist()
+    assert listed == [p for (p,) in scanned] == list(range(261, 492, 10))

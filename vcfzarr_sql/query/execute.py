@@ -183,10 +183,13 @@ def region_rows(blocks: BatchBlocks, regions: RegionSet) -> np.ndarray:
     """Which records of ``blocks``' batch overlap ``regions``: the residual of a plan whose
     only filter is a region set (:func:`~.plan.plan_regions`), from the records' contig, POS
     and END as numpy (no Arrow batch, no expression), for work that reads its own arrays."""
-    from vcfzarr_sql.query.record_spans import contig_ids, positions, record_ends
+    from vcfzarr_sql.query.record_spans import all_overlap, contig_ids, positions, record_ends, record_lengths
 
+    lengths = None if regions.targets else record_lengths(blocks)
+    if lengths is not None and all_overlap(blocks, regions, lengths):
+        return np.ones(len(lengths), bool)
     pos = positions(blocks)
-    last = pos if regions.targets else record_ends(blocks)
+    last = pos if lengths is None else record_ends(blocks, lengths, pos)
     return regions.matches_ids(blocks.store.contigs, contig_ids(blocks), pos, last)
 
 

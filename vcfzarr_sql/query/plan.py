@@ -180,6 +180,8 @@ class ScanPlan:
         """Tasks ``start:stop`` as one task: they must be consecutive variant chunks of one
         sample group, all needing the row filter or none (see :func:`batch_runs`)."""
         first = self.task(start)
+        if stop - start == 1:  # (the usual run of a small region: no copy)
+            return first
         return dataclasses.replace(
             first,
             num_rows=int(self.rows[start:stop].sum()),
@@ -420,13 +422,15 @@ def batch_runs(plan: ScanPlan, pieces: range, length: Callable[[], int]) -> Iter
     >>> [(r.start, r.stop) for r in batch_runs(plan, range(8), lambda: next(lengths))]
     [(0, 1), (1, 3), (3, 6), (6, 7), (7, 8)]
     """
-    chunks = plan.variant_chunks[pieces.start : pieces.stop]
-    joins = (
-        (np.diff(chunks) == 1)
-        & (np.diff(plan.groups[pieces.start : pieces.stop]) == 0)
-        & (np.diff(plan.whole[pieces.start : pieces.stop].astype(np.int8)) == 0)
-    )
-    breaks = (np.flatnonzero(~joins) + 1 + pieces.start).tolist()
+    breaks: list[int] = []
+    if len(pieces) > 1:  # (one task, a small region's: nothing to join)
+        chunks = plan.variant_chunks[pieces.start : pieces.stop]
+        joins = (
+            (np.diff(chunks) == 1)
+            & (np.diff(plan.groups[pieces.start : pieces.stop]) == 0)
+            & (np.diff(plan.whole[pieces.start : pieces.stop].astype(np.int8)) == 0)
+        )
+        breaks = (np.flatnonzero(~joins) + 1 + pieces.start).tolist()
     for lo, hi in zip([pieces.start, *breaks], [*breaks, pieces.stop]):
         while lo < hi:
             step = min(max(length(), 1), hi - lo)

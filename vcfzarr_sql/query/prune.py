@@ -195,7 +195,7 @@ class _Pruner:
         z = self.zones
         if z.contig is None or z.pos_min is None or z.pos_max is None or z.end_max is None:
             return _ANYTHING
-        might, must = p.regions.zones(list(z.contigs), z.contig, z.pos_min, z.pos_max, z.end_max)
+        might, must = p.regions.zones(z.contigs, z.contig, z.pos_min, z.pos_max, z.end_max)
         return Truth(might[:, None], ~must[:, None], np.zeros((len(might), 1), bool))
 
     def visit_Opaque(self, p: ex.Opaque) -> Truth:

@@ -5,11 +5,16 @@ with these, :func:`~vcfzarr_sql.query.execute.region_rows`; :mod:`.decode` makes
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from vcfzarr_sql.format import spec
 from vcfzarr_sql.store.blocks import BatchBlocks
 from vcfzarr_sql.store.vcz import VczStore
+
+if TYPE_CHECKING:
+    from vcfzarr_sql.query.region_set import RegionSet
 
 
 def chunk_records(store: VczStore, chunks: range) -> int:
@@ -38,8 +43,35 @@ def positions(blocks: BatchBlocks) -> np.ndarray:
     return blocks.read(spec.VARIANT_POSITION).astype(np.int64)
 
 
-def record_ends(blocks: BatchBlocks) -> np.ndarray:
-    """END of each record of the batch (POS + rlen - 1), int64."""
+def record_lengths(blocks: BatchBlocks) -> np.ndarray:
+    """rlen of each record of the batch, int64."""
     lengths = [blocks.source.variant_length(c) for c in blocks.chunks]
-    length = blocks.kept(np.concatenate(lengths)).astype(np.int64, copy=False)
-    return positions(blocks) + length - 1
+    return blocks.kept(np.concatenate(lengths)).astype(np.int64, copy=False)
+
+
+def record_ends(blocks: BatchBlocks, lengths: np.ndarray | None = None, pos: np.ndarray | None = None) -> np.ndarray:
+    """END of each record of the batch (POS + rlen - 1), int64 (``lengths``, ``pos``: the
+    records' :func:`record_lengths` and :func:`positions`, when read already)."""
+    first = positions(blocks) if pos is None else pos
+    return first + (record_lengths(blocks) if lengths is None else lengths) - 1
+
+
+def all_overlap(blocks: BatchBlocks, regions: RegionSet, lengths: np.ndarray) -> bool:
+    """Whether every record of the batch (all of its chunks' records) overlaps ``regions``
+    (bcftools ``-r``), by the region index alone, given the records' ``lengths``
+    (:func:`record_lengths`): when none is below 1, no record ends before its POS, so the
+    least END of a region index row is its least POS, and a row whose POS span lies inside
+    one interval matches whole. The planner cannot tell so (the index keeps no least END):
+    a region's edge chunk that the interval covers is known whole from its lengths, without
+    reading or matching its positions (as for the chunks inside the region)."""
+    store = blocks.store
+    if blocks.rows is not None or not len(lengths) or lengths.min() < 1:
+        return False
+    index = store.region_index
+    chunk = index[:, spec.RI_CHUNK]
+    rows = index[(chunk >= blocks.chunks.start) & (chunk < blocks.chunks.stop)]
+    if int(rows[:, spec.RI_COUNT].sum()) != len(lengths):  # (rows for each record, as the planner trusts)
+        return False
+    _, must = regions.zones(store.contigs, rows[:, spec.RI_CONTIG], rows[:, spec.RI_START], rows[:, spec.RI_END],
+                            rows[:, spec.RI_MAX_END], end_min=rows[:, spec.RI_START])
+    return bool(must.all())

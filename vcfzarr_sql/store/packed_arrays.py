@@ -4,6 +4,8 @@ store has them laid out so."""
 
 from __future__ import annotations
 
+import weakref
+
 from numcodecs.blosc import Blosc
 
 from vcfzarr_sql.format import packed_genotypes as pg
@@ -42,9 +44,22 @@ def packed_arrays(
     }
 
 
+#: :func:`packed_stored` of each open store (its arrays are fixed once it is open: one changed
+#: since is opened again, a new object), asked by every genotype matrix and subset count
+_STORED: weakref.WeakKeyDictionary[VczStore, bool] = weakref.WeakKeyDictionary()
+
+
 def packed_stored(store: VczStore) -> bool:
     """Whether ``store`` has both packed arrays laid out as they are written (other layouts,
-    such as a store rechunked by another tool, are not read: the genotypes are decoded)."""
+    such as a store rechunked by another tool, are not read: the genotypes are decoded);
+    answered once per open store (~20 us a call otherwise)."""
+    stored = _STORED.get(store)
+    if stored is None:
+        stored = _STORED[store] = _laid_out(store)
+    return stored
+
+
+def _laid_out(store: VczStore) -> bool:
     if not (store.has_array(pg.PACKED) and store.has_array(pg.PACKED_EXACT)):
         return False
     expected = packed_arrays(store.num_variants, store.num_samples, store.variants_chunk_size,
