@@ -175,6 +175,8 @@ def test_plain_sites_are_read_from_the_text(tmp_path, monkeypatch):
         chrom, pos = other[0], 1000 + 3 * k
         lines += [other.format(pos), _at(PLAIN_SITES[3], chrom, pos + 1), _at(PLAIN_SITES[4], chrom, pos + 2)]
     lines += [_at(line, "3", 2000 + j) for j, line in enumerate(PLAIN_SITES[3:])]  # (3 is declared now)
+    # blocks of one FILTER, ID and ALT each (one shared string), and of "." next to "."
+    lines += [_at(PLAIN_SITES[k], "3", 3000 + j) for j, k in enumerate([4, 4, 4, 1, 1, 1, 1, 1, 4])]
     vcf = _write(tmp_path, lines, header=SITES_HEADER)
     read = []
 
@@ -185,7 +187,7 @@ def test_plain_sites_are_read_from_the_text(tmp_path, monkeypatch):
 
     monkeypatch.setattr(reader_module, "site_columns", counted)
     fast = _spilled(tmp_path, vcf, "fast", True)
-    assert read == [True, *[False] * len(OTHER_SITES), True]
+    assert read == [True, *[False] * len(OTHER_SITES), True, True, True, True]
     _assert_same(fast, _spilled(tmp_path, vcf, "htslib", False))
 
 

@@ -267,15 +267,24 @@ def _might_hold_blocks(store: VczStore) -> bool:
     return store.has_array(spec.INFO_PREFIX + "END") and store.num_variants > 0
 
 
-def _alleles_of(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) -> list[str]:
-    """Alleles of the cohort's records ``rows``, read from the first batch holding each."""
+def _allele_rows_of(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) -> np.ndarray:
+    """``variant_allele`` of the cohort's records ``rows`` (padded with ``""``), read from the
+    first batch holding each."""
     holder = np.argmax(sites.batch_rows[rows] >= 0, axis=1)
-    out = [""] * len(rows)
+    parts = []
     for b in layout.distinct(holder)[0].tolist():
         where = np.flatnonzero(holder == b)
-        for i, key in zip(where.tolist(), _alleles_at(batches[b], sites.batch_rows[rows[where], b])):
-            out[i] = key
+        parts.append((where, _allele_rows(batches[b], sites.batch_rows[rows[where], b])))
+    out = np.full((len(rows), max((p.shape[1] for _, p in parts), default=1)), "", dtype=object)
+    for where, part in parts:
+        out[where, : part.shape[1]] = part
     return out
+
+
+def _alleles_of(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) -> list[str]:
+    """Alleles of the cohort's records ``rows`` joined by ``,``, read from the first batch
+    holding each."""
+    return layout.joined_alleles(_allele_rows_of(sites, batches, rows)).tolist()
 
 
 def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
@@ -344,9 +353,12 @@ def _merge(sites: _Sites, batches: Sequence[VczStore], batch: VczStore,
 
 def _compared(keys: np.ndarray, texts: np.ndarray) -> np.ndarray:
     """What the union compares of records whose allele keys are ``keys``, and texts ``texts``
-    (REF and ALTs joined by ``,``): the key, or the text where the alleles do not pack."""
-    out = keys.astype(object)
+    (REF and ALTs joined by ``,``): the key, or the text where the alleles do not pack (the
+    keys themselves where all pack: integers compare at once, objects one by one)."""
     unpacked = keys == layout.KEY_UNPACKED
+    if not unpacked.any():
+        return keys
+    out = keys.astype(object)
     out[unpacked] = texts[unpacked]
     return out
 
@@ -359,8 +371,10 @@ def _cohort_keys(sites: _Sites, batches: Sequence[VczStore], rows: np.ndarray) -
     keys = sites.allele_keys.copy()
     texts = np.full(len(keys), "", dtype=object)
     need = rows[keys[rows] <= layout.KEY_UNPACKED]
-    texts[need] = _alleles_of(sites, batches, need)
-    keys[need] = layout.allele_keys(texts[need])
+    alleles = _allele_rows_of(sites, batches, need)
+    keys[need] = layout.allele_keys_of(alleles)  # (packed from the alleles: no text is joined)
+    unpacked = keys[need] == layout.KEY_UNPACKED
+    texts[need[unpacked]] = layout.joined_alleles(alleles[unpacked])
     return keys, _compared(keys, texts)
 
 

@@ -30,7 +30,7 @@ from vcfzarr_sql.format.diploid_calls import SAVED_PER_CALL, diploid_calls
 from vcfzarr_sql.kernels import kernel_mode
 from vcfzarr_sql.kernels.diploid_text import DIPLOID_TEXT
 
-_ZERO, _DOT, _BAR, _SLASH, _TAB = (ord(c) for c in "0.|/\t")
+_ZERO, _DOT, _BAR, _SLASH, _TAB, _NEWLINE = (ord(c) for c in "0.|/\t\n")
 #: A diploid call's separator and tab as a little-endian word's bytes 1 and 3 (``a|b\t``, ``a/b\t``).
 _MARKS = np.uint32(0xFF00FF00)
 _PHASED_MARKS = np.uint32(_TAB << 24 | _BAR << 8)
@@ -125,15 +125,31 @@ def short_diploid_lines(lines: Sequence[bytes], n_samples: int) -> tuple[list[by
     if not (table[:, : len(_GT_COLUMN)] == np.frombuffer(_GT_COLUMN, dtype=np.uint8)).all():
         return None
     heads = [line[:-width] for line in lines]
-    text = np.frombuffer(b"\n".join(heads), dtype=np.uint8)
-    line_of = np.cumsum(text == ord("\n"))
-    if (np.bincount(line_of[text == _TAB], minlength=len(lines)) != 7).any():  # (eight columns each)
+    if not _eight_columns(np.frombuffer(b"\n".join(heads), dtype=np.uint8), len(heads)):
         return None
     calls = np.empty((len(lines), 4 * n_samples), dtype=np.uint8)
     calls[:, :-1] = table[:, len(_GT_COLUMN) :]
     calls[:, -1] = _TAB
     parsed = _diploid(calls.tobytes(), len(lines), n_samples)
     return None if parsed is None else (heads, parsed)
+
+
+def _eight_columns(text: np.ndarray, lines: int) -> bool:
+    """Whether each of the ``lines`` lines of ``text`` (joined by newlines) has eight columns:
+    seven tabs, the k-th seven of the text's tabs between its (k-1)-th and k-th newlines
+    (numbering each byte's line with a cumulative sum took 4 times as long).
+
+    >>> text = lambda s: np.frombuffer(s, dtype=np.uint8)
+    >>> _eight_columns(text(b"1\\t2\\t3\\t4\\t5\\t6\\t7\\t8\\n" * 2 + b"1\\t2\\t3\\t4\\t5\\t6\\t7\\t8"), 3)
+    True
+    >>> _eight_columns(text(b"1\\t2\\t3\\t4\\t5\\t6\\t7\\n8\\t1\\t2\\t3\\t4\\t5\\t6\\t7\\t8"), 2)  # (6 + 8 tabs)
+    False
+    """
+    tabs, newlines = np.flatnonzero(text == _TAB), np.flatnonzero(text == _NEWLINE)
+    if len(tabs) != 7 * lines or len(newlines) != lines - 1:
+        return False
+    first, last = tabs[::7], tabs[6::7]
+    return not ((first[1:] < newlines).any() or (last[:-1] > newlines).any())
 
 
 def _diploid(joined: bytes, lines: int, n_samples: int) -> tuple[np.ndarray, np.ndarray] | None:

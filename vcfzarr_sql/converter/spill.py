@@ -39,8 +39,28 @@ def block_bytes(columns: dict[str, np.ndarray]) -> int:
         base = values.base if isinstance(values.base, np.ndarray) else values
         total += base.nbytes
         if values.dtype == object:
-            total += sum(map(sys.getsizeof, values.ravel().tolist()))
+            total += _objects_bytes(values.ravel().tolist())
     return total
+
+
+_EMPTY_STR = sys.getsizeof("")  # (an ASCII string's size is this plus its length)
+
+
+def _objects_bytes(objects: list[object]) -> int:
+    """``sum(map(sys.getsizeof, objects))``; ASCII strings (nearly every object column) sized
+    from their joined length: getsizeof per object took ~0.08 CPU-s of reading 100,000
+    records of one sample (``add``), a tenth of it.
+
+    >>> _objects_bytes(["rs1", ""]) == sys.getsizeof("rs1") + sys.getsizeof(""), _objects_bytes(["\u00e9", 1]) > 0
+    (True, True)
+    """
+    try:
+        joined = "".join(objects)  # type: ignore[arg-type]
+    except TypeError:  # (not all strings)
+        joined = None
+    if joined is not None and joined.isascii():
+        return len(joined) + _EMPTY_STR * len(objects)
+    return sum(map(sys.getsizeof, objects))
 
 
 def _room() -> int:

@@ -186,7 +186,8 @@ def union_of_sites(
     match_b = np.full(len(key_b), -1, dtype=np.int64)
     in_a = np.flatnonzero(np.isin(key_a, shared))
     in_b = np.flatnonzero(np.isin(key_b, shared))
-    strings_a, strings_b = np.asarray(alleles_a, dtype=object), np.asarray(alleles_b, dtype=object)
+    strings_a, strings_b = (a if isinstance(a, np.ndarray) else np.asarray(a, dtype=object)  # (keys: int64)
+                            for a in (alleles_a, alleles_b))
     rest_b = _single_matches(key_a, strings_a, in_a, key_b, strings_b, in_b, match_b)
     waiting: dict[tuple[int, str], list[int]] = {}
     for i in in_a[np.isin(key_a[in_a], key_b[rest_b])].tolist():  # (positions held twice)

@@ -548,12 +548,13 @@ def added_up(name: str, shape: tuple[int, ...],
             continue
         values = np.zeros((len(given), *shape[1:]), dtype=np.int64)
         values[tuple(slice(0, n) for n in given.shape)] = given
+        rows = slice(None) if len(given) == shape[0] else have  # (every record: no fancy indexing)
         if name == sc.CALL_COUNTS:
-            uncounted[have] |= values[:, sc.CALLED] == sc.NOT_COUNTED
+            uncounted[rows] |= values[:, sc.CALLED] == sc.NOT_COUNTED
             if shape[1] > sc.ALLELES:
-                out[have, sc.ALLELES] = values[:, sc.ALLELES]
+                out[rows, sc.ALLELES] = values[:, sc.ALLELES]
                 values[:, sc.ALLELES] = 0
-        out[have] += values
+        out[rows] += values
     if name == sc.CALL_COUNTS:
         out[uncounted, sc.CALLED] = sc.NOT_COUNTED
     return out.astype(np.int32)
