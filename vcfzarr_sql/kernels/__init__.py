@@ -15,7 +15,9 @@ Whether a call takes the kernel is decided by :func:`Kernel.compiled`, from the
   in numpy. So a process takes the compiled kernels once numba is already imported in it, or
   once the work its callers asked of kernels adds up to :data:`WORK_TO_COMPILE`. A one-off
   small query never pays for the compiler; a session or a conversion that does real work pays
-  once.
+  once. A conversion decides once, before its workers start, from the size of its input;
+  the workers of one too small keep to numpy (:func:`keep_to_numpy`), rather than load numba
+  part-way, when what is left to save no longer repays it.
 
 The unit of work, for every caller: a nanosecond of CPU time the call would save on the
 compiled path against the numpy path, which is what loading the kernels must repay. Each caller
