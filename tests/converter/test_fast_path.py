@@ -418,13 +418,14 @@ print(warm_kernels(sys.argv[1]), "numba" in sys.modules)
 
 
 def test_a_large_gt_only_text_loads_the_kernels_before_the_workers(tmp_path):
-    """``auto``: a GT-only file too small to repay numba keeps to numpy; any other file too,
-    whatever its size (the fast path is the kernels' main user); past the work threshold a
-    GT-only file loads numba, in the process that forks the workers."""
+    """``auto``: a GT-only file too small to repay numba keeps to numpy (False: its workers
+    are kept to numpy for good); any other file too, whatever its size (the fast path is the
+    kernels' main user; None: no estimate, its workers tier as usual); past the work threshold
+    a GT-only file loads numba, in the process that forks the workers."""
     pytest.importorskip("numba")
     gt_only = _write(tmp_path, TRICKY[:1])
     (tmp_path / "other").mkdir()
     other = _write(tmp_path / "other", TRICKY[9:10])
     out = subprocess.run([sys.executable, "-c", _WARM, str(gt_only), str(other)], capture_output=True, text=True,
                          check=True, env={**os.environ, "VCFZARR_SQL_KERNELS": "auto"}).stdout.split("\n")
-    assert out[:3] == ["False False", "False False", "True True"]
+    assert out[:3] == ["False False", "None False", "True True"]

@@ -7,6 +7,7 @@ depends on what the process has imported and asked so far.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -86,6 +87,24 @@ def test_auto_without_numba_keeps_to_numpy(monkeypatch):
     monkeypatch.setattr(kernels, "_numba_loaded", False)
     monkeypatch.setattr(kernels, "_work_asked", kernels.WORK_TO_COMPILE)
     assert Kernel(_sum_squares).compiled(work=1) is None
+
+
+def test_auto_kept_to_numpy_does_not_load_numba_whatever_the_work(monkeypatch):
+    """A conversion's worker whose parent found the work too small for numba
+    (:func:`kernels.keep_to_numpy`): past the threshold, ``auto`` still takes numpy; ``numba``
+    mode is not affected."""
+    monkeypatch.setenv("VCFZARR_SQL_KERNELS", "auto")
+    monkeypatch.setattr(kernels, "_kept_to_numpy", False)
+    monkeypatch.setattr(kernels, "_numba_loaded", False)  # (a call that tried to load: numpy all the same)
+    kernels.keep_to_numpy()
+    assert kernels._kept_to_numpy
+    monkeypatch.setattr(kernels, "_numba_loaded", None)
+    monkeypatch.setattr(kernels, "_work_asked", kernels.WORK_TO_COMPILE)
+    assert Kernel(_sum_squares).compiled(work=kernels.WORK_TO_COMPILE) is None
+    assert kernels._numba_loaded is None  # (numba not even tried)
+    if importlib.util.find_spec("numba") is not None:
+        monkeypatch.setenv("VCFZARR_SQL_KERNELS", "numba")
+        assert Kernel(_sum_squares).compiled(work=0) is not None
 
 
 _CAPPED = """

@@ -40,7 +40,10 @@ def _random_calls(rng: np.random.Generator, records: int, samples: int, wide: bo
 
 @pytest.mark.parametrize("wide", [True, False])
 @pytest.mark.parametrize("seed", range(4))
-def test_codes_follow_the_calls(seed, wide):
+def test_codes_follow_the_calls(seed, wide, kernels):
+    """The code of every call, 0 in every padding slot, and each record's exact flag, against
+    the calls' definition; with numpy and with the compiled packing (``wide=False``: every
+    record is packed from its calls that are not 0/0)."""
     rng = np.random.default_rng(seed)
     calls = _random_calls(rng, 40, 37, wide)
     first, second = calls[..., 0].astype(int), calls[..., 1].astype(int)
@@ -54,6 +57,8 @@ def test_codes_follow_the_calls(seed, wide):
         codes = pg.byte_codes()[rows].reshape(40, -1)[:, slots]
         assert (codes[called] == (first + second)[called]).all()
         assert (codes[~called] == pg.MISSING).all()
+        padding = np.setdiff1d(np.arange(rows.shape[1] * 4), slots)
+        assert (pg.byte_codes()[rows].reshape(40, -1)[:, padding] == 0).all()
 
 
 def test_other_ploidies_and_wide_alleles_are_never_exact():

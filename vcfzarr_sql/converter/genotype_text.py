@@ -77,20 +77,23 @@ def gt_only_lines(lines: Sequence[bytes], n_samples: int) -> tuple[list[bytes], 
 SAVED_PER_BYTE = 0.4
 
 
-def warm_kernels(path: str) -> bool:
+def warm_kernels(path: str) -> bool | None:
     """Decide, from the size of the text of the VCF at ``path``, whether this process and the
     workers it forks parse and count genotypes with the compiled kernels (``auto`` mode of
     :mod:`vcfzarr_sql.kernels`: when what they would save repays loading them), and if so
     load them now, once, before any worker is forked (a forked worker then neither imports
     numba nor loads the kernels' code again). Only a text file whose first record is GT-only
-    counts: the fast path is the kernels' main user. Whether the kernels are loaded."""
+    counts: the fast path is the kernels' main user. True: the kernels are loaded; False:
+    they would not repay loading, and the workers should keep to numpy
+    (:func:`~vcfzarr_sql.kernels.keep_to_numpy`); None: no estimate (``numpy`` mode, or not
+    a GT-only text file: the workers tier by the work they ask)."""
     kind = text_kind(path) if kernel_mode() != "numpy" else None
     try:
         if kind is None or not gt_only_start(path, kind):
-            return False
+            return None
         saved = int((SAVED_PER_BYTE + SAVED_PER_CALL / 4) * text_size(path, kind))  # (4 bytes a call)
     except NotPlainText:
-        return False
+        return None
     if DIPLOID_TEXT.compiled(work=saved) is None:
         return False
     _diploid(b"0|1\t", 1, 1)
@@ -205,7 +208,7 @@ def parse_genotypes(calls: Sequence[bytes | memoryview], n_samples: int) -> tupl
         return None
     width = int(ploidy.max()) if len(calls) else 1
     alleles = phased = None
-    for p in np.unique(ploidy).tolist():
+    for p in sorted(set(ploidy.tolist())):  # (np.unique would import numpy.ma: ~0.03 CPU-s a worker)
         rows = np.flatnonzero(ploidy == p)
         joined = b"\t".join([*(calls[i] for i in rows.tolist()), b""])  # (a tab after each)
         parsed = _diploid(joined, len(rows), n_samples) if p == 2 else _any_ploidy(joined, len(rows), n_samples, p)

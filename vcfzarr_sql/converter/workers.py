@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from vcfzarr_sql.converter.genotype_text import warm_kernels
 from vcfzarr_sql.errors import NotVcfError, VcfParseError, VcfZarrError
+from vcfzarr_sql.kernels import keep_to_numpy
 
 if TYPE_CHECKING:
     from multiprocessing.sharedctypes import Synchronized
@@ -103,11 +104,15 @@ def out_of_memory(exc: BaseException) -> bool:
 
 
 def _init_worker(progress: Synchronized[int], single_process: bool, parent: int,
-                 max_memory: int) -> None:
+                 max_memory: int, numpy_only: bool) -> None:
+    """``numpy_only``: the parent estimated the conversion's work too small to repay loading
+    the compiled kernels (:func:`~.genotype_text.warm_kernels`)."""
     global _progress
     die_with_parent(parent)
     limit_memory(max_memory)
     _progress = progress
+    if numpy_only:
+        keep_to_numpy()
     if not single_process:
         import numcodecs.blosc as blosc  # (not through the package: its start-up may be deferred)
 
@@ -196,7 +201,8 @@ class WorkerPool:
         them (the threads loading them may start are fork-safe: :func:`_forkable`)."""
         #: whether the workers are forked
         self.forked = fork and _forkable()
-        if self.forked and warm_kernels(input_path):
+        warm = warm_kernels(input_path) if self.forked else None
+        if warm:
             self.forked = _forkable()
         ctx = multiprocessing.get_context("fork" if self.forked else "spawn")
         self.input_path = input_path
@@ -207,7 +213,7 @@ class WorkerPool:
             mp_context=ctx,
             initializer=_init_worker,
             initargs=(self.progress, workers == 1, os.getpid(),
-                      default_max_memory(workers) if max_memory is None else max_memory),
+                      default_max_memory(workers) if max_memory is None else max_memory, warm is False),
         )
         self._tasks = 0
 

@@ -15,7 +15,9 @@ Whether a call takes the kernel is decided by :func:`Kernel.compiled`, from the
   in numpy. So a process takes the compiled kernels once numba is already imported in it, or
   once the work its callers asked of kernels adds up to :data:`WORK_TO_COMPILE`. A one-off
   small query never pays for the compiler; a session or a conversion that does real work pays
-  once.
+  once. A conversion decides once, before its workers start, from the size of its input;
+  the workers of one too small keep to numpy (:func:`keep_to_numpy`), rather than load numba
+  part-way, when what is left to save no longer repays it.
 
 The unit of work, for every caller: a nanosecond of CPU time the call would save on the
 compiled path against the numpy path, which is what loading the kernels must repay. Each caller
@@ -53,7 +55,7 @@ from typing import Generic, ParamSpec, TypeVar
 
 from vcfzarr_sql.errors import NotSupportedError
 
-__all__ = ["Kernel", "WORK_TO_COMPILE", "kernel_mode"]
+__all__ = ["Kernel", "WORK_TO_COMPILE", "keep_to_numpy", "kernel_mode"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -73,6 +75,8 @@ _lock = threading.Lock()
 _work_asked = 0
 #: None: numba not tried yet; False: it could not be loaded in this process.
 _numba_loaded: bool | None = None
+#: Whether ``auto`` keeps this process to numpy for good (:func:`keep_to_numpy`).
+_kept_to_numpy = False
 
 
 def kernel_mode() -> str:
@@ -123,6 +127,18 @@ def _room_to_load() -> bool:
     return True
 
 
+def keep_to_numpy() -> None:
+    """Keep this process to numpy for good in ``auto`` mode (the kernels it has loaded stay in
+    use): for a process whose whole work a caller estimated up front and found too little to
+    repay loading numba (a conversion's workers: :func:`~vcfzarr_sql.converter.genotype_text.warm_kernels`).
+    Tiering by the work asked so far would load it anyway once the calls' work added up to
+    the threshold, with the conversion part done: a forked worker of a 350 MB GT-only text
+    inherited the estimate its parent had counted, 0.32 of the 0.5 s, and loaded numba at
+    its third chunk of fifty, ~0.9 CPU-s to load for ~0.5 saved (docs/benchmarks.md, stop 39)."""
+    global _kept_to_numpy
+    _kept_to_numpy = True
+
+
 class Kernel(Generic[P, R]):
     """A function numba compiles on first use (cached on disk), or None where numpy is used."""
 
@@ -141,6 +157,8 @@ class Kernel(Generic[P, R]):
             return None
         with _lock:
             if mode == "auto" and self._compiled is None:
+                if _kept_to_numpy:
+                    return None
                 _work_asked += max(int(work), 0)
                 if "numba" not in sys.modules and _work_asked < WORK_TO_COMPILE:
                     return None
