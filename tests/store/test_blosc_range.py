@@ -1,4 +1,4 @@
-"""``blosc_range.decompress_range``: any byte range of a Blosc LZ4 frame equals the same bytes of
+"""``blosc_range.decompress_range``: any byte range of a Blosc frame of one-byte items equals the same bytes of
 numcodecs' whole decode; frames it does not read give None; damaged frames raise instead of
 reading past the buffer. ``VczStore.decode_chunk_rows`` through a store, and a damaged chunk."""
 
@@ -45,11 +45,23 @@ def test_a_frame_stored_as_it_is():
         assert part is not None and (part == data[1500:7001]).all()
 
 
-@pytest.mark.parametrize("codec", [Blosc("zstd", 5, Blosc.NOSHUFFLE), Blosc("lz4", 5, Blosc.BITSHUFFLE)])
-def test_frames_it_does_not_read_give_none(codec):
-    data = _data(5000)
-    assert decompress_range(codec.encode(data), 0, 10, len(data)) is None
-    wide = _data(8000).view(np.uint16)  # (items of two bytes)
+@pytest.mark.parametrize("cname", ["zstd", "lz4", "blosclz", "zlib"])
+@pytest.mark.parametrize("shuffle", [Blosc.NOSHUFFLE, Blosc.SHUFFLE, Blosc.BITSHUFFLE])
+def test_any_compressor_and_shuffle(cname, shuffle):
+    """Genotype chunks as stores write them (zstd + bit-shuffle, int8, blocks of 1 MiB), and
+    every other compressor and shuffle, in several blocks: ranges inside one block, across
+    blocks, and in the last (shorter) block alone, equal those bytes of the whole decode."""
+    data = np.random.default_rng(5).integers(-2, 4, 250_003).astype(np.int8).view(np.uint8)
+    raw = Blosc(cname, 5, shuffle, blocksize=1 << 15).encode(data)
+    assert struct.unpack_from("<i", raw, 8)[0] < len(data)  # (several blocks)
+    for start, stop in [(0, 10), (3 * (1 << 15) + 5, 7 * (1 << 15)), (len(data) - 7, len(data)),
+                        (0, len(data)), (len(data) - 40_000, len(data) - 100), (5, 5)]:
+        part = decompress_range(raw, start, stop, len(data))
+        assert part is not None and (part == data[start:stop]).all(), (start, stop)
+
+
+def test_frames_it_does_not_read_give_none():
+    wide = _data(8000).view(np.uint16)  # (items of two bytes: blocks may be split into streams)
     assert decompress_range(Blosc("lz4", 5, Blosc.NOSHUFFLE).encode(wide), 0, 10, wide.nbytes) is None
 
 

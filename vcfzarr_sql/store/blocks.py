@@ -90,11 +90,34 @@ class BatchBlocks:
         (:func:`~vcfzarr_sql.store.contents.check_positions`)."""
         block = self._cache.get(name)
         if block is None:
+            if self._in_part(name):  # (already the rows kept)
+                block = self._cache[name] = self._rows_of(name)
+                return block
             block = self._read(name)
             if name == spec.VARIANT_POSITION:
                 check_positions(self.store, self.chunks, block)
             self._cache[name] = block
+        elif self._in_part(name):
+            return block
         return self.kept(block)
+
+    def _in_part(self, name: str) -> bool:
+        """Whether array ``name`` is read for the :attr:`rows` kept alone: a per-call numeric
+        array (genotypes: megabytes a chunk, of which a region's edge keeps a part) of a batch of
+        one variant chunk, chunked like the variants."""
+        if self.rows is None or len(self.chunks) != 1:
+            return False
+        info = self.store.array_info(name)
+        return (info.dtype.kind in "biuf" and _sample_axis(name, info.dims) is not None
+                and records_per_chunk(self.store, info) is None)
+
+    def _rows_of(self, name: str) -> np.ndarray:
+        """The :attr:`rows` of array ``name``, decompressed from only the blocks of its chunks
+        holding them where the codec allows (:meth:`read_chunk_rows`)."""
+        assert self.rows is not None
+        rows = self.rows
+        info = self.store.array_info(name)
+        return self._samples_of(name, info, [self.chunks], read=lambda n, c: self.read_chunk_rows(n, c, rows))
 
     def kept(self, records: np.ndarray) -> np.ndarray:
         """``records`` (one entry per record of the batch's chunks, along the first axis) for
@@ -198,19 +221,21 @@ class BatchBlocks:
     def _samples_of(
         self, name: str, info: ArrayInfo, grid: list[Sequence[int]],
         reduce: Callable[[np.ndarray], np.ndarray] | None = None,
+        read: Callable[[str, tuple[int, ...]], np.ndarray] | None = None,
     ) -> np.ndarray:
         """The chunks ``grid`` (along ``variants``) of ``name`` joined, for the batch's samples
-        (``reduce``: what to do to the joined chunks first, removing their first axis)."""
+        (``reduce``: what to do to the joined chunks first, removing their first axis; ``read``:
+        how to read a chunk, :meth:`read_chunk` when None)."""
         sample_axis = _sample_axis(name, info.dims)
         grid += [range(max(math.ceil(n / c), 1)) for n, c in zip(info.shape[1:], info.chunks[1:])]
         reduced = reduce or (lambda block: block)
         if sample_axis is None or self.samples is None:
-            return reduced(_assemble(self, name, grid))
+            return reduced(_assemble(read or self.read_chunk, name, grid))
         size = info.chunks[sample_axis]
         chunk_of = self.samples // size
         needed = np.unique(chunk_of) if len(chunk_of) else np.zeros(1, dtype=np.int64)
         grid[sample_axis] = needed.tolist()  # (no sample selected: any chunk gives the shape)
-        block = reduced(_assemble(self, name, grid))
+        block = reduced(_assemble(read or self.read_chunk, name, grid))
         sample_axis -= reduce is not None
         # Position of each sample in the joined chunks (only the last one can be short).
         within = np.searchsorted(needed, chunk_of) * size + self.samples % size
@@ -233,10 +258,9 @@ def _sample_axis(name: str, dims: Sequence[str]) -> int | None:
     return 1 if name.startswith(spec.FORMAT_PREFIX) else None
 
 
-def _assemble(blocks: BatchBlocks, name: str, grid: list[Sequence[int]]) -> np.ndarray:
-    """The chunks ``itertools.product(*grid)`` of ``name`` joined into one array (read with
-    ``blocks.read_chunk``)."""
-    read = blocks.read_chunk
+def _assemble(read: Callable[[str, tuple[int, ...]], np.ndarray], name: str, grid: list[Sequence[int]]) -> np.ndarray:
+    """The chunks ``itertools.product(*grid)`` of ``name`` joined into one array (each chunk
+    ``read(name, chunk)``)."""
     if all(len(g) == 1 for g in grid):
         return read(name, tuple(g[0] for g in grid))
     if all(len(g) == 1 for g in grid[1:]):  # a run of variant chunks

@@ -135,8 +135,8 @@ def _pooled_decompress(compressor: Any, raw: Any, dtype: np.dtype, size: int) ->
 def decode_rows(codec: ChunkCodec, raw: bytes, start: int, stop: int) -> np.ndarray | None:
     """Rows ``start`` to ``stop`` (along the first axis) of the full chunk ``raw`` decodes to,
     decompressed from only the Blosc blocks holding them (:mod:`~vcfzarr_sql.store.blosc_range`);
-    None when the codec is not a Zarr v2 Blosc LZ4 compressor alone over one-byte values in C
-    order (the caller decodes the whole chunk)."""
+    None when the codec is not a Zarr v2 Blosc compressor alone over one-byte values in C
+    order, or the frame's blocks are not read so (the caller decodes the whole chunk)."""
     built = codec.built if isinstance(codec, DeferredCodec) else codec
     if (not isinstance(built, V2Codec) or built.filters or built.dtype.itemsize != 1 or built.dtype.kind == "O"
             or getattr(built.compressor, "codec_id", None) != "blosc" or built.order != "C"):
