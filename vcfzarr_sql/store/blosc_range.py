@@ -6,7 +6,8 @@ region of 1,000 records overlapping two packed-genotype chunks by half each deco
 chunk's worth, not two).
 
 Only frames of one-byte items (genotypes, packed genotypes) are read so: their blocks are
-one stream each, never split; a frame of wider items gives None (the caller decodes the
+one stream each, never split; a frame of wider items, or with c-blosc's delta filter (each
+block relative to the first), gives None (the caller decodes the
 chunk whole). An LZ4 frame without bit-shuffle (the packed genotypes:
 :data:`~vcfzarr_sql.store.packed_arrays.COMPRESSOR`) has each block decompressed in place
 through numcodecs' bounded LZ4 ``decompress``. Any other (genotypes: zstd, bit-shuffled) has
@@ -37,7 +38,7 @@ from vcfzarr_sql.store import memory
 from vcfzarr_sql.store.bounds import ChunkBoundsError
 
 _HEADER = 16
-_MEMCPYED, _BITSHUFFLE = 0x2, 0x4
+_MEMCPYED, _BITSHUFFLE, _DELTA = 0x2, 0x4, 0x8
 _LZ4_FORMAT = 1
 #: The newest Blosc 1.x frame format, and the LZ4 stream format (c-blosc refuses others)
 _FORMAT_VERSION, _LZ4_VERSION = 2, 1
@@ -72,7 +73,8 @@ def decompress_range(raw: bytes | memoryview, start: int, stop: int, nbytes: int
     if len(view) < _HEADER:
         return None
     version, flags, typesize = view[0], view[2], view[3]
-    if typesize != 1:  # (blocks of wider items may be split into a stream per byte)
+    if typesize != 1 or flags & _DELTA:  # (blocks of wider items may be split into a stream per
+        # byte; c-blosc's delta filter decodes every block against the frame's first one)
         return None
     total, blocksize, cbytes = struct.unpack_from("<iii", view, 4)
     # (the header checks c-blosc's whole decode makes: a frame it refuses is refused here too)
