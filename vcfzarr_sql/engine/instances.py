@@ -82,10 +82,19 @@ def lend() -> tuple[duckdb.DuckDBPyConnection, Lease]:
         root, _spare = _spare, None
     if root is None:
         root = duckdb.connect()
+        _progress_bar[0] = root.sql("SELECT current_setting('enable_progress_bar')").fetchall()[0][0]
     connection = root.cursor()
     lease = Lease(root, _version(root))
     weakref.finalize(connection, lease.end)
+    # A cursor starts without the progress bar a new connection has (the one setting of
+    # theirs that differs): a session must answer as over a new connection (~0.2 ms).
+    connection.execute(f"SET enable_progress_bar = {str(_progress_bar[0]).lower()}")
+    lease.changed()
     return connection, lease
+
+
+#: ``enable_progress_bar`` of a new DuckDB connection, read from the last one made here.
+_progress_bar: list[object] = [True]
 
 
 def _drop_before_fork() -> None:
