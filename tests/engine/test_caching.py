@@ -20,6 +20,7 @@ import vcfzarr_sql
 import vcfzarr_sql.store
 from vcfzarr_sql.engine import rewrite
 from vcfzarr_sql.errors import QueryError, StoreError
+from vcfzarr_sql.store import shared
 
 SAMPLE_VCF = oracle.CORPUS_SAMPLE
 CHRM_VCF = str(Path(SAMPLE_VCF).parent / "1kg_2020_chrM.vcf.gz")
@@ -91,13 +92,13 @@ def test_dataset_over_a_changed_store_refuses_to_scan(con, tmp_path) -> None:
 def test_unchanged_store_is_opened_once(con, tmp_path, monkeypatch) -> None:
     path = _convert(SAMPLE_VCF, tmp_path / "s.zarr")
     opened: collections.Counter[str] = collections.Counter()
-    real_open = vcfzarr_sql.store.open_store  # imported by the registry when it opens a store
+    real_open = shared.open_store  # what the registry opens a store with
 
     def counting_open(location):
         opened[location] += 1
         return real_open(location)
 
-    monkeypatch.setattr(vcfzarr_sql.store, "open_store", counting_open)
+    monkeypatch.setattr(shared, "open_store", counting_open)
     for _ in range(3):
         con.sql(f"SELECT count(*) FROM vcf_zarr('{path}', region := '20')").fetchall()
         con.sql(f"SELECT count(*) FROM vcf_zarr_calls('{path}') WHERE contig = '19'").fetchall()

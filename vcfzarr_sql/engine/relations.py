@@ -61,14 +61,18 @@ def open_relation(spec: ScanSpec, store: VczStore) -> Any:
 class Registry:
     """The stores a DuckDB connection opened and the relations it registered, by stable name.
 
-    ``opener`` opens a store from the path a query names (default :func:`open_store`; the
-    server's confines the paths).
+    ``opener`` opens a store from the path a query names (default
+    :func:`~vcfzarr_sql.store.shared.open_shared`: a local store another session of the process
+    opened is reused while unchanged on disk; the server's opener confines the paths).
     """
 
     def __init__(self, connection: duckdb.DuckDBPyConnection,
-                 opener: Callable[[str], VczStore] | None = None):
+                 opener: Callable[[str], VczStore] | None = None,
+                 changed: Callable[[], None] | None = None):
         self._con = connection
         self._open = opener
+        #: told of each registration and unregistration (:meth:`.instances.Lease.changed`)
+        self._changed = changed or (lambda: None)
         self._stores: dict[str, VczStore] = {}
         #: name -> (call, the store it was built over, relation)
         self._relations: dict[str, tuple[ScanSpec, VczStore, Any]] = {}
@@ -80,9 +84,10 @@ class Registry:
         """A registry for ``cursor`` (a session of the same database) with this one's calls
         registered, so views over the table functions work there too; registered objects are
         per session in DuckDB, so each cursor has relations of its own, and stores of its own
-        (opened again: what a session's scans fetch first, and the chunks it requests while
+        (opened again, or shared by :func:`~vcfzarr_sql.store.shared.open_shared` when local:
+        what a session's scans of a URL store fetch first, and the chunks it requests while
         revalidating, are filed per store object, :mod:`vcfzarr_sql.store.revalidation`, so a
-        shared store would hand one session's first chunks to another's query)."""
+        shared URL store would hand one session's first chunks to another's query)."""
         registry = Registry(cursor, self._open)
         for name, (spec, _, _) in self._relations.items():
             registry._register(name, spec)
@@ -98,11 +103,12 @@ class Registry:
         return self._opened(path)
 
     def _opened(self, path: str) -> VczStore:
-        from vcfzarr_sql.store import open_store
+        from vcfzarr_sql.store.shared import open_shared
 
         key = canonical_path(path)
         if key not in self._stores:
-            self._stores[key] = (self._open or open_store)(path)
+            # (a local store another session of this process opened, if unchanged since)
+            self._stores[key] = (self._open or open_shared)(path)
         return self._stores[key]
 
     def relations(self) -> Iterator[tuple[str, Any]]:
@@ -146,6 +152,7 @@ class Registry:
             except VcfZarrError as err:
                 del self._relations[name]
                 self._con.unregister(name)
+                self._changed()
                 error = error or (err if name in wanted else None)
         if error is not None:
             raise error
@@ -186,4 +193,5 @@ class Registry:
         store = self._opened(spec.path)
         relation = open_relation(spec, store)
         self._con.register(name, relation)
+        self._changed()
         self._relations[name] = (spec, store, relation)

@@ -73,7 +73,8 @@ _ROOT_METADATA = (".zmetadata", ".zgroup", ".zattrs", "zarr.json")
 _ARRAY_METADATA = {2: (".zarray", ".zattrs"), 3: ("zarr.json",)}
 
 
-def _file_state(path: str) -> tuple[int, int, int, int] | None:
+def file_state(path: str) -> tuple[int, int, int, int] | None:
+    """(inode, size, mtime, ctime in ns) of the file at ``path`` (None: nothing there)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -100,7 +101,7 @@ def metadata_fingerprint(path: str | os.PathLike) -> tuple | None:
     location = os.fspath(path)
     if is_url(location):
         return None
-    root = _file_state(location)
+    root = file_state(location)
     if root is None or not os.path.isdir(location):
         return root
     names = [*_ROOT_METADATA, cohort.MANIFEST]
@@ -109,7 +110,7 @@ def metadata_fingerprint(path: str | os.PathLike) -> tuple | None:
         names += [f"{c}/{doc}" for c in _entries(location) for doc in docs]
     index = os.path.join(location, spec.REGION_INDEX)
     names += [f"{spec.REGION_INDEX}/{chunk}" for chunk in _entries(index)]
-    return root, tuple((name, _file_state(os.path.join(location, name))) for name in names)
+    return root, tuple((name, file_state(os.path.join(location, name))) for name in names)
 
 
 def _json(location: str, key: str, raw: bytes) -> Any:
