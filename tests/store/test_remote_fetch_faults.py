@@ -402,7 +402,7 @@ def test_a_forked_child_scans_a_url_store_after_its_parent_did(simulated, small_
     [task] = vcfzarr_sql.scan_tasks(f"file://{path}", "calls", columns=COLUMNS,
                                     target_bytes=float("inf")).tasks
     rows = task.to_table().num_rows
-    assert fetch._fetcher is not None
+    assert fetch._FETCHERS._executor is not None
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     child = context.Process(target=_scan_in_child, args=(task, queue), daemon=True)
