@@ -32,18 +32,13 @@ def _diploid_text(text: np.ndarray, alleles: np.ndarray, phased: np.ndarray) -> 
             phased[call] = False
         else:
             return False
-        if first == _DOT:
-            alleles[call, 0] = -1
-        elif _ZERO <= first <= _ZERO + 9:
-            alleles[call, 0] = first - _ZERO
-        else:
-            return False
-        if second == _DOT:
-            alleles[call, 1] = -1
-        elif _ZERO <= second <= _ZERO + 9:
-            alleles[call, 1] = second - _ZERO
-        else:
-            return False
+        for side, allele in enumerate((first, second)):
+            if allele == _DOT:
+                alleles[call, side] = -1
+            elif _ZERO <= allele <= _ZERO + 9:
+                alleles[call, side] = allele - _ZERO
+            else:
+                return False
     return True
 
 
