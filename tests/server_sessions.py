@@ -40,7 +40,8 @@ def catalog_probe(port: int, database: str, user: str, table: str, *setup: str,
     """What pgJDBC's ``DatabaseMetaData`` says of the server on ``port`` (tests/java/CatalogProbe.java,
     after the ``setup`` statements on its connection): section name -> rows of fields."""
     out = subprocess.run(
-        ["java", "-cp", str(PGJDBC_JAR), str(JAVA_PROBE), f"jdbc:postgresql://127.0.0.1:{port}/{database}",
+        # (-XX:-UsePerfData: no /tmp/hsperfdata_<user> left behind by the JVM)
+        ["java", "-XX:-UsePerfData", "-cp", str(PGJDBC_JAR), str(JAVA_PROBE), f"jdbc:postgresql://127.0.0.1:{port}/{database}",
          user, password, table, *setup],
         capture_output=True, text=True, timeout=180, check=True).stdout
     sections: dict[str, list[list[str]]] = {}
